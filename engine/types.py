@@ -1,0 +1,116 @@
+"""Request, candidate and result records of the engine: plain data, validated at the edge."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+# HumanEval's usual stop sequences: a new top-level statement ends the function being completed.
+FUNCTION_END_STOPS = ("\ndef ", "\nclass ", "\nif __name__", "\nif ", "\nprint(", "\n#", "\n@", "\nassert ")
+
+MAX_K = 32
+MAX_NEW_TOKENS = 2048
+FINISH_STOP = "stop"      # EOS, a stop string or the end of the function body
+FINISH_LENGTH = "length"  # max_new_tokens reached
+FINISH_BUDGET = "budget"  # the deadline (or a cancel) came first: the text is unfinished
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    """What one call asks for: k sampled continuations of one prompt."""
+
+    prompt: str
+    k: int = 8                      # number of candidates (rows), 1..32
+    max_new_tokens: int = 256       # per candidate, 1..2048
+    budget_s: float = 30.0          # seconds from call to answer, > 0
+    temperature: float = 0.8        # >= 0; 0 means greedy
+    top_p: float = 0.95             # nucleus mass, in (0, 1]
+    seed: int | None = None         # fixes the samples when set
+    stop: tuple[str, ...] = FUNCTION_END_STOPS  # a row ends before the first of these
+
+    def validate(self) -> None:
+        """Raise ValueError naming the bad value and the allowed range."""
+        if not isinstance(self.prompt, str) or not self.prompt.strip():
+            raise ValueError("prompt is empty: give some code or a function signature to complete")
+        _check_int("k", self.k, 1, MAX_K)
+        _check_int("max_new_tokens", self.max_new_tokens, 1, MAX_NEW_TOKENS)
+        if not _is_finite(self.budget_s) or self.budget_s <= 0:
+            raise ValueError(f"budget_s={self.budget_s!r} is out of range: it must be a number > 0 (seconds)")
+        if not _is_finite(self.temperature) or self.temperature < 0:
+            raise ValueError(f"temperature={self.temperature!r} is out of range: it must be >= 0 (0 means greedy)")
+        if not _is_finite(self.top_p) or not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p={self.top_p!r} is out of range: it must be in (0, 1]")
+        if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0):
+            raise ValueError(f"seed={self.seed!r} is out of range: it must be an integer >= 0 or None")
+        if not all(isinstance(s, str) and s for s in self.stop):
+            raise ValueError(f"stop={self.stop!r} is invalid: stop strings must be non-empty strings")
+
+
+def _is_finite(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _check_int(name: str, value, low: int, high: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValueError(f"{name}={value!r} is out of range: it must be an integer in {low}..{high}")
+
+
+@dataclass
+class Candidate:
+    """One continuation of the prompt."""
+
+    text: str                                          # decoded continuation, cut before any stop string
+    token_ids: list[int] = field(default_factory=list)  # generated token ids (kept ones)
+    logprobs: list[float] = field(default_factory=list)  # log p_target(token) per token, at temperature 1
+    finish_reason: str | None = None                   # FINISH_STOP / FINISH_LENGTH / FINISH_BUDGET; None while growing
+
+    @property
+    def finished(self) -> bool:
+        return self.finish_reason is not None
+
+
+@dataclass
+class GenerationStats:
+    """How a call went."""
+
+    wall_s: float = 0.0             # from call to return
+    generated_tokens: int = 0       # over all rows
+    forward_passes: int = 0         # target model forwards (prefill included)
+    draft_passes: int = 0           # draft model forwards (0 without a model drafter)
+    proposed_tokens: int = 0        # draft tokens offered for verification
+    accepted_tokens: int = 0        # draft tokens the target accepted
+    speculative_steps: int = 0      # verify steps that carried at least one draft token
+    drafter_choices: dict[str, int] = field(default_factory=dict)  # steps (row-steps) per drafter name
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.generated_tokens / self.wall_s if self.wall_s > 0 else 0.0
+
+    @property
+    def acceptance_rate(self) -> float:
+        return self.accepted_tokens / self.proposed_tokens if self.proposed_tokens else 0.0
+
+    @property
+    def mean_draft_length(self) -> float:
+        return self.proposed_tokens / self.speculative_steps if self.speculative_steps else 0.0
+
+    def as_dict(self) -> dict:
+        return {
+            "wall_s": round(self.wall_s, 4),
+            "generated_tokens": self.generated_tokens,
+            "tokens_per_s": round(self.tokens_per_s, 3),
+            "forward_passes": self.forward_passes,
+            "draft_passes": self.draft_passes,
+            "proposed_tokens": self.proposed_tokens,
+            "accepted_tokens": self.accepted_tokens,
+            "acceptance_rate": round(self.acceptance_rate, 4),
+            "mean_draft_length": round(self.mean_draft_length, 3),
+            "drafter_choices": dict(self.drafter_choices),
+        }
+
+
+@dataclass
+class GenerationResult:
+    """The k candidates (in row order) and the stats of the call."""
+
+    candidates: list[Candidate]
+    stats: GenerationStats
