@@ -1,0 +1,42 @@
+"""The engine: k sampled continuations of one prompt, batched and speculative, by a deadline."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine.generate import DRAFTER_CHOICES, Engine, EngineSettings
+from engine.loading import DEFAULT_DRAFT, DEFAULT_TARGET, ModelSetupError, load_model, pick_device
+from engine.tiny import TINY_PREFIX, load_tiny
+from engine.types import Candidate, GenerationRequest, GenerationResult, GenerationStats
+
+__all__ = ["Candidate", "DEFAULT_DRAFT", "DEFAULT_TARGET", "DRAFTER_CHOICES", "Engine", "EngineSettings",
+           "GenerationRequest", "GenerationResult", "GenerationStats", "ModelSetupError", "load_engine",
+           "load_any", "check_same_vocabulary"]
+
+
+def load_any(spec: str, cache_dir: Path | None = None, progress: bool = True):
+    """(model, tokenizer) for any spec: bundled:..., tiny:<seed>, a Hugging Face id or a local directory."""
+    if spec.startswith(TINY_PREFIX):
+        return load_tiny(spec)
+    return load_model(spec, cache_dir, progress=progress)
+
+
+def check_same_vocabulary(target_tokenizer, draft_tokenizer, target_spec: str, draft_spec: str) -> None:
+    """Refuse a draft model whose tokenizer does not map text to the same ids as the target's."""
+    if target_tokenizer.get_vocab() != draft_tokenizer.get_vocab():
+        raise ModelSetupError(f"draft {draft_spec!r} cannot draft for {target_spec!r}: their tokenizers differ "
+                              f"(vocabularies of {len(target_tokenizer)} and {len(draft_tokenizer)} tokens). "
+                              "Choose a draft model of the same family, or use --drafter sibling (no draft model)")
+
+
+def load_engine(model_spec: str = DEFAULT_TARGET, draft_spec: str | None = None, cache_dir: Path | None = None,
+                settings: EngineSettings | None = None, progress: bool = True) -> Engine:
+    """Load the target (and draft) model and build an Engine around them."""
+    model, tokenizer = load_any(model_spec, cache_dir, progress)
+    draft_model = None
+    if draft_spec:
+        draft_model, draft_tokenizer = load_any(draft_spec, cache_dir, progress)
+        check_same_vocabulary(tokenizer, draft_tokenizer, model_spec, draft_spec)
+        if draft_model.config.vocab_size != model.config.vocab_size:
+            raise ModelSetupError(f"draft {draft_spec!r} has {draft_model.config.vocab_size} output tokens, target "
+                                  f"{model_spec!r} has {model.config.vocab_size}: they cannot share drafts")
+    return Engine(model, tokenizer, draft_model, settings)

@@ -1,0 +1,180 @@
+"""Choosing the drafter and draft length each step: BASS's length rule plus measured costs and acceptance."""
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+
+
+@dataclass
+class ControllerSettings:
+    """Knobs of the draft-length controller."""
+
+    start_length: int = 7       # BASS: first draft length
+    max_length: int = 32        # BASS: never longer
+    grow_step: int = 2          # BASS: growth when some row accepted the whole draft
+    cost_aware: bool = True     # compare expected tokens/s with plain decoding (length 0) from measured costs
+    prior_acceptance: float = 0.6   # per-token acceptance assumed before any observation
+    prior_weight: float = 4.0       # how many observed tokens the prior is worth
+    decay: float = 0.98             # older observations fade (acceptance drifts within a generation)
+    probe_every: int = 12           # steps without speculation before a short probe re-measures acceptance
+    extra_token_cost: float = 0.08  # prior: each extra verified token costs this fraction of a 1-token pass
+
+
+class BassLengthRule:
+    """BASS's draft length: start at 7; +2 (to 32) when some row accepted all; else shrink, faster when repeated."""
+
+    def __init__(self, settings: ControllerSettings):
+        self.settings = settings
+        self.length = settings.start_length
+        self._shrinks_in_a_row = 0
+
+    def observe(self, draft_length: int, n_accepted: list[int]) -> None:
+        if draft_length == 0 or draft_length != self.length:
+            return
+        if any(n >= draft_length for n in n_accepted):
+            self.length = min(self.length + self.settings.grow_step, self.settings.max_length)
+            self._shrinks_in_a_row = 0
+        else:
+            self._shrinks_in_a_row += 1
+            shrink = math.ceil(self.length / 10) + (1 if self._shrinks_in_a_row > 1 else 0)
+            self.length = max(1, self.length - shrink)
+
+
+class CostModel:
+    """Running seconds per forward pass by (model, rows, tokens per row), with a linear fit in tokens per row."""
+
+    def __init__(self, settings: ControllerSettings, smoothing: float = 0.3):
+        self.settings, self.smoothing = settings, smoothing
+        self._seconds: dict[tuple[str, int, int], float] = {}
+
+    def record(self, kind: str, rows: int, tokens: int, seconds: float) -> None:
+        key = (kind, rows, tokens)
+        old = self._seconds.get(key)
+        self._seconds[key] = seconds if old is None else old + self.smoothing * (seconds - old)
+
+    def estimate(self, kind: str, rows: int, tokens: int) -> float | None:
+        if (kind, rows, tokens) in self._seconds:
+            return self._seconds[(kind, rows, tokens)]
+        seen = {q: s for (k, r, q), s in self._seconds.items() if k == kind and r == rows}
+        if not seen:
+            nearest = sorted(((abs(r - rows), r) for (k, r, _q) in self._seconds if k == kind))
+            if not nearest:
+                return None
+            return self.estimate(kind, nearest[0][1], tokens)
+        if len(seen) >= 2:  # least-squares line through the observed token counts
+            qs, ts = list(seen), list(seen.values())
+            q_mean, t_mean = sum(qs) / len(qs), sum(ts) / len(ts)
+            var = sum((q - q_mean) ** 2 for q in qs)
+            slope = max(sum((q - q_mean) * (t - t_mean) for q, t in zip(qs, ts)) / var, 0.0)
+            return max(t_mean + slope * (tokens - q_mean), min(ts) * 0.5)
+        q0, t0 = next(iter(seen.items()))
+        per_token = self.settings.extra_token_cost * t0 / (1 + self.settings.extra_token_cost * (q0 - 1))
+        return t0 + per_token * (tokens - q0)
+
+
+class AcceptanceEstimate:
+    """Per-token acceptance probability of one drafter (geometric model), decayed running counts."""
+
+    def __init__(self, settings: ControllerSettings):
+        self.settings = settings
+        self.accepted = settings.prior_acceptance * settings.prior_weight
+        self.rejected = (1 - settings.prior_acceptance) * settings.prior_weight
+
+    @property
+    def rate(self) -> float:
+        return self.accepted / (self.accepted + self.rejected)
+
+    def observe(self, lengths: list[int], n_accepted: list[int]) -> None:
+        decay = self.settings.decay
+        for length, n in zip(lengths, n_accepted):
+            if length == 0:
+                continue
+            self.accepted = self.accepted * decay + n
+            self.rejected = self.rejected * decay + (1 if n < length else 0)
+
+    def expected_tokens(self, length: int) -> float:
+        """Expected committed tokens per row for a draft of this length (accepted + the resampled/bonus one)."""
+        a = min(self.rate, 0.999)
+        return (1 - a ** (length + 1)) / (1 - a)
+
+
+@dataclass
+class StepPlan:
+    """What the next step does."""
+
+    drafter: str | None   # drafter name, None for plain decoding
+    length: int           # draft tokens per row (0: plain decoding)
+    expected_rate: float  # expected committed tokens per second per row, by the cost model (0 if unknown)
+
+
+class DraftController:
+    """Per step, picks the drafter and length that maximise expected committed tokens per second."""
+
+    def __init__(self, settings: ControllerSettings, drafter_names: list[str], model_drafters: set[str]):
+        self.settings = settings
+        self.costs = CostModel(settings)
+        self.acceptance = {name: AcceptanceEstimate(settings) for name in drafter_names}
+        self.bass = {name: BassLengthRule(settings) for name in drafter_names}
+        self.model_drafters = model_drafters
+        self.steps_since_draft = 0
+        self.choices: dict[str, int] = defaultdict(int)
+
+    def rate(self, drafter: str | None, rows: int, length: int, row_lengths: list[int] | None = None) -> float:
+        """Expected committed tokens per second per row; 0 when a cost is still unknown."""
+        verify = self.costs.estimate("target", rows, length + 1)
+        if verify is None:
+            return 0.0
+        if drafter is None or length == 0:
+            return 1.0 / verify
+        seconds = verify
+        if drafter in self.model_drafters:
+            draft_pass = self.costs.estimate(drafter, rows, 1)
+            seconds += length * (draft_pass if draft_pass is not None else 0.4 * verify)
+        estimate = self.acceptance[drafter]
+        lengths = row_lengths if row_lengths is not None else [length] * rows
+        tokens = sum(estimate.expected_tokens(min(n, length)) for n in lengths) / max(len(lengths), 1)
+        return tokens / seconds
+
+    def plan(self, rows: int, lookup_lengths: dict[str, list[int]]) -> StepPlan:
+        """lookup_lengths: for each model-free drafter, the proposal length of every row (already computed, free)."""
+        options = [StepPlan(None, 0, self.rate(None, rows, 0))]
+        for name in self.acceptance:
+            if name in self.model_drafters:
+                for length in range(1, self.bass[name].length + 1):
+                    options.append(StepPlan(name, length, self.rate(name, rows, length)))
+            elif name in lookup_lengths and max(lookup_lengths[name], default=0) > 0:
+                for length in range(1, max(lookup_lengths[name]) + 1):
+                    options.append(StepPlan(name, length, self.rate(name, rows, length, lookup_lengths[name])))
+        best = max(options, key=lambda o: o.expected_rate)
+        if not self.settings.cost_aware or best.expected_rate == 0.0:
+            best = self._without_costs(options)
+        elif best.drafter is None and self.steps_since_draft >= self.settings.probe_every:
+            best = self._probe(options)
+        self.steps_since_draft = 0 if best.drafter else self.steps_since_draft + 1
+        self.choices[best.drafter or "none"] += 1
+        return best
+
+    def _without_costs(self, options: list[StepPlan]) -> StepPlan:
+        """Before costs are known (or when cost-awareness is off): the longest draft of the first drafter."""
+        drafted = [o for o in options if o.drafter]
+        if not drafted:
+            return options[0]
+        first = drafted[0].drafter
+        return max((o for o in drafted if o.drafter == first), key=lambda o: o.length)
+
+    def _probe(self, options: list[StepPlan]) -> StepPlan:
+        """A short draft with the best-looking drafter, to refresh its acceptance estimate."""
+        drafted = [o for o in options if o.drafter and o.length <= 3]
+        return max(drafted, key=lambda o: o.expected_rate) if drafted else options[0]
+
+    def observe(self, plan: StepPlan, rows: int, seconds_target: float, row_lengths: list[int],
+                n_accepted: list[int], draft_seconds: float = 0.0, draft_passes: int = 0) -> None:
+        width = max(row_lengths, default=0)
+        self.costs.record("target", rows, width + 1, seconds_target)
+        if plan.drafter is None or width == 0:
+            return
+        if draft_passes:
+            self.costs.record(plan.drafter, rows, 1, draft_seconds / draft_passes)
+        self.acceptance[plan.drafter].observe(row_lengths, n_accepted)
+        self.bass[plan.drafter].observe(plan.length, n_accepted)

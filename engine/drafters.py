@@ -1,0 +1,180 @@
+"""Drafters behind one small protocol: propose draft tokens for every active row; observe what was accepted."""
+from __future__ import annotations
+
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from typing import Protocol
+
+import torch
+
+from engine.kv_cache import RaggedKVCache
+from engine.sampling import sample, warp_probs
+
+
+@dataclass
+class DraftContext:
+    """What a drafter may look at when proposing."""
+
+    prompt_ids: list[int]
+    generated: list[list[int]]  # committed tokens of every row (all k, by original row index); the last is not yet cached
+    active_rows: list[int]      # original indices of the rows in the current batch, in batch order
+    max_len: int                # propose at most this many tokens per row
+    deadline: float             # perf_counter time after which a drafter must stop and return what it has
+
+
+@dataclass
+class Draft:
+    """Proposed tokens of the current batch."""
+
+    tokens: torch.Tensor               # [B, K] draft tokens (entries past a row's length are padding)
+    lengths: torch.Tensor              # [B] tokens really proposed per row, 0..K
+    probs: torch.Tensor | None = None  # [B, K, V] the drafter's warped distributions; None: point masses
+
+    @staticmethod
+    def empty(batch: int, device: torch.device) -> "Draft":
+        return Draft(torch.zeros(batch, 0, dtype=torch.long, device=device),
+                     torch.zeros(batch, dtype=torch.long, device=device))
+
+
+class Drafter(Protocol):
+    name: str           # shown in stats and logs
+    uses_model: bool    # True when proposing costs model forward passes
+
+    def propose(self, context: DraftContext) -> Draft: ...
+
+    def observe(self, n_accepted: torch.Tensor) -> None: ...
+
+
+class ModelDrafter:
+    """A small model of the target's family samples the draft autoregressively, with its own ragged cache."""
+
+    name = "model"
+    uses_model = True
+
+    def __init__(self, model, prompt_ids: list[int], n_rows: int, temperature: float, top_p: float,
+                 generator: torch.Generator | None, forward):
+        self.model, self.temperature, self.top_p, self.generator = model, temperature, top_p, generator
+        self._forward = forward  # (model, cache, input_ids [B, q]) -> logits [B, q, V]
+        device = next(model.parameters()).device
+        self.cache = RaggedKVCache(model.config.num_hidden_layers, 1, device)
+        self._forward(model, self.cache, torch.tensor([prompt_ids], device=device), keep_last=1)
+        self.cache.commit(torch.tensor([len(prompt_ids)], device=device))
+        self.cache.select_rows(torch.zeros(n_rows, dtype=torch.long, device=device))
+        self.rows = list(range(n_rows))
+        self.passes = 0
+
+    def propose(self, context: DraftContext) -> Draft:
+        self._follow_rows(context.active_rows)
+        device = self.cache.lengths.device
+        histories = [context.prompt_ids + context.generated[r] for r in context.active_rows]
+        # Feed each row's last two committed tokens: one of them may not be cached yet (after a fully accepted
+        # draft the last draft token never went through the drafter); rewriting the other is harmless.
+        self.cache.set_lengths(torch.tensor([len(h) - 2 for h in histories], device=device))
+        step_input = torch.tensor([h[-2:] for h in histories], device=device)   # [B, 2]
+        tokens, probs = [], []
+        for _ in range(context.max_len):
+            if time.perf_counter() >= context.deadline:
+                break
+            logits = self._forward(self.model, self.cache, step_input, keep_last=1)[:, -1]  # [B, V]
+            self.passes += 1
+            self.cache.commit(torch.full_like(self.cache.lengths, step_input.shape[1]))
+            draft_probs = warp_probs(logits, self.temperature, self.top_p)              # [B, V]
+            draft_token = sample(draft_probs, self.generator)                          # [B]
+            tokens.append(draft_token)
+            probs.append(draft_probs)
+            step_input = draft_token[:, None]
+        if not tokens:
+            return Draft.empty(len(histories), device)
+        draft_tokens = torch.stack(tokens, dim=1)                                      # [B, K]
+        return Draft(draft_tokens, torch.full_like(self.cache.lengths, len(tokens)), torch.stack(probs, dim=1))
+
+    def observe(self, n_accepted: torch.Tensor) -> None:
+        """Nothing to learn; the cache is re-aligned from the histories at the next proposal."""
+
+    def _follow_rows(self, active_rows: list[int]) -> None:
+        if active_rows != self.rows:
+            keep = torch.tensor([self.rows.index(r) for r in active_rows], device=self.cache.lengths.device)
+            self.cache.select_rows(keep)
+            self.rows = list(active_rows)
+
+
+class LookupDrafter:
+    """Model-free drafts: find each row's recent tokens earlier in the prompt, its own past or its siblings, and
+    propose the continuation most of the matches agree on (longest n-gram match first, n = max_ngram..1)."""
+
+    uses_model = False
+
+    def __init__(self, name: str, use_prompt: bool, use_own: bool, use_siblings: bool, max_ngram: int = 4,
+                 min_votes: int = 1):
+        self.name, self.use_prompt, self.use_own, self.use_siblings = name, use_prompt, use_own, use_siblings
+        self.max_ngram, self.min_votes = max_ngram, min_votes
+        # n -> n-gram -> [(source, end)] where source -1 is the prompt, r >= 0 is row r's generated tokens
+        self._index: dict[int, dict[tuple, list[tuple[int, int]]]] = defaultdict(lambda: defaultdict(list))
+        self._indexed: dict[int, int] = {}  # source -> tokens indexed so far
+
+    def propose(self, context: DraftContext) -> Draft:
+        self._index_new_tokens(context)
+        proposals = [self._propose_row(context, row) for row in context.active_rows]
+        width = max((len(p) for p in proposals), default=0)
+        tokens = torch.zeros(len(proposals), width, dtype=torch.long)
+        for i, proposal in enumerate(proposals):
+            tokens[i, :len(proposal)] = torch.tensor(proposal, dtype=torch.long)
+        return Draft(tokens, torch.tensor([len(p) for p in proposals], dtype=torch.long))
+
+    def observe(self, n_accepted: torch.Tensor) -> None:
+        """Nothing to learn: the index grows from the committed tokens at the next proposal."""
+
+    def _source_tokens(self, context: DraftContext, source: int) -> list[int]:
+        return context.prompt_ids if source < 0 else context.generated[source]
+
+    def _index_new_tokens(self, context: DraftContext) -> None:
+        sources = ([-1] if self.use_prompt else []) + list(range(len(context.generated)))
+        for source in sources:
+            tokens = self._source_tokens(context, source)
+            start = self._indexed.get(source, 0)
+            for end in range(max(start, 1), len(tokens) + 1):
+                for n in range(1, min(self.max_ngram, end) + 1):
+                    self._index[n][tuple(tokens[end - n:end])].append((source, end))
+            self._indexed[source] = len(tokens)
+
+    def _allowed(self, source: int, row: int) -> bool:
+        if source < 0:
+            return self.use_prompt
+        return self.use_own if source == row else self.use_siblings
+
+    def _propose_row(self, context: DraftContext, row: int) -> list[int]:
+        history = context.prompt_ids + context.generated[row]
+        for n in range(min(self.max_ngram, len(history)), 0, -1):
+            matches = self._index[n].get(tuple(history[-n:]), ())
+            continuations = [self._source_tokens(context, s)[end:end + context.max_len]
+                             for s, end in matches if self._allowed(s, row)]
+            continuations = [c for c in continuations if c]
+            if len(continuations) >= self.min_votes:
+                return majority_continuation(continuations)
+        return []
+
+
+def majority_continuation(continuations: list[list[int]]) -> list[int]:
+    """Walk the continuations token by token, keeping at each step the most common next token."""
+    proposal, remaining = [], continuations
+    depth = 0
+    while remaining:
+        votes = Counter(c[depth] for c in remaining if len(c) > depth)
+        if not votes:
+            break
+        token, _ = votes.most_common(1)[0]
+        proposal.append(token)
+        remaining = [c for c in remaining if len(c) > depth and c[depth] == token]
+        depth += 1
+    return proposal
+
+
+def prompt_lookup_drafter() -> LookupDrafter:
+    """Look up in the prompt and the row's own past."""
+    return LookupDrafter("prompt", use_prompt=True, use_own=True, use_siblings=False)
+
+
+def sibling_drafter() -> LookupDrafter:
+    """Look up in the prompt, the row's own past and the other rows of the batch."""
+    return LookupDrafter("sibling", use_prompt=True, use_own=True, use_siblings=True)

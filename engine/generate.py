@@ -1,0 +1,221 @@
+"""The engine: one prompt, k rows, batched (speculative) sampling with a KV cache, stopping by the deadline."""
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+
+from engine.acceptance import speculative_accept
+from engine.controller import ControllerSettings, DraftController, StepPlan
+from engine.drafters import Draft, DraftContext, Drafter, ModelDrafter, prompt_lookup_drafter, sibling_drafter
+from engine.kv_cache import RaggedKVCache
+from engine.sampling import sample, token_logprobs, warp_probs
+from engine.stopping import RowState, StopRules
+from engine.types import FINISH_BUDGET, GenerationRequest, GenerationResult, GenerationStats
+
+DRAFTER_CHOICES = ("none", "model", "prompt", "sibling", "auto")
+
+
+@dataclass
+class EngineSettings:
+    """How the engine drafts; the request says what to generate."""
+
+    drafter: str = "auto"   # "none" (regular decoding), "model", "prompt", "sibling", or "auto" (cost model picks)
+    controller: ControllerSettings = field(default_factory=ControllerSettings)
+
+
+def forward(model, cache: RaggedKVCache, input_ids: torch.Tensor, keep_last: int = 0) -> torch.Tensor:
+    """One forward of q tokens per row through the ragged cache: [B, q] -> logits [B, q or keep_last, V]."""
+    q_len = input_ids.shape[1]
+    with torch.inference_mode():
+        out = model(input_ids=input_ids, attention_mask=cache.attention_mask(q_len),
+                    position_ids=cache.position_ids(q_len), cache=cache, use_cache=True,
+                    logits_to_keep=keep_last)
+    return out.logits
+
+
+@dataclass
+class _Run:
+    """The state of one generate() call."""
+
+    request: GenerationRequest
+    prompt_ids: list[int]
+    rows: list[RowState]
+    rules: StopRules
+    cache: RaggedKVCache
+    generator: torch.Generator
+    deadline: float
+    started: float
+    stats: GenerationStats
+    active: list[int]            # original indices of unfinished rows, in batch order
+
+
+class Engine:
+    """Generates k candidates for a prompt with a target model and (optionally) drafters."""
+
+    def __init__(self, model, tokenizer, draft_model=None, settings: EngineSettings | None = None):
+        self.model, self.tokenizer, self.draft_model = model, tokenizer, draft_model
+        self.settings = settings or EngineSettings()
+        if self.settings.drafter not in DRAFTER_CHOICES:
+            raise ValueError(f"drafter={self.settings.drafter!r} is unknown: choose one of {', '.join(DRAFTER_CHOICES)}")
+        if self.settings.drafter == "model" and draft_model is None:
+            raise ValueError("drafter='model' needs a draft model: pass --draft or choose another drafter")
+        self.device = next(model.parameters()).device
+        self.eos_ids = _eos_ids(model, tokenizer)
+        self.context_limit = getattr(model.config, "max_position_embeddings", None) or 32768
+
+    def generate(self, request: GenerationRequest, on_update: Callable[[GenerationResult], None] | None = None,
+                 should_stop: Callable[[], bool] | None = None) -> GenerationResult:
+        """Sample request.k continuations; returns by the deadline (plus at most one forward) with what it has."""
+        request.validate()
+        run = self._start(request)
+        drafters = self._drafters(run)
+        controller = DraftController(self.settings.controller, list(drafters),
+                                     {n for n, d in drafters.items() if d.uses_model})
+        self._prefill(run)
+        self._notify(run, on_update)
+        while run.active and time.perf_counter() < run.deadline and not (should_stop and should_stop()):
+            self._step(run, drafters, controller)
+            self._notify(run, on_update)
+        for row in run.rows:
+            row.finish_reason = row.finish_reason or FINISH_BUDGET
+        run.stats.drafter_choices = dict(controller.choices)
+        return self._result(run)
+
+    # --- one request ------------------------------------------------------------------------------
+    def _start(self, request: GenerationRequest) -> _Run:
+        prompt_ids = self.tokenizer(request.prompt, add_special_tokens=False)["input_ids"]
+        room = self.context_limit - request.max_new_tokens - self.settings.controller.max_length - 1
+        if not prompt_ids or len(prompt_ids) > room:
+            raise ValueError(f"prompt is {len(prompt_ids)} tokens: with max_new_tokens={request.max_new_tokens} it "
+                             f"must be 1..{max(room, 0)} tokens for this model's context of {self.context_limit}")
+        seed = request.seed if request.seed is not None else random.SystemRandom().randrange(2**63)
+        started = time.perf_counter()
+        return _Run(request=request, prompt_ids=prompt_ids, rows=[RowState() for _ in range(request.k)],
+                    rules=StopRules(self.eos_ids, tuple(request.stop), request.max_new_tokens),
+                    cache=RaggedKVCache(self.model.config.num_hidden_layers, 1, self.device),
+                    generator=torch.Generator(self.device).manual_seed(seed), deadline=started + request.budget_s,
+                    started=started, stats=GenerationStats(), active=list(range(request.k)))
+
+    def _drafters(self, run: _Run) -> dict[str, Drafter]:
+        choice = self.settings.drafter
+        drafters: dict[str, Drafter] = {}
+        if choice in ("sibling", "auto") and run.request.k > 1:
+            drafters["sibling"] = sibling_drafter()
+        if choice == "prompt" or (choice in ("sibling", "auto") and run.request.k == 1):
+            drafters["prompt"] = prompt_lookup_drafter()
+        if choice == "model" or (choice == "auto" and self.draft_model is not None):
+            request = run.request
+            drafters["model"] = ModelDrafter(self.draft_model, run.prompt_ids, request.k, request.temperature,
+                                             request.top_p, run.generator, forward)
+        return drafters
+
+    def _prefill(self, run: _Run) -> None:
+        """Run the prompt once (batch 1), fan the cache out to k rows, sample every row's first token."""
+        prompt = torch.tensor([run.prompt_ids], device=self.device)
+        logits = forward(self.model, run.cache, prompt, keep_last=1)[:, -1]      # [1, V]
+        run.stats.forward_passes += 1
+        run.cache.commit(torch.tensor([len(run.prompt_ids)], device=self.device))
+        run.cache.select_rows(torch.zeros(run.request.k, dtype=torch.long, device=self.device))
+        logits = logits.expand(run.request.k, -1)                                 # [k, V]
+        first_tokens = sample(warp_probs(logits, run.request.temperature, run.request.top_p), run.generator)  # [k]
+        first_logprobs = token_logprobs(logits, first_tokens)
+        for row_index, row in enumerate(run.rows):
+            run.rules.extend(row, [int(first_tokens[row_index])], [float(first_logprobs[row_index])], self._decode)
+        run.stats.generated_tokens = sum(len(r.token_ids) for r in run.rows)
+        self._drop_finished(run, {})
+
+    def _step(self, run: _Run, drafters: dict[str, Drafter], controller: DraftController) -> None:
+        """One draft/verify round over the active rows."""
+        request, batch = run.request, len(run.active)
+        context = DraftContext(run.prompt_ids, [r.token_ids for r in run.rows], list(run.active),
+                               self.settings.controller.max_length, run.deadline)
+        # 1. draft: free lookups first, so the controller can weigh what they actually found
+        lookups = {n: d.propose(context) for n, d in drafters.items() if not d.uses_model}
+        plan = controller.plan(batch, {n: d.lengths.tolist() for n, d in lookups.items()})
+        draft, draft_seconds, draft_passes = self._draft(run, drafters, lookups, plan, context)
+        if time.perf_counter() >= run.deadline:
+            return
+        # 2. verify: [pending, draft tokens] of every row in one target forward
+        pending = torch.tensor([run.rows[r].token_ids[-1] for r in run.active], device=self.device)  # [B]
+        verify_input = torch.cat([pending[:, None], draft.tokens.to(self.device)], dim=1)            # [B, K+1]
+        verify_started = time.perf_counter()
+        logits = forward(self.model, run.cache, verify_input)                                        # [B, K+1, V]
+        target_probs = warp_probs(logits, request.temperature, request.top_p)                       # [B, K+1, V]
+        # 3. accept: exact speculative sampling, each row its own number of tokens
+        draft_lengths = draft.lengths.to(self.device)
+        n_accepted, next_tokens = speculative_accept(draft.tokens.to(self.device), draft.probs, target_probs,
+                                                     draft_lengths, run.generator)                  # [B], [B]
+        verify_seconds = time.perf_counter() - verify_started
+        # 4. commit: the cache keeps [pending, accepted drafts]; the new token is the next pending one
+        run.cache.commit(n_accepted + 1)
+        committed = torch.cat([draft.tokens.to(self.device), next_tokens[:, None]], dim=1)           # [B, K+1]
+        committed[torch.arange(batch), n_accepted] = next_tokens
+        committed_logprobs = token_logprobs(logits, committed)                                        # [B, K+1]
+        for i, row_index in enumerate(run.active):
+            n = int(n_accepted[i]) + 1
+            run.rules.extend(run.rows[row_index], committed[i, :n].tolist(), committed_logprobs[i, :n].tolist(),
+                             self._decode)
+        # 5. adapt: costs and acceptance feed the next plan
+        accepted = n_accepted.tolist()
+        controller.observe(plan, batch, verify_seconds, draft.lengths.tolist(), accepted, draft_seconds, draft_passes)
+        self._count(run, draft, accepted, draft_passes)
+        for drafter in drafters.values():
+            drafter.observe(n_accepted)
+        self._drop_finished(run, drafters)
+
+    def _draft(self, run: _Run, drafters, lookups: dict[str, Draft], plan: StepPlan, context: DraftContext):
+        """The plan's draft, truncated to its length; model drafters run here (timed)."""
+        batch = len(run.active)
+        if plan.drafter is None:
+            return Draft.empty(batch, self.device), 0.0, 0
+        if plan.drafter in lookups:
+            found = lookups[plan.drafter]
+            return Draft(found.tokens[:, :plan.length], found.lengths.clamp(max=plan.length)), 0.0, 0
+        drafter = drafters[plan.drafter]
+        context.max_len = plan.length
+        passes_before, started = drafter.passes, time.perf_counter()
+        draft = drafter.propose(context)
+        return draft, time.perf_counter() - started, drafter.passes - passes_before
+
+    def _count(self, run: _Run, draft: Draft, accepted: list[int], draft_passes: int) -> None:
+        stats = run.stats
+        stats.forward_passes += 1
+        stats.draft_passes += draft_passes
+        proposed = int(draft.lengths.sum())
+        stats.proposed_tokens += proposed
+        stats.accepted_tokens += sum(accepted)
+        stats.speculative_steps += 1 if proposed else 0
+        stats.generated_tokens = sum(len(r.token_ids) for r in run.rows)
+
+    def _drop_finished(self, run: _Run, drafters) -> None:
+        """Finished rows leave the batch: their cache rows are dropped so they stop costing compute."""
+        keep = [i for i, r in enumerate(run.active) if run.rows[r].finish_reason is None]
+        if len(keep) == len(run.active):
+            return
+        run.active = [run.active[i] for i in keep]
+        if keep:
+            run.cache.select_rows(torch.tensor(keep, device=self.device))
+
+    # --- output -------------------------------------------------------------------------------------
+    def _decode(self, token_ids: list[int]) -> str:
+        return self.tokenizer.decode(token_ids, skip_special_tokens=True)
+
+    def _result(self, run: _Run) -> GenerationResult:
+        run.stats.wall_s = time.perf_counter() - run.started
+        return GenerationResult([r.as_candidate() for r in run.rows], run.stats)
+
+    def _notify(self, run: _Run, on_update) -> None:
+        if on_update is not None:
+            on_update(self._result(run))
+
+
+def _eos_ids(model, tokenizer) -> frozenset[int]:
+    ids = set()
+    for source in (getattr(model, "generation_config", None), model.config, tokenizer):
+        value = getattr(source, "eos_token_id", None)
+        ids.update(value if isinstance(value, (list, tuple, set)) else [value] if value is not None else [])
+    return frozenset(int(i) for i in ids)

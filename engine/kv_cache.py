@@ -1,0 +1,87 @@
+"""The ragged-row KV cache: one position-addressed buffer per layer, each row with its own length."""
+from __future__ import annotations
+
+import torch
+
+
+class RaggedKVCache:
+    """Key/value cache for a batch whose rows hold different numbers of tokens.
+
+    Why it is correct: row b owns `lengths[b]` valid entries at positions 0..lengths[b]-1 of every layer's
+    buffer. A forward of q tokens writes row b's new entries at positions lengths[b]..lengths[b]+q-1 (the
+    same positions its rotary position ids use), and `attention_mask(q)` lets query j of row b see exactly
+    positions < lengths[b] + j + 1. `commit(n_kept)` then advances each row by the entries it keeps (the
+    verified prefix); entries past that are stale, but no mask ever reaches them and the next write
+    overwrites them. So a rejected draft needs no rollback, and rows of different lengths need no padding
+    tokens, no holes and no copies. The same class serves the target and the draft model.
+    """
+
+    def __init__(self, n_layers: int, batch_size: int, device: torch.device, capacity: int = 256):
+        self.keys: list[torch.Tensor | None] = [None] * n_layers    # each [B, H_kv, capacity, D]
+        self.values: list[torch.Tensor | None] = [None] * n_layers  # each [B, H_kv, capacity, D]
+        self.lengths = torch.zeros(batch_size, dtype=torch.long, device=device)  # [B] valid entries per row
+        self.capacity = capacity
+        self._write_len = 0  # q of the forward in progress
+
+    # --- the interface transformers' attention layers call -------------------------------------------
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, layer_idx: int, *args, **kwargs):
+        """Write q new entries per row at that row's own positions; return the visible span of the buffer."""
+        batch, heads, q_len, head_dim = key_states.shape  # [B, H_kv, q, D]
+        self._ensure_capacity(layer_idx, key_states, int(self.lengths.max()) + q_len)
+        end = int(self.lengths.max()) + q_len
+        if bool((self.lengths == self.lengths[0]).all()):
+            start = int(self.lengths[0])
+            self.keys[layer_idx][:, :, start:start + q_len] = key_states
+            self.values[layer_idx][:, :, start:start + q_len] = value_states
+        else:
+            rows = torch.arange(batch, device=key_states.device)[:, None]          # [B, 1]
+            positions = self.lengths[:, None] + torch.arange(q_len, device=key_states.device)  # [B, q]
+            self.keys[layer_idx][rows, :, positions] = key_states.transpose(1, 2)  # [B, q, H_kv, D]
+            self.values[layer_idx][rows, :, positions] = value_states.transpose(1, 2)
+        return self.keys[layer_idx][:, :, :end], self.values[layer_idx][:, :, :end]
+
+    def get_seq_length(self, layer_idx: int = 0) -> int:
+        return int(self.lengths.max())
+
+    # --- the interface the engine uses ---------------------------------------------------------------
+    def attention_mask(self, q_len: int) -> torch.Tensor:
+        """[B, 1, q, max_len + q] booleans: query j of row b sees positions < lengths[b] + j + 1."""
+        end = int(self.lengths.max()) + q_len
+        positions = torch.arange(end, device=self.lengths.device)                       # [T]
+        limit = self.lengths[:, None] + torch.arange(1, q_len + 1, device=self.lengths.device)  # [B, q]
+        return (positions[None, None, :] < limit[:, :, None])[:, None]                 # [B, 1, q, T]
+
+    def position_ids(self, q_len: int) -> torch.Tensor:
+        """[B, q] positions of the next q tokens of each row."""
+        return self.lengths[:, None] + torch.arange(q_len, device=self.lengths.device)
+
+    def commit(self, n_kept: torch.Tensor) -> None:
+        """Advance each row by the entries it keeps from the last forward ([B] counts)."""
+        self.lengths = self.lengths + n_kept
+
+    def set_lengths(self, lengths: torch.Tensor) -> None:
+        """Declare how many entries of each row are valid (shorter than now is always safe)."""
+        self.lengths = lengths.clone()
+
+    def select_rows(self, rows: torch.Tensor) -> None:
+        """Keep (or repeat) the given rows, in that order: drops finished rows, or fans one prompt out to k rows."""
+        self.keys = [None if k is None else k.index_select(0, rows) for k in self.keys]
+        self.values = [None if v is None else v.index_select(0, rows) for v in self.values]
+        self.lengths = self.lengths.index_select(0, rows)
+
+    def _ensure_capacity(self, layer_idx: int, like: torch.Tensor, needed: int) -> None:
+        buffer = self.keys[layer_idx]
+        if buffer is not None and buffer.shape[2] >= needed:
+            return
+        capacity = max(self.capacity, needed)
+        while capacity < needed:
+            capacity *= 2
+        if buffer is not None:
+            capacity = max(capacity, 2 * buffer.shape[2])
+        batch, heads, _, head_dim = like.shape
+        for store in (self.keys, self.values):
+            grown = like.new_zeros(batch, heads, capacity, head_dim)
+            if store[layer_idx] is not None:
+                old = store[layer_idx]
+                grown[:, :, :old.shape[2]] = old
+            store[layer_idx] = grown
