@@ -1,0 +1,21 @@
+"""Reranking of candidate completions by pairwise consistency, log-probabilities and static findings."""
+from rerank.rank import RankedCandidate, duplicate_key, group_duplicates, rank
+from rerank.scoring import generalized_self_consistency
+from rerank.settings import SCORERS, SIMILARITIES, RankSettings
+from rerank.similarity import (
+    jaccard_similarity,
+    make_vectorizer,
+    ngram_overlap_similarity,
+    pairwise_similarity,
+    similarity_matrix,
+    token_probabilities,
+    vectorize,
+)
+from rerank.tokens import code_token_spans, code_tokens, regex_tokens
+
+__all__ = [
+    "RankSettings", "RankedCandidate", "SCORERS", "SIMILARITIES", "code_token_spans", "code_tokens",
+    "duplicate_key", "generalized_self_consistency", "group_duplicates", "jaccard_similarity",
+    "make_vectorizer", "ngram_overlap_similarity", "pairwise_similarity", "rank", "regex_tokens",
+    "similarity_matrix", "token_probabilities", "vectorize",
+]

@@ -1,0 +1,173 @@
+"""`rank`: candidates in, distinct candidates out, best first, each with the breakdown of its score."""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from rerank.scoring import finding_count, generalized_self_consistency, mean_logprob, static_penalty_fraction
+from rerank.settings import RankSettings
+from rerank.similarity import pairwise_similarity, token_probabilities, vectorize
+from rerank.tokens import code_token_spans
+
+_NEEDS_LOGPROBS = ("wucs", "consensus_wucs", "mean_logprob", "sum_logprob")
+
+
+@dataclass
+class RankedCandidate:
+    """One distinct candidate text, its place, and why it is there.
+
+    score = consistency - static_penalty for gsc and wucs; consistency * logprob_term - static_penalty
+    for consensus_wucs (logprob_term = exp(mean token log-probability), the geometric-mean token
+    probability); logprob_term - static_penalty for mean_logprob and sum_logprob; a seeded random
+    draw - static_penalty for random. Unparsable candidates rank below all parsing ones (unless all fail)
+    whatever their score.
+    """
+
+    rank: int                      # 1-based place, best first
+    text: str                      # the text (of the first copy)
+    indices: list[int]             # original positions of every identical copy
+    count: int                     # number of copies: evidence, each copy votes in GSC
+    consistency: float             # GSC: mean similarity to all other candidates (weighted for wucs)
+    logprob_term: float            # the log-probability term the scorer used (0 when it uses none)
+    static_penalty: float          # subtracted by the static policy (errors, warnings, cut off)
+    score: float                   # final score (ordering within a parse tier)
+    mean_logprob: float | None = None  # mean token log-probability, when given
+    parses: bool | None = None     # from the static report; None without one
+    errors: int = 0                # error-level findings
+    warnings: int = 0              # warning-level findings
+    demoted: bool = False          # moved below the parsing candidates because it does not parse
+    scorer: str = ""               # RankSettings.label() of the ranking
+    extras: dict = field(default_factory=dict)  # room for callers' annotations
+
+    def as_dict(self) -> dict:
+        """JSON-serialisable fields; non-finite numbers become None."""
+        return {key: _finite_or_none(value) for key, value in asdict(self).items()}
+
+
+def _finite_or_none(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def duplicate_key(text: str) -> str:
+    """What makes two candidates 'identical': the same text up to trailing whitespace on lines and at the end.
+
+    Comments still tell candidates apart (the user sees them), but they do not count in similarity.
+    """
+    return "\n".join(line.rstrip() for line in text.rstrip().splitlines())
+
+
+def group_duplicates(texts: list[str]) -> list[list[int]]:
+    """Indices of identical candidates, grouped, groups in order of first appearance."""
+    groups: dict[str, list[int]] = {}
+    for index, text in enumerate(texts):
+        groups.setdefault(duplicate_key(text), []).append(index)
+    return list(groups.values())
+
+
+def rank(texts: list[str], token_logprobs: list[list[float]] | None = None, reports: list | None = None,
+         settings: RankSettings = RankSettings(), token_texts: list[list[str]] | None = None,
+         ) -> list[RankedCandidate]:
+    """Order candidates best first by consistency (and log-probabilities, and static findings).
+
+    Parameters
+    ----------
+    texts : list of str, length n_candidates
+        Candidate continuations of one prompt.
+    token_logprobs : list of list of float, length n_candidates, optional
+        Per-token log p under the model at temperature 1; needed by wucs, consensus_wucs,
+        mean_logprob and sum_logprob.
+    reports : list of static_eval.CandidateReport or None, length n_candidates, optional
+        Read through the attributes parses, complete, errors, warnings only.
+    settings : RankSettings
+    token_texts : list of list of str, length n_candidates, optional
+        The decoded text of each model token, to place log-probabilities exactly on code tokens
+        (otherwise spread evenly over the characters; see `token_probabilities`).
+
+    Returns
+    -------
+    ranked : list of RankedCandidate, length n_distinct
+    """
+    settings.validate()
+    _check_inputs(texts, token_logprobs, reports, token_texts, settings)
+    if not texts:
+        return []
+    groups = group_duplicates(texts)
+    heads = [group[0] for group in groups]
+    counts = np.array([len(group) for group in groups], dtype=np.float64)  # (n_groups,)
+    unique_texts = [texts[i] for i in heads]
+
+    # 1. consistency: GSC over distinct texts, copies weighted by their count
+    spans = [code_token_spans(text) for text in unique_texts]  # tokenize once
+    weights = None
+    if settings.scorer in ("wucs", "consensus_wucs"):
+        weights = [token_probabilities(texts[i], token_logprobs[i], token_texts[i] if token_texts else None, spans=s)
+                   for i, s in zip(heads, spans)]
+    tokens = [[token for token, _, _ in s] for s in spans]
+    vectors = vectorize(tokens, settings, weights)  # (n_groups, n_features)
+    similarities = pairwise_similarity(vectors, metric=settings.similarity)  # (n_groups, n_groups)
+    consistency = generalized_self_consistency(similarities, counts)  # (n_groups,)
+
+    # 2. log-probability term and base score
+    means = [float(np.mean([mean_logprob(token_logprobs[i]) for i in group])) if token_logprobs else None
+             for group in groups]
+    logprob_term, base = _base_scores(settings, groups, consistency, means, token_logprobs, len(texts))
+
+    # 3. static policy
+    group_reports = [reports[i] if reports else None for i in heads]
+    finite = base[np.isfinite(base)]
+    scale = float(np.abs(finite).max()) if finite.size and np.abs(finite).max() > 0 else 1.0
+    penalty = np.array([static_penalty_fraction(r, settings) * scale for r in group_reports])
+    score = base - penalty
+    parses = [None if r is None else bool(getattr(r, "parses", True)) for r in group_reports]
+    demoted = [settings.unparsable_to_bottom and p is False for p in parses]
+    if all(demoted):
+        demoted = [False] * len(groups)  # all fail: the policy cannot tell them apart
+
+    order = sorted(range(len(groups)), key=lambda g: (demoted[g], -_sortable(score[g]), heads[g]))
+    return [RankedCandidate(
+        rank=place + 1, text=texts[heads[g]], indices=list(groups[g]), count=len(groups[g]),
+        consistency=float(consistency[g]), logprob_term=float(logprob_term[g]),
+        static_penalty=float(penalty[g]), score=float(score[g]), mean_logprob=means[g], parses=parses[g],
+        errors=finding_count(group_reports[g], "errors") if group_reports[g] is not None else 0,
+        warnings=finding_count(group_reports[g], "warnings") if group_reports[g] is not None else 0,
+        demoted=demoted[g], scorer=settings.label(),
+    ) for place, g in enumerate(order)]
+
+
+def _sortable(value: float) -> float:
+    return value if not math.isnan(value) else -math.inf
+
+
+def _base_scores(settings, groups, consistency, means, token_logprobs, n_candidates):
+    """(logprob_term, base score) per group, both of shape (n_groups,)."""
+    n_groups = len(groups)
+    if settings.scorer in ("gsc", "wucs"):
+        return np.zeros(n_groups), consistency
+    if settings.scorer == "consensus_wucs":
+        term = np.exp(np.array(means))  # geometric-mean token probability
+        return term, consistency * term
+    if settings.scorer == "mean_logprob":
+        term = np.array(means)
+        return term, term
+    if settings.scorer == "sum_logprob":
+        term = np.array([float(np.mean([np.sum(token_logprobs[i]) for i in group])) for group in groups])
+        return term, term
+    # random: one uniform draw per candidate; a group keeps its best draw, so the top group is a
+    # uniformly random candidate (copies make a text proportionally more likely, as a random pick would).
+    draws = np.random.default_rng(settings.seed).random(n_candidates)
+    return np.zeros(n_groups), np.array([draws[group].max() for group in groups])
+
+
+def _check_inputs(texts, token_logprobs, reports, token_texts, settings) -> None:
+    if not isinstance(texts, (list, tuple)) or not all(isinstance(t, str) for t in texts):
+        raise ValueError("texts must be a list of strings (candidate continuations)")
+    for name, value in (("token_logprobs", token_logprobs), ("reports", reports), ("token_texts", token_texts)):
+        if value is not None and len(value) != len(texts):
+            raise ValueError(f"{name} has {len(value)} entries for {len(texts)} texts: give one per text")
+    if token_logprobs is None and settings.scorer in _NEEDS_LOGPROBS:
+        raise ValueError(f"scorer={settings.scorer!r} needs token_logprobs; "
+                         f"without them use scorer='gsc' or 'random'")
