@@ -1,0 +1,253 @@
+"""StaticAnalyzer: syntax, empty implementations and context-diffed lint findings for a batch of candidates."""
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections import Counter, OrderedDict
+from dataclasses import dataclass, field
+
+from .coords import CandidateCoordinates
+from .diff import baseline, new_messages
+from .empty import empty_implementation
+from .findings import (ANALYSIS_ERROR, ANALYSIS_TIMEOUT, EMPTY_IMPLEMENTATION, ERROR, LINT_SKIPPED, SYNTAX_ERROR, TRUNCATED, WARNING,
+                       CandidateReport, Finding)
+from .lint import ERROR_CATEGORIES
+from .settings import AnalyzerSettings
+from .syntax import PythonSyntax, SyntaxProblem
+from .worker import TIMEOUT, LintWorker
+
+FINISH_REASONS = ("stop", "length", "budget", None)   # as the engine reports them
+CUT_REASONS = ("length", "budget")                      # the text may end anywhere, even mid-token
+ANALYSIS_FAILURES = ("fatal", "astroid-error", "parse-error")
+_BAD_CHARACTER = re.compile("[\x00\ud800-\udfff]")      # Python source can hold neither NUL nor lone surrogates
+
+
+@dataclass
+class _PromptFacts:
+    """What the prompt alone is, computed once per prompt."""
+
+    parses: bool                      # a valid prefix: parses as is, or once its open block gets a body
+    lint_source: str | None           # what to lint for the baseline (the prompt, or the prompt + `pass`)
+    baseline: Counter | None = None   # the prompt's own lint messages by key, once linted
+
+
+@dataclass
+class _Draft:
+    """One candidate on its way through the analysis."""
+
+    report: CandidateReport
+    code: str
+    coords: CandidateCoordinates
+    lintable: bool = False
+    findings: list[Finding] = field(default_factory=list)
+
+
+class StaticAnalyzer:
+    """Checks candidates without running them; create once and reuse (it keeps a warm pylint worker)."""
+
+    def __init__(self, settings: AnalyzerSettings | None = None):
+        self.settings = settings if settings is not None else AnalyzerSettings()
+        self.settings.validate()
+        self._syntax = PythonSyntax()
+        self._prompts: OrderedDict[str, _PromptFacts] = OrderedDict()
+        self._lock = threading.Lock()
+        self._worker = None
+        if self.settings.lint:
+            self._worker = LintWorker(self.settings.pylint_messages, self.settings.worker_start_timeout_s,
+                                      self.settings.worker_max_batches)
+            self._worker.start()
+
+    def analyze(self, prompt: str, completions: list[str],
+                finish_reasons: list[str | None] | None = None) -> list[CandidateReport]:
+        """One report per completion; each completion continues the prompt text directly."""
+        prompt = _as_text(prompt)
+        completions = [_as_text(c) for c in completions]
+        reasons = _check_reasons(finish_reasons, len(completions))
+        with self._lock:
+            facts = self._prompt_facts(prompt)
+            drafts = [self._check_syntax(prompt, c, r, facts) for c, r in zip(completions, reasons)]
+            self._lint(facts, drafts)
+        return [d.report for d in drafts]
+
+    def close(self) -> None:
+        """Stop the lint worker; analyze() after close() starts a new one."""
+        with self._lock:
+            if self._worker is not None:
+                self._worker.close()
+
+    def __enter__(self) -> "StaticAnalyzer":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    # 1. the prompt alone
+
+    def _prompt_facts(self, prompt: str) -> _PromptFacts:
+        facts = self._prompts.get(prompt)
+        if facts is not None:
+            self._prompts.move_to_end(prompt)
+            return facts
+        facts = _PromptFacts(False, None)
+        if _BAD_CHARACTER.search(prompt) is None:
+            if not self._syntax.parse(prompt.encode("utf-8")).has_error:
+                facts = _PromptFacts(True, prompt)
+            else:
+                stubbed = _with_stub_body(prompt)
+                if stubbed is not None and not self._syntax.parse(stubbed.encode("utf-8")).has_error:
+                    facts = _PromptFacts(True, stubbed)
+        self._prompts[prompt] = facts
+        while len(self._prompts) > self.settings.prompt_cache_size:
+            self._prompts.popitem(last=False)
+        return facts
+
+    # 2. syntax, completeness, empty implementations (tree-sitter, per candidate)
+
+    def _check_syntax(self, prompt: str, completion: str, reason: str | None, facts: _PromptFacts) -> _Draft:
+        started = time.perf_counter()
+        code = prompt + completion
+        coords = CandidateCoordinates(prompt, code)
+        report = CandidateReport(parses=False, complete=True, prompt_parses=facts.parses)
+        draft = _Draft(report, code, coords)
+        cut = reason in CUT_REASONS and _ends_mid_statement(code)
+        bad = _BAD_CHARACTER.search(code)
+        if bad is not None:
+            row = code.count("\n", 0, bad.start())
+            line, column = coords.from_chars(row, bad.start() - (code.rfind("\n", 0, bad.start()) + 1))
+            report.findings.append(Finding(SYNTAX_ERROR, None, line, column,
+                                           f"invalid character {bad.group()!r} (U+{ord(bad.group()):04X})"))
+            report.complete = not cut
+        else:
+            self._tree_checks(draft, completion, len(prompt.encode("utf-8")), cut, facts)
+        if not report.complete:
+            last_line = completion.count("\n") + 1
+            report.findings.append(Finding(TRUNCATED, None, last_line, 0,
+                                           f"the candidate is cut off (finish reason {reason!r}) mid-statement"))
+        report.elapsed_s = time.perf_counter() - started
+        return draft
+
+    def _tree_checks(self, draft: _Draft, completion: str, boundary: int, cut: bool, facts: _PromptFacts) -> None:
+        report = draft.report
+        source = draft.code.encode("utf-8")
+        parsed = self._syntax.parse(source)
+        problems = parsed.problems() if parsed.has_error else []
+        report.parses = not problems
+        report.complete = not cut and not (facts.parses and problems and parsed.error_at_end(problems))
+        if not facts.parses:
+            return                                  # the prompt is broken: blame nothing on the candidate
+        for problem in problems[:self.settings.max_syntax_findings]:
+            report.findings.append(_syntax_finding(problem, draft.coords))
+        if not report.parses:
+            return
+        empty = empty_implementation(parsed.added_code(boundary))
+        if empty is not None:
+            report.findings.append(empty)
+        if self._worker is None:
+            return
+        if len(draft.code) > self.settings.max_lint_chars:
+            report.findings.append(Finding(LINT_SKIPPED, None, 1, 0, f"not linted: {len(draft.code)} characters "
+                                           f"is over max_lint_chars={self.settings.max_lint_chars}", WARNING))
+            return
+        draft.lintable = True
+
+    # 3. lint (pylint in the warm worker, one run for the whole batch) and the context diff
+
+    def _lint(self, facts: _PromptFacts, drafts: list[_Draft]) -> None:
+        targets = [d for d in drafts if d.lintable]
+        if not targets:
+            return
+        unique = list(dict.fromkeys(d.code for d in targets))   # identical candidates are linted once
+        lint_prompt = facts.baseline is None
+        sources = unique + ([facts.lint_source] if lint_prompt else [])
+        started = time.perf_counter()
+        try:
+            outcome = self._worker.lint(sources, self.settings.timeout_s)
+        except Exception as error:  # a report, never an exception, whatever the worker does
+            outcome = None
+            detail = f"lint failed: {type(error).__name__}"
+        share = (time.perf_counter() - started) / len(targets)
+        for draft in targets:
+            draft.report.elapsed_s += share
+        if outcome is None or outcome.messages is None:
+            kind = ANALYSIS_TIMEOUT if outcome is not None and outcome.failure == TIMEOUT else ANALYSIS_ERROR
+            detail = outcome.detail if outcome is not None else detail
+            for draft in targets:
+                draft.report.findings.append(Finding(kind, None, 1, 0, detail, WARNING))
+            return
+        by_code = dict(zip(unique, outcome.messages))
+        if lint_prompt:
+            prompt_messages = outcome.messages[-1]
+            facts.baseline = baseline(prompt_messages)
+            if any(m["symbol"] == "syntax-error" for m in prompt_messages):
+                facts.parses = False                # tree-sitter was more lenient than Python
+        for draft in targets:
+            draft.report.prompt_parses = facts.parses
+            if facts.parses:
+                for message in new_messages(by_code[draft.code], facts.baseline):
+                    draft.report.findings.append(_lint_finding(message, draft))
+            if not draft.report.parses:             # Python rejects what tree-sitter let through (indentation):
+                draft.report.findings = [f for f in draft.report.findings if f.kind != EMPTY_IMPLEMENTATION]
+
+
+def _lint_finding(message: dict, draft: _Draft) -> Finding:
+    symbol = message["symbol"]
+    row = max(int(message.get("line") or 1) - 1, 0)
+    line, column = draft.coords.from_bytes(row, max(int(message.get("column") or 0), 0))
+    if symbol == "syntax-error":
+        draft.report.parses = False
+        return Finding(SYNTAX_ERROR, None, line, column, message["message"], ERROR)
+    if symbol in ANALYSIS_FAILURES:
+        return Finding(ANALYSIS_ERROR, None, line, column, message["message"], WARNING)
+    severity = ERROR if message.get("category") in ERROR_CATEGORIES else WARNING
+    return Finding(symbol, message.get("name"), line, column, message["message"], severity)
+
+
+def _syntax_finding(problem: SyntaxProblem, coords: CandidateCoordinates) -> Finding:
+    line, column = coords.from_bytes(problem.row, problem.byte_col)
+    if problem.missing:
+        return Finding(SYNTAX_ERROR, None, line, column, f"missing {problem.text!r}: the statement is unfinished")
+    return Finding(SYNTAX_ERROR, None, line, column, f"invalid syntax at {problem.text!r}")
+
+
+def _ends_mid_statement(code: str) -> bool:
+    """For text that was cut off: whether it ends inside a statement (its last line unfinished, or inside an
+    indented block such as a function body that was still being written)."""
+    last = code.rpartition("\n")[2]
+    if last.strip():
+        return True                     # the last line has no newline: it may stop mid-token
+    last_written = code.rstrip().rpartition("\n")[2]
+    return last_written[:1].isspace()           # the last written line is indented: a compound statement is open
+
+
+def _with_stub_body(prompt: str) -> str | None:
+    """The prompt with `pass` as the body of its last, still open block (`def f(x):`), if it ends in one."""
+    head = prompt.rstrip()
+    last = head.rpartition("\n")[2]
+    if not last.rstrip().endswith(":"):
+        return None
+    indent = last[:len(last) - len(last.lstrip())]
+    return f"{head}\n{indent}    pass\n"
+
+
+def _as_text(value) -> str:
+    """Text with Unix newlines; bytes are decoded (invalid UTF-8 becomes lone surrogates, reported later)."""
+    if value is None:
+        return ""
+    if isinstance(value, (bytes, bytearray)):
+        value = bytes(value).decode("utf-8", "surrogateescape")
+    if not isinstance(value, str):
+        raise TypeError(f"expected source text (str), got {type(value).__name__}")
+    return value.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _check_reasons(finish_reasons, count: int) -> list[str | None]:
+    if finish_reasons is None:
+        return [None] * count
+    reasons = list(finish_reasons)
+    if len(reasons) != count:
+        raise ValueError(f"finish_reasons has {len(reasons)} entries: it must have one per completion ({count})")
+    for reason in reasons:
+        if reason not in FINISH_REASONS:
+            raise ValueError(f"finish_reason={reason!r} is invalid: it must be one of {FINISH_REASONS}")
+    return reasons

@@ -1,0 +1,97 @@
+"""Pylint adapter: one configured, reusable linter that checks files and returns its messages as plain dicts.
+
+Runs inside the worker process (see worker.py); it parses the files with astroid and never imports them.
+"""
+from __future__ import annotations
+
+import os
+import re
+
+ERROR_CATEGORIES = ("error", "fatal")
+_QUOTED = re.compile(r"'([^']*)'")
+
+WARM_UP_SOURCE = '''from typing import List, Tuple
+import math
+
+
+def mean_and_sum(numbers: List[float]) -> Tuple[float, float]:
+    """Mean and sum of a list."""
+    total = 0.0
+    for value in numbers:
+        total += math.fabs(value)
+    return total / max(len(numbers), 1), sum(numbers)
+
+
+def unused(x: int) -> int:
+    y = x
+    return z
+'''
+
+
+class PylintChecker:
+    """A PyLinter configured once (no plugins, no extension loading), reused for every batch of files."""
+
+    def __init__(self, messages: tuple[str, ...]):
+        from pylint.config.config_initialization import _config_initialization
+        from pylint.lint import PyLinter
+        from pylint.reporters import CollectingReporter
+
+        self._reporter_class = CollectingReporter
+        self._linter = PyLinter(reporter=CollectingReporter())
+        self._linter.load_default_plugins()
+        options = [
+            "--disable=all", "--enable=" + ",".join(messages), "--load-plugins=",
+            "--unsafe-load-any-extension=no", "--extension-pkg-allow-list=", "--persistent=no",
+            "--jobs=1", "--score=no", "--reports=no",
+        ]
+        # An empty config file, so that no pylintrc or pyproject.toml (and no plugin they name) is read.
+        _config_initialization(self._linter, options, reporter=self._linter.reporter, config_file=os.devnull)
+
+    def check(self, paths: list[str]) -> dict[str, list[dict]]:
+        """Lint the files in one run; messages per path, each a plain dict."""
+        reporter = self._reporter_class()
+        self._linter.set_reporter(reporter)
+        modules = {os.path.splitext(os.path.basename(p))[0]: p for p in paths}
+        try:
+            self._linter.check(paths)
+        finally:
+            _forget_modules(modules)
+        results: dict[str, list[dict]] = {p: [] for p in paths}
+        for message in reporter.messages:
+            path = modules.get(message.module)
+            if path is not None:
+                results[path].append(_as_dict(message))
+        return results
+
+
+def _forget_modules(modules: dict[str, str]) -> None:
+    """Drop the checked modules from astroid's cache (it caches by module name), keep the stdlib warm."""
+    from astroid import MANAGER
+
+    for name in modules:
+        MANAGER.astroid_cache.pop(name, None)
+
+
+def _as_dict(message) -> dict:
+    return {
+        "symbol": message.symbol,
+        "msg_id": message.msg_id,
+        "message": message.msg,
+        "obj": message.obj,
+        "line": message.line,
+        "column": message.column,
+        "category": message.category,
+        "name": message_name(message.symbol, message.msg),
+    }
+
+
+def message_name(symbol: str, text: str) -> str | None:
+    """The name a pylint message is about (the variable, import, argument...), or None."""
+    if symbol == "unused-import":   # "Unused import os", "Unused path imported from os as p", "Unused numpy imported as np"
+        rest = text.removeprefix("Unused ").removeprefix("import ")
+        if " imported" in rest:
+            head, _, tail = rest.partition(" imported")
+            return tail.rpartition(" as ")[2] if " as " in tail else head
+        return rest.split()[0] if rest.split() else None
+    found = _QUOTED.search(text)
+    return found.group(1) if found else None

@@ -1,0 +1,75 @@
+"""Lint findings (pylint in the warm worker), diffed against the prompt alone by message and symbol."""
+import pytest
+
+from static_eval import StaticAnalyzer
+
+PROMPT = 'def solve(numbers, k):\n    """Return something of numbers and k."""\n'
+
+
+@pytest.fixture(scope="module")
+def analyzer():
+    with StaticAnalyzer() as built:
+        yield built
+
+
+def kinds(analyzer, completion, prompt=PROMPT):
+    return analyzer.analyze(prompt, [completion], ["stop"])[0].kinds
+
+
+def test_correct_completion_has_no_findings(analyzer):
+    assert kinds(analyzer, "    return sum(numbers) + k\n") == []
+
+
+@pytest.mark.parametrize("completion, kind", [
+    ("    return sum(numbrs) + k\n", "undefined-variable"),
+    ("    total = 0\n    return sum(numbers) + k\n", "unused-variable"),
+    ("    import os\n    return sum(numbers) + k\n", "unused-import"),
+    ("    print(total)\n    total = 1\n    return sum(numbers) + k + total\n", "used-before-assignment"),
+    ("    return k\n    print(numbers)\n", "unreachable"),
+    ("    numbers\n    return k\n", "pointless-statement"),
+    ("    first, second = (1, 2, 3)\n    return numbers, k, first, second\n", "unbalanced-tuple-unpacking"),
+    ("    return k(numbers) if False else 1()\n", "not-callable"),
+    ("    return solve(numbers)\n", "no-value-for-parameter"),
+    ("    return solve(numbers, k, 3)\n", "too-many-function-args"),
+    ("    return sum(numbers) + k\n\n\ndef helper(solve):\n    return solve\n", "redefined-outer-name"),
+    ("    return sum(numbers) + k\n\n\nreturn 3\n", "return-outside-function"),
+])
+def test_lint_kind_is_found(analyzer, completion, kind):
+    assert kind in kinds(analyzer, completion)
+
+
+def test_severity_and_symbol(analyzer):
+    report = analyzer.analyze(PROMPT, ["    total = 0\n    return sum(numbrs) + k\n"])[0]
+    by_kind = {f.kind: f for f in report.findings}
+    assert by_kind["undefined-variable"].severity == "error"
+    assert by_kind["undefined-variable"].symbol == "numbrs"
+    assert (by_kind["undefined-variable"].line, by_kind["undefined-variable"].column) == (2, 15)
+    assert by_kind["unused-variable"].severity == "warning"
+    assert by_kind["unused-variable"].symbol == "total"
+
+
+def test_prompt_problems_are_not_charged_to_the_candidate(analyzer):
+    prompt = "import os\n\nprint(undefined_in_prompt)\n\n\n" + PROMPT
+    assert kinds(analyzer, "    return sum(numbers) + k\n", prompt) == []
+
+
+def test_unused_argument_of_the_prompt_function_is_not_charged(analyzer):
+    assert "unused-argument" not in kinds(analyzer, "    return sum(numbers)\n")
+
+
+def test_new_instance_of_a_prompt_problem_is_charged(analyzer):
+    prompt = "import os\n\n\n" + PROMPT
+    assert "unused-import" in kinds(analyzer, "    import sys\n    return sum(numbers) + k\n", prompt)
+
+
+def test_batch_reports_align_with_candidates(analyzer):
+    completions = ["    return sum(numbers) + k\n", "    return sum(numbrs) + k\n", "    return (k\n",
+                   "    return sum(numbers) + k\n"]
+    reports = analyzer.analyze(PROMPT, completions)
+    assert [r.kinds for r in reports] == [[], ["undefined-variable"], ["syntax-error", "truncated"], []]
+
+
+def test_indentation_that_tree_sitter_accepts_is_a_syntax_error(analyzer):
+    report = analyzer.analyze(PROMPT, ["    total = k\n     return total\n"])[0]
+    assert not report.parses
+    assert "syntax-error" in report.kinds and "empty-implementation" not in report.kinds
