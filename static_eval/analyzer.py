@@ -56,7 +56,10 @@ class StaticAnalyzer:
         if self.settings.lint:
             self._worker = LintWorker(self.settings.pylint_messages, self.settings.worker_start_timeout_s,
                                       self.settings.worker_max_batches)
-            self._worker.start()
+            try:
+                self._worker.start()     # warms up in the background
+            except OSError:              # could not spawn now: the first lint tries again (and reports)
+                self._worker.close()
 
     def analyze(self, prompt: str, completions: list[str],
                 finish_reasons: list[str | None] | None = None) -> list[CandidateReport]:
@@ -119,7 +122,7 @@ class StaticAnalyzer:
                                            f"invalid character {bad.group()!r} (U+{ord(bad.group()):04X})"))
             report.complete = not cut
         else:
-            self._tree_checks(draft, completion, len(prompt.encode("utf-8")), cut, facts)
+            self._tree_checks(draft, len(prompt.encode("utf-8")), cut, facts)
         if not report.complete:
             last_line = completion.count("\n") + 1
             report.findings.append(Finding(TRUNCATED, None, last_line, 0,
@@ -127,13 +130,13 @@ class StaticAnalyzer:
         report.elapsed_s = time.perf_counter() - started
         return draft
 
-    def _tree_checks(self, draft: _Draft, completion: str, boundary: int, cut: bool, facts: _PromptFacts) -> None:
+    def _tree_checks(self, draft: _Draft, boundary: int, cut: bool, facts: _PromptFacts) -> None:
         report = draft.report
         source = draft.code.encode("utf-8")
         parsed = self._syntax.parse(source)
         problems = parsed.problems() if parsed.has_error else []
         report.parses = not problems
-        report.complete = not cut and not (facts.parses and problems and parsed.error_at_end(problems))
+        report.complete = not cut and not (facts.parses and problems and parsed.error_at_end())
         if not facts.parses:
             return                                  # the prompt is broken: blame nothing on the candidate
         for problem in problems[:self.settings.max_syntax_findings]:
@@ -188,6 +191,7 @@ class StaticAnalyzer:
                     draft.report.findings.append(_lint_finding(message, draft))
             if not draft.report.parses:             # Python rejects what tree-sitter let through (indentation):
                 draft.report.findings = [f for f in draft.report.findings if f.kind != EMPTY_IMPLEMENTATION]
+            del draft.report.findings[self.settings.max_findings:]
 
 
 def _lint_finding(message: dict, draft: _Draft) -> Finding:

@@ -60,7 +60,7 @@ class PylintChecker:
         for message in reporter.messages:
             path = modules.get(message.module)
             if path is not None:
-                results[path].append(_as_dict(message))
+                results[path].append(_as_dict(message, path))
         return results
 
 
@@ -72,16 +72,17 @@ def _forget_modules(modules: dict[str, str]) -> None:
         MANAGER.astroid_cache.pop(name, None)
 
 
-def _as_dict(message) -> dict:
+def _as_dict(message, path: str) -> dict:
+    text = message.msg.replace(path, "<candidate>").replace(message.module, "<candidate>")
     return {
         "symbol": message.symbol,
         "msg_id": message.msg_id,
-        "message": message.msg,
+        "message": text,
         "obj": message.obj,
         "line": message.line,
         "column": message.column,
         "category": message.category,
-        "name": message_name(message.symbol, message.msg),
+        "name": message_name(message.symbol, text),
     }
 
 

@@ -41,6 +41,7 @@ class AnalyzerSettings:
     worker_max_batches: int = 500          # the worker is replaced after this many batches (bounds cache growth)
     max_lint_chars: int = 200_000          # prompt + completion longer than this is not linted (lint-skipped)
     max_syntax_findings: int = 5           # syntax-error findings reported per candidate, at most
+    max_findings: int = 30                 # findings of any kind reported per candidate, at most
     prompt_cache_size: int = 64            # prompts whose own lint findings are remembered
 
     def validate(self) -> None:
@@ -49,7 +50,8 @@ class AnalyzerSettings:
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or isinstance(value, bool) or not value > 0:
                 raise ValueError(f"{name}={value!r} is out of range: it must be a number > 0 (seconds)")
-        for name in ("worker_max_batches", "max_lint_chars", "max_syntax_findings", "prompt_cache_size"):
+        for name in ("worker_max_batches", "max_lint_chars", "max_syntax_findings", "max_findings",
+                     "prompt_cache_size"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name}={value!r} is out of range: it must be an integer >= 1")

@@ -72,7 +72,7 @@ class ParsedCode:
         text = self._source[node.start_byte:min(node.end_byte, node.start_byte + 40)]
         return SyntaxProblem(row, byte_col, False, text.decode("utf-8", "replace"))
 
-    def error_at_end(self, problems: list[SyntaxProblem]) -> bool:
+    def error_at_end(self) -> bool:
         """Whether a syntax problem reaches the end of the code (an unfinished statement)."""
         end = len(self._source.rstrip())
         stack = [self._root]

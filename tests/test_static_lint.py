@@ -73,3 +73,11 @@ def test_indentation_that_tree_sitter_accepts_is_a_syntax_error(analyzer):
     report = analyzer.analyze(PROMPT, ["    total = k\n     return total\n"])[0]
     assert not report.parses
     assert "syntax-error" in report.kinds and "empty-implementation" not in report.kinds
+
+
+def test_the_prompt_is_linted_once_and_cached(analyzer):
+    prompt = 'import os\n\n\ndef f(x):\n    """Doc."""\n'
+    first = analyzer.analyze(prompt, ["    return x\n"])[0]
+    second = analyzer.analyze(prompt, ["    return x + 1\n"])[0]
+    assert first.kinds == second.kinds == []
+    assert analyzer._prompts[prompt].baseline is not None   # kept after the first call

@@ -1,0 +1,84 @@
+"""Hostile input always gives a report, never an exception; a stuck lint is stopped and reported; no files are left."""
+import glob
+import os
+import tempfile
+import time
+
+import pytest
+
+from static_eval import AnalyzerSettings, StaticAnalyzer
+
+PROMPT = 'def f(x):\n    """Do something."""\n'
+
+
+@pytest.fixture(scope="module")
+def analyzer():
+    with StaticAnalyzer() as built:
+        yield built
+
+
+@pytest.mark.parametrize("completion", [
+    "    return x\x00\n",                         # NUL byte
+    "    return '\ud800'\n",                      # lone surrogate (not encodable as UTF-8)
+    b"    return '\xff\xfe'\n",                    # invalid UTF-8 given as bytes
+    "Hello! This is not Python at all; it is prose.\nReally.\n",
+    "    return " + "(" * 3000 + "x" + ")" * 3000 + "\n",   # nested thousands deep
+    "    return " + "-" * 3000 + "x\n",
+    "    return " + "[" * 3000 + "x" + "]" * 3000 + "\n",
+    "    return " + "not " * 3000 + "x\n",
+    "    return " + "x+" * 3000 + "x\n",
+])
+def test_hostile_completion_gives_a_report(analyzer, completion):
+    report = analyzer.analyze(PROMPT, [completion])[0]
+    assert isinstance(report.findings, list)
+    assert report.as_dict()["parses"] in (True, False)
+
+
+@pytest.mark.parametrize("completion", ["    return x\x00\n", "    return '\ud800'\n", b"    return '\xff'\n"])
+def test_bad_characters_are_syntax_errors(analyzer, completion):
+    report = analyzer.analyze(PROMPT, [completion])[0]
+    assert not report.parses and "syntax-error" in report.kinds
+
+
+def test_prose_is_a_syntax_error(analyzer):
+    report = analyzer.analyze(PROMPT, ["Hello! This is not Python at all; it is prose.\n"])[0]
+    assert not report.parses and "syntax-error" in report.kinds
+
+
+def test_hostile_prompt_gives_reports(analyzer):
+    for prompt in ["\x00def f(", "\ud800", "(" * 5000, ""]:
+        report = analyzer.analyze(prompt, ["    return 1\n"])[0]
+        assert isinstance(report.prompt_parses, bool)
+
+
+def test_one_megabyte_is_reported_without_linting(analyzer):
+    completion = "    y = x\n" * 100_000 + "    return y\n"   # about 1 MB
+    started = time.perf_counter()
+    report = analyzer.analyze(PROMPT, [completion])[0]
+    assert time.perf_counter() - started < 5.0
+    assert report.parses and "lint-skipped" in report.kinds
+
+
+def test_lint_past_the_timeout_is_stopped_reported_and_recovered():
+    big = "".join(f"    v{i} = x + {i}\n" for i in range(2_000)) + "    return x\n"   # pylint needs seconds
+    with StaticAnalyzer(AnalyzerSettings(timeout_s=0.3)) as tight:
+        started = time.perf_counter()
+        report = tight.analyze(PROMPT, [big, "    return x\n"])[0]
+        assert time.perf_counter() - started < 20.0     # the wait for a cold worker, then at most the timeout
+        assert "analysis-timeout" in report.kinds
+        assert next(f for f in report.findings if f.kind == "analysis-timeout").severity == "warning"
+        # a fresh worker takes over; close() stops it and the next call starts another
+        assert tight.analyze(PROMPT, ["    return undefined_name\n"])[0].kinds == ["undefined-variable"]
+        tight.close()
+        assert tight.analyze(PROMPT, ["    return undefined_name\n"])[0].kinds == ["undefined-variable"]
+
+
+def test_no_temporary_files_are_left(analyzer):
+    analyzer.analyze(PROMPT, ["    return x\n", "    return y\n"])
+    mine = os.path.join(tempfile.gettempdir(), "static_eval_*")
+    assert glob.glob(mine) == []
+
+
+def test_findings_per_candidate_are_capped(analyzer):
+    report = analyzer.analyze(PROMPT, ["    return " + "-" * 300 + "x\n"])[0]
+    assert 1 <= len(report.findings) <= analyzer.settings.max_findings
