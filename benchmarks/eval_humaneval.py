@@ -124,6 +124,16 @@ def _candidate_record(candidate, tokenizer) -> dict:
     return record
 
 
+def load_our_engine(gen: GenerationSettings, loaded=None):
+    """Our engine for `gen`; with `loaded` (an Engine), its models are reused under gen's drafter."""
+    from engine import Engine, EngineSettings, load_engine
+
+    settings = EngineSettings(drafter=gen.drafter)
+    if loaded is not None:
+        return Engine(loaded.model, loaded.tokenizer, loaded.draft_model, settings)
+    return load_engine(gen.model, gen.draft, Path(gen.cache_dir) if gen.cache_dir else None, settings=settings)
+
+
 def generate_samples(problems: list[dict], gen: GenerationSettings, out: str | Path, engine=None,
                      first_index: int = 0) -> None:
     """Generate k candidates (and a greedy one) per problem, appending to `out`; task_ids already there are skipped.
@@ -138,10 +148,7 @@ def generate_samples(problems: list[dict], gen: GenerationSettings, out: str | P
     version = code_version()
     for index, problem in todo:
         if engine is None:
-            from engine import EngineSettings, load_engine
-
-            engine = load_engine(gen.model, gen.draft, Path(gen.cache_dir) if gen.cache_dir else None,
-                                 settings=EngineSettings(drafter=gen.drafter))
+            engine = load_our_engine(gen)
         tokenizer = getattr(engine, "tokenizer", None)
         request = GenerationRequest(prompt=problem["prompt"], k=gen.k, max_new_tokens=gen.max_new_tokens,
                                     budget_s=gen.budget_s, temperature=gen.temperature, top_p=gen.top_p,
@@ -389,15 +396,17 @@ def evaluate(problems: list[dict], records: dict[str, dict], sandbox: SandboxSet
 
 
 def budget_curve(problems: list[dict], gen: GenerationSettings, budgets: list[float], drafters: list[str],
-                 out: str, sandbox: SandboxSettings, settings: EvalSettings) -> dict:
+                 out: str, sandbox: SandboxSettings, settings: EvalSettings, first_index: int = 0) -> dict:
     """Pass@First (default ranker) and Pass@All per budget and drafter, as in BASS (issue 5, item 4)."""
     stem = out.removesuffix(".gz").removesuffix(".jsonl")
-    curve = []
+    curve, loaded = [], None
     for drafter in drafters:
         for budget in budgets:
             path = f"{stem}.{drafter}.b{budget:g}.jsonl.gz"
             run = replace(gen, drafter=drafter, budget_s=budget, greedy=False)
-            generate_samples(problems, run, path)
+            if any(p["task_id"] not in read_samples(path) for p in problems):
+                loaded = load_our_engine(run, loaded)  # the models load once for the whole curve
+            generate_samples(problems, run, path, engine=loaded, first_index=first_index)
             summary = evaluate(problems, read_samples(path), sandbox, settings, [RankSettings()])
             curve.append({"drafter": drafter, "budget_s": budget, "samples": path,
                           "pass_first": summary["rankers"][RankSettings().label()]["mean"],
@@ -472,7 +481,8 @@ def main(argv: list[str] | None = None) -> dict:
         if not args.out:
             raise SystemExit("--budget-curve needs --out (the stem of the per-budget sample files)")
         budgets = [float(b) for b in args.budget_curve.split(",")]
-        result = budget_curve(problems, gen, budgets, args.curve_drafters.split(","), args.out, sandbox, settings)
+        result = budget_curve(problems, gen, budgets, args.curve_drafters.split(","), args.out, sandbox, settings,
+                              first_index=args.start)
         print(json.dumps(result))
         return result
     samples = args.samples
@@ -485,6 +495,8 @@ def main(argv: list[str] | None = None) -> dict:
             return {}
     if not samples:
         raise SystemExit("give --samples FILE, or --generate --out FILE")
+    if not Path(samples).exists():
+        raise SystemExit(f"--samples {samples}: no such file")
     start = time.monotonic()
     summary = evaluate(problems, read_samples(samples), sandbox, settings, rankers, args.exec_cache, args.results)
     summary.update({"benchmark": "eval_humaneval", "samples": str(samples), "wall_s": round(time.monotonic() - start, 2)})
