@@ -10,16 +10,32 @@ import re
 ERROR_CATEGORIES = ("error", "fatal")
 _QUOTED = re.compile(r"'([^']*)'")
 
-WARM_UP_SOURCE = '''from typing import List, Tuple
+# Linted once when a worker starts (off the request path): typical candidate code, so that pylint, astroid
+# and the stdlib modules candidates use most are parsed and cached before the first real batch.
+WARM_UP_SOURCE = '''import collections
+import functools
+import hashlib
+import heapq
+import itertools
 import math
+import re
+import string
+from typing import Dict, List, Optional, Tuple
 
 
-def mean_and_sum(numbers: List[float]) -> Tuple[float, float]:
-    """Mean and sum of a list."""
-    total = 0.0
-    for value in numbers:
-        total += math.fabs(value)
-    return total / max(len(numbers), 1), sum(numbers)
+def words(text: str, counts: Optional[Dict[str, int]] = None) -> List[Tuple[str, int]]:
+    """Word counts, most common first."""
+    found = re.findall(r"[a-z]+", re.sub(r"[^a-z ]", "", text.lower()))
+    counter = collections.Counter(found)
+    queue = collections.deque(counter.most_common())
+    table = collections.defaultdict(int, counts or {})
+    pairs = list(itertools.combinations(sorted(counter), 2)) + list(itertools.permutations(found[:2]))
+    total = functools.reduce(lambda a, b: a + b, counter.values(), 0)
+    heap = [(-n, w) for w, n in counter.items()]
+    heapq.heapify(heap)
+    digest = hashlib.md5(text.encode()).hexdigest()
+    letters = [c for c in string.ascii_lowercase if c in digest]
+    return [(w, n + table[w]) for w, n in queue] + [(str(math.floor(math.sqrt(total))), len(pairs + letters))]
 
 
 def unused(x: int) -> int:
