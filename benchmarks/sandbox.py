@@ -25,7 +25,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
 PASSED, FAILED, TIMEOUT = "passed", "failed", "timeout"
@@ -97,8 +96,19 @@ def resolve_interpreter(settings: SandboxSettings) -> tuple[str, bool]:
     return sys.executable, False
 
 
-def _limit_child(settings: SandboxSettings, status_fd: int, drop: bool) -> None:
-    """Runs in the forked child before exec: limits, network namespace, user drop. Must not raise."""
+def _libc_unshare():
+    """libc's unshare(2), looked up in the parent (no dlopen after fork), or None."""
+    try:
+        return ctypes.CDLL(None, use_errno=True).unshare
+    except (OSError, AttributeError):
+        return None
+
+
+def _limit_child(settings: SandboxSettings, status_fd: int, drop: bool, unshare) -> None:
+    """Runs in the forked child before exec: limits, network namespace, user drop.
+
+    Only system calls happen here (no imports, no dlopen), as is safe between fork and exec.
+    """
     memory = settings.memory_mb * 1024 * 1024
     cpu = int(settings.timeout_s) + 2
     output = settings.max_output_kb * 1024
@@ -108,18 +118,63 @@ def _limit_child(settings: SandboxSettings, status_fd: int, drop: bool) -> None:
             resource.setrlimit(limit, (value, value))
         except (ValueError, OSError):
             pass  # a limit the platform refuses stays at its default; the wall-clock timeout still holds
-    isolated = False
-    if settings.isolate_network:
-        try:
-            isolated = ctypes.CDLL(None, use_errno=True).unshare(_CLONE_NEWNET) == 0
-        except (OSError, AttributeError):
-            isolated = False
+    isolated = bool(settings.isolate_network and unshare is not None and unshare(_CLONE_NEWNET) == 0)
     os.write(status_fd, b"1" if isolated else b"0")
     os.close(status_fd)
     if drop:
         os.setgroups([])
         os.setgid(_NOBODY)
         os.setuid(_NOBODY)
+
+
+@dataclass
+class _Running:
+    """One started program: its process and what is needed to judge and clean it up."""
+
+    proc: subprocess.Popen
+    workdir: str
+    status_fd: int           # read end of the child's "network isolated?" byte
+    started: float           # time.monotonic() at start
+    dropped: bool            # runs as nobody
+
+
+def _start(source: str, settings: SandboxSettings, python: str, drop: bool, unshare) -> _Running:
+    """Write the program to a fresh temp dir and start it in a limited child process."""
+    workdir = tempfile.mkdtemp(prefix="sandbox-")
+    if drop:
+        os.chown(workdir, _NOBODY, _NOBODY)
+    program = os.path.join(workdir, "program.py")
+    with open(program, "w", encoding="utf-8") as handle:
+        handle.write(source)
+    os.chmod(program, 0o644)
+    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": workdir, "PYTHONDONTWRITEBYTECODE": "1"}
+    status_read, status_write = os.pipe()
+    with open(os.path.join(workdir, "output.txt"), "wb") as output:
+        proc = subprocess.Popen(
+            [python, "-I", "-B", program], cwd=workdir, env=env, stdin=subprocess.DEVNULL,
+            stdout=output, stderr=output, start_new_session=True, pass_fds=(status_write,),
+            preexec_fn=lambda: _limit_child(settings, status_write, drop, unshare),
+        )
+    os.close(status_write)
+    return _Running(proc, workdir, status_read, time.monotonic(), drop)
+
+
+def _finish(run: _Running, settings: SandboxSettings, timed_out: bool, ended: float) -> ExecResult:
+    """Kill what is left of the program's process group, judge the run, remove its temp dir."""
+    try:
+        _kill_group(run.proc)  # on a timeout, and children the program left behind
+        returncode = run.proc.wait()
+        wall = ended - run.started
+        with os.fdopen(run.status_fd, "rb") as status:
+            isolated = status.read(1) == b"1"
+        if timed_out:
+            return ExecResult(TIMEOUT, f"no exit within {settings.timeout_s:g} s", wall, isolated, run.dropped)
+        if returncode == 0:
+            return ExecResult(PASSED, "", wall, isolated, run.dropped)
+        detail = _failure_detail(os.path.join(run.workdir, "output.txt"), returncode)
+        return ExecResult(FAILED, detail, wall, isolated, run.dropped)
+    finally:
+        shutil.rmtree(run.workdir, ignore_errors=True)
 
 
 def run_program(source: str, settings: SandboxSettings = SandboxSettings()) -> ExecResult:
@@ -135,54 +190,54 @@ def run_program(source: str, settings: SandboxSettings = SandboxSettings()) -> E
     -------
     result : ExecResult
     """
+    return run_many([source], settings)[0]
+
+
+def run_many(sources: list[str], settings: SandboxSettings = SandboxSettings()) -> list[ExecResult]:
+    """Run programs, at most `settings.workers` at once, from this one thread; results in input order.
+
+    No threads: a fork from a multi-threaded parent could deadlock before exec.
+    """
     settings.validate()
     python, drop = resolve_interpreter(settings)
-    workdir = tempfile.mkdtemp(prefix="sandbox-")
+    unshare = _libc_unshare() if settings.isolate_network else None
+    results: list[ExecResult | None] = [None] * len(sources)
+    pending = list(range(len(sources)))[::-1]  # popped from the end: input order
+    running: dict[int, _Running] = {}
     try:
-        if drop:
-            os.chown(workdir, _NOBODY, _NOBODY)
-        program = os.path.join(workdir, "program.py")
-        with open(program, "w", encoding="utf-8") as handle:
-            handle.write(source)
-        os.chmod(program, 0o644)
-        return _run_in(workdir, program, python, drop, settings)
+        while pending or running:
+            while pending and len(running) < settings.workers:
+                index = pending.pop()
+                running[index] = _start(sources[index], settings, python, drop, unshare)
+            for index, run in list(running.items()):
+                now = time.monotonic()
+                exited = run.proc.poll() is not None
+                timed_out = not exited and now - run.started > settings.timeout_s
+                if exited or timed_out:
+                    results[index] = _finish(running.pop(index), settings, timed_out, now)
+            if running:
+                time.sleep(0.005)
     finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+        for run in running.values():  # interrupted: leave nothing behind
+            _finish(run, settings, timed_out=True, ended=time.monotonic())
+    return results
 
 
-def _run_in(workdir: str, program: str, python: str, drop: bool, settings: SandboxSettings) -> ExecResult:
-    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": workdir, "PYTHONDONTWRITEBYTECODE": "1"}
-    status_read, status_write = os.pipe()
-    output_path = os.path.join(workdir, "output.txt")
-    start = time.monotonic()
-    with open(output_path, "wb") as output:
-        proc = subprocess.Popen(
-            [python, "-I", "-B", program], cwd=workdir, env=env, stdin=subprocess.DEVNULL,
-            stdout=output, stderr=output, start_new_session=True, pass_fds=(status_write,),
-            preexec_fn=lambda: _limit_child(settings, status_write, drop),
-        )
-        os.close(status_write)
-        try:
-            returncode, timed_out = proc.wait(timeout=settings.timeout_s), False
-        except subprocess.TimeoutExpired:
-            _kill_group(proc)
-            returncode, timed_out = proc.wait(), True
-        _kill_group(proc)  # children the program left behind (its process group) go too
-    wall = time.monotonic() - start
-    with os.fdopen(status_read, "rb") as status:
-        isolated = status.read(1) == b"1"
-    if timed_out:
-        return ExecResult(TIMEOUT, f"no exit within {settings.timeout_s:g} s", wall, isolated, drop)
-    if returncode == 0:
-        return ExecResult(PASSED, "", wall, isolated, drop)
-    return ExecResult(FAILED, _failure_detail(output_path, returncode), wall, isolated, drop)
+def _kill_group(proc: subprocess.Popen, wait_s: float = 2.0) -> None:
+    """SIGKILL the program's process group, then wait (a little) until it is gone.
 
-
-def _kill_group(proc: subprocess.Popen) -> None:
+    Waiting matters: killed processes still count against `nobody`'s process limit until they are
+    reaped, which would make the next program's fork fail.
+    """
+    deadline = time.monotonic() + wait_s
     try:
         os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass  # already gone
+        proc.poll()  # reap the leader if it was ours to reap
+        while time.monotonic() < deadline:
+            os.killpg(proc.pid, 0)  # raises once no process of the group is left
+            time.sleep(0.01)
+    except (ProcessLookupError, PermissionError):
+        pass  # the group is gone (and its id not ours any more)
 
 
 def _failure_detail(output_path: str, returncode: int) -> str:
@@ -198,12 +253,3 @@ def _failure_detail(output_path: str, returncode: int) -> str:
 def check_program(prompt: str, completion: str, test: str, entry_point: str) -> str:
     """HumanEval's check program: prompt + completion, the test code, then check(entry_point)."""
     return f"{prompt}{completion}\n\n{test}\n\ncheck({entry_point})\n"
-
-
-def run_many(sources: list[str], settings: SandboxSettings = SandboxSettings()) -> list[ExecResult]:
-    """Run programs in parallel (at most `settings.workers` at once), results in input order."""
-    settings.validate()
-    if not sources:
-        return []
-    with ThreadPoolExecutor(max_workers=min(settings.workers, len(sources))) as pool:
-        return list(pool.map(lambda source: run_program(source, settings), sources))
