@@ -5,7 +5,7 @@ import re
 import threading
 import time
 from collections import Counter, OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .coords import CandidateCoordinates
 from .diff import baseline, new_messages
@@ -40,7 +40,6 @@ class _Draft:
     code: str
     coords: CandidateCoordinates
     lintable: bool = False
-    findings: list[Finding] = field(default_factory=list)
 
 
 class StaticAnalyzer:
@@ -55,7 +54,7 @@ class StaticAnalyzer:
         self._worker = None
         if self.settings.lint:
             self._worker = LintWorker(self.settings.pylint_messages, self.settings.worker_start_timeout_s,
-                                      self.settings.worker_max_batches)
+                                      self.settings.worker_max_batches, self.settings.temp_dir)
             try:
                 self._worker.start()     # warms up in the background
             except OSError:              # could not spawn now: the first lint tries again (and reports)
@@ -115,7 +114,9 @@ class StaticAnalyzer:
         draft = _Draft(report, code, coords)
         cut = reason in CUT_REASONS and _ends_mid_statement(code)
         bad = _BAD_CHARACTER.search(code)
-        if bad is not None:
+        if bad is not None and not facts.parses:
+            report.complete = not cut           # the prompt holds it: blame nothing on the candidate
+        elif bad is not None:
             row = code.count("\n", 0, bad.start())
             line, column = coords.from_chars(row, bad.start() - (code.rfind("\n", 0, bad.start()) + 1))
             report.findings.append(Finding(SYNTAX_ERROR, None, line, column,
@@ -164,6 +165,7 @@ class StaticAnalyzer:
         lint_prompt = facts.baseline is None
         sources = unique + ([facts.lint_source] if lint_prompt else [])
         started = time.perf_counter()
+        detail = ""
         try:
             outcome = self._worker.lint(sources, self.settings.timeout_s)
         except Exception as error:  # a report, never an exception, whatever the worker does

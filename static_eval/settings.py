@@ -43,6 +43,7 @@ class AnalyzerSettings:
     max_syntax_findings: int = 5           # syntax-error findings reported per candidate, at most
     max_findings: int = 30                 # findings of any kind reported per candidate, at most
     prompt_cache_size: int = 64            # prompts whose own lint findings are remembered
+    temp_dir: str | None = None            # where each batch's private folder is made (None: the system default)
 
     def validate(self) -> None:
         """Raise ValueError naming the bad value and the allowed range."""

@@ -35,8 +35,10 @@ class LintOutcome:
 class LintWorker:
     """Client of one worker process; start() is non-blocking, lint() waits at most the timeout given."""
 
-    def __init__(self, messages: tuple[str, ...], start_timeout_s: float, max_batches: int):
+    def __init__(self, messages: tuple[str, ...], start_timeout_s: float, max_batches: int,
+                 temp_dir: str | None = None):
         self._messages = messages
+        self._temp_dir = temp_dir
         self._start_timeout_s = start_timeout_s
         self._max_batches = max_batches
         self._process: subprocess.Popen | None = None
@@ -58,13 +60,13 @@ class LintWorker:
         self._finalizer = weakref.finalize(self, _stop, self._process)
         _write_message(self._process.stdin, {"messages": list(self._messages)})
         # Warm up with a small typical file, so that the first real batch finds pylint and the stdlib warm.
-        self._warm_folder = tempfile.mkdtemp(prefix="static_eval_")
+        self._warm_folder = tempfile.mkdtemp(prefix="static_eval_", dir=self._temp_dir)
         _write_message(self._process.stdin, {"paths": _write_sources(self._warm_folder, [WARM_UP_SOURCE])})
         self._pending = 2
 
     def lint(self, sources: list[str], timeout_s: float) -> LintOutcome:
         """Lint the sources in one pylint run; kills and restarts the worker past timeout_s."""
-        folder = tempfile.mkdtemp(prefix="static_eval_")
+        folder = tempfile.mkdtemp(prefix="static_eval_", dir=self._temp_dir)
         try:
             paths = _write_sources(folder, sources)
             return self._lint_paths(paths, timeout_s)
