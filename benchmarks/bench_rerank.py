@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import time
 from dataclasses import dataclass
@@ -66,15 +67,18 @@ def make_candidates(bench: BenchSettings) -> tuple[list[str], list[list[float]]]
     return texts, logprobs
 
 
-def time_ms(fn, repeats: int) -> float:
-    """Median wall time of `fn()` in milliseconds, after one warm-up call."""
+def time_ms(fn, repeats: int) -> tuple[float, float]:
+    """(median, min) wall time of `fn()` in milliseconds, after one warm-up call.
+
+    The median is the target's measure; the min shows the cost without other load on a shared CPU.
+    """
     fn()
     samples = []
     for _ in range(repeats):
         start = time.perf_counter()
         fn()
         samples.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(samples)
+    return statistics.median(samples), min(samples)
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -94,17 +98,18 @@ def main(argv: list[str] | None = None) -> dict:
 
     print(f"rerank.rank: {bench.n_candidates} candidates ({len(set(texts))} distinct), {min(tokens)}-{max(tokens)} code tokens each "
           f"(mean {np.mean(tokens):.0f}), median of {bench.repeats} runs")
-    print(f"{'ranker':<40} {'ms':>8}")
-    for label, ms in rows:
-        print(f"{label:<40} {ms:8.2f}")
-    print(f"{'similarity_matrix (default)':<40} {heatmap_ms:8.2f}")
-    default_ms = dict(rows)[RankSettings().label()]
-    worst_label, worst_ms = max(rows, key=lambda row: row[1])
+    print(f"{'ranker':<40} {'median ms':>10} {'min ms':>8}")
+    for label, (median, fastest) in rows:
+        print(f"{label:<40} {median:10.2f} {fastest:8.2f}")
+    print(f"{'similarity_matrix (default)':<40} {heatmap_ms[0]:10.2f} {heatmap_ms[1]:8.2f}")
+    default_ms = dict(rows)[RankSettings().label()][0]
+    worst_label, (worst_ms, worst_min_ms) = max(rows, key=lambda row: row[1][0])
     result = {
         "benchmark": "bench_rerank", "n_candidates": bench.n_candidates, "n_distinct": len(set(texts)), "mean_code_tokens": float(np.mean(tokens)),
         "default_ranker": RankSettings().label(), "default_ms": round(default_ms, 3),
-        "worst_ranker": worst_label, "worst_ms": round(worst_ms, 3), "similarity_matrix_ms": round(heatmap_ms, 3),
-        "target_ms": TARGET_MS, "within_target": worst_ms < TARGET_MS,
+        "worst_ranker": worst_label, "worst_ms": round(worst_ms, 3), "worst_min_ms": round(worst_min_ms, 3),
+        "similarity_matrix_ms": round(heatmap_ms[0], 3), "target_ms": TARGET_MS, "within_target": worst_ms < TARGET_MS,
+        "load_average_1min": round(os.getloadavg()[0], 2), "cpus": os.cpu_count(),
     }
     print(json.dumps(result))
     return result
