@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import torch
 
+from engine.sampling import sample
+
 
 def speculative_accept(draft_tokens: torch.Tensor, draft_probs: torch.Tensor | None, target_probs: torch.Tensor,
                        draft_lengths: torch.Tensor, generator: torch.Generator | None):
@@ -50,5 +52,5 @@ def speculative_accept(draft_tokens: torch.Tensor, draft_probs: torch.Tensor | N
         # p <= q everywhere only happens through rounding when p == q; then p itself is the right answer.
         residual = torch.where(residual_mass > 0, residual / residual_mass.clamp_min(1e-30), next_target_probs)
         next_target_probs = torch.where(rejected_rows[:, None], residual, next_target_probs)
-    next_tokens = torch.multinomial(next_target_probs, 1, generator=generator).squeeze(-1)      # [B]
+    next_tokens = sample(next_target_probs, generator)                                         # [B]
     return n_accepted, next_tokens
