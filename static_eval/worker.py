@@ -74,18 +74,20 @@ class LintWorker:
             shutil.rmtree(folder, ignore_errors=True)
 
     def _lint_paths(self, paths: list[str], timeout_s: float) -> LintOutcome:
+        phase, limit_s = "starting the lint worker", self._start_timeout_s
         try:
             self.start()
-            deadline = time.monotonic() + self._start_timeout_s
+            deadline = time.monotonic() + limit_s
             while self._pending:
                 _read_message(self._process.stdout, deadline)
                 self._pending -= 1
             self._drop_warm_folder()
+            phase, limit_s = "lint", timeout_s
             _write_message(self._process.stdin, {"paths": paths})
             reply = _read_message(self._process.stdout, time.monotonic() + timeout_s)
         except TimeoutError:
             self._restart()
-            return LintOutcome(None, TIMEOUT, f"lint took longer than {timeout_s:g} s and was stopped")
+            return LintOutcome(None, TIMEOUT, f"{phase} took longer than {limit_s:g} s and was stopped")
         except (OSError, EOFError, ValueError) as error:
             self._restart()
             return LintOutcome(None, CRASH, f"lint worker failed: {type(error).__name__}")
