@@ -124,7 +124,7 @@ def main(argv=None) -> None:
     parser.add_argument("--prompts", type=int, default=5, help="the first N HumanEval prompts")
     parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument("--methods", default="hf,ours_none,ours_auto", help=f"comma-separated of {','.join(METHODS)}")
-    parser.add_argument("--dtype", default=None, help="float32 / bfloat16 (default: float32 on CPU)")
+    parser.add_argument("--dtype", default="float32", help="float32 (the reference), bfloat16, or auto")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
@@ -132,15 +132,14 @@ def main(argv=None) -> None:
     unknown = set(methods) - set(METHODS)
     if unknown:
         parser.error(f"unknown methods {sorted(unknown)}: choose from {', '.join(METHODS)}")
-    dtype = getattr(torch, args.dtype) if args.dtype else None
 
     started = time.perf_counter()
-    model, tokenizer = load_any(args.model) if dtype is None else _load_dtype(args.model, dtype)
+    model, tokenizer = load_any(args.model, dtype=args.dtype)
     needs_draft = any(m in methods for m in ("hf_assisted", "ours_model", "ours_auto")) and args.draft
-    draft = (load_any(args.draft) if dtype is None else _load_dtype(args.draft, dtype))[0] if needs_draft else None
+    draft = load_any(args.draft, dtype=args.dtype)[0] if needs_draft else None
     load_seconds = time.perf_counter() - started
     print(f"loaded {args.model}" + (f" + {args.draft}" if draft is not None else "") + f" in {load_seconds:.1f} s "
-          f"(device {pick_device()}, threads {torch.get_num_threads()})")
+          f"(device {pick_device()}, {next(model.parameters()).dtype}, threads {torch.get_num_threads()})")
     engines = {m: Engine(model, tokenizer, draft if m in ("ours_model", "ours_auto") else None,
                          EngineSettings(drafter=m.removeprefix("ours_"))) for m in methods if m.startswith("ours_")}
     eos_ids = set(next(iter(engines.values())).eos_ids) if engines else {tokenizer.eos_token_id}
@@ -156,7 +155,7 @@ def main(argv=None) -> None:
                 rows.append(_measure(method, k, temperature, prompts, model, tokenizer, draft, engines, args, eos_ids))
                 print(_row_text(rows[-1]), flush=True)
     _print_table(rows)
-    figures = {"model": args.model, "draft": args.draft if draft is not None else None,
+    figures = {"model": args.model, "dtype": str(next(model.parameters()).dtype), "draft": args.draft if draft is not None else None,
                "max_new_tokens": args.max_new_tokens, "prompts": len(prompts), "load_seconds": round(load_seconds, 1),
                "memory_bandwidth_gb_s": round(bandwidth / 1e9, 2), "weight_gb_per_forward": round(weight_bytes / 1e9, 3),
                "memory_bound_tokens_per_s_batch1": round(bandwidth / weight_bytes, 2),
@@ -165,11 +164,6 @@ def main(argv=None) -> None:
     if batch1:
         figures["fraction_of_memory_bound_at_batch1"] = round(batch1[0].tokens_per_s / (bandwidth / weight_bytes), 3)
     print(json.dumps(figures))
-
-
-def _load_dtype(spec: str, dtype: torch.dtype):
-    from engine.loading import load_model
-    return load_model(spec, dtype=dtype)
 
 
 def _measure(method, k, temperature, prompts, model, tokenizer, draft, engines, args, eos_ids) -> Measurement:

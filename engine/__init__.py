@@ -13,11 +13,15 @@ __all__ = ["Candidate", "DEFAULT_DRAFT", "DEFAULT_TARGET", "DRAFTER_CHOICES", "E
            "load_any", "check_same_vocabulary"]
 
 
-def load_any(spec: str, cache_dir: Path | None = None, progress: bool = True):
-    """(model, tokenizer) for any spec: bundled:..., tiny:<seed>, a Hugging Face id or a local directory."""
+def load_any(spec: str, cache_dir: Path | None = None, progress: bool = True, dtype: str = "auto"):
+    """(model, tokenizer) for any spec: bundled:..., tiny:<seed>, a Hugging Face id or a local directory.
+
+    dtype: "auto" (bf16 on a GPU or a CPU with native bf16, else fp32), "float32", "bfloat16" or "float16".
+    Tiny test models stay fp32.
+    """
     if spec.startswith(TINY_PREFIX):
         return load_tiny(spec)
-    return load_model(spec, cache_dir, progress=progress)
+    return load_model(spec, cache_dir, progress=progress, dtype=dtype)
 
 
 def check_same_vocabulary(target_tokenizer, draft_tokenizer, target_spec: str, draft_spec: str) -> None:
@@ -29,12 +33,12 @@ def check_same_vocabulary(target_tokenizer, draft_tokenizer, target_spec: str, d
 
 
 def load_engine(model_spec: str = DEFAULT_TARGET, draft_spec: str | None = None, cache_dir: Path | None = None,
-                settings: EngineSettings | None = None, progress: bool = True) -> Engine:
+                settings: EngineSettings | None = None, progress: bool = True, dtype: str = "auto") -> Engine:
     """Load the target (and draft) model and build an Engine around them."""
-    model, tokenizer = load_any(model_spec, cache_dir, progress)
+    model, tokenizer = load_any(model_spec, cache_dir, progress, dtype)
     draft_model = None
     if draft_spec:
-        draft_model, draft_tokenizer = load_any(draft_spec, cache_dir, progress)
+        draft_model, draft_tokenizer = load_any(draft_spec, cache_dir, progress, dtype)
         check_same_vocabulary(tokenizer, draft_tokenizer, model_spec, draft_spec)
         if draft_model.config.vocab_size != model.config.vocab_size:
             raise ModelSetupError(f"draft {draft_spec!r} has {draft_model.config.vocab_size} output tokens, target "
