@@ -1,0 +1,111 @@
+"""The app's engines: the model choices it offers, loaded on first use, kept, and used one generation at a time."""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from engine import (DEFAULT_DRAFT, DEFAULT_TARGET, Engine, EngineSettings, ModelSetupError, check_same_vocabulary,
+                    load_any)
+
+log = logging.getLogger(__name__)
+
+DEFAULT_LABEL = "bundled 1.5B + 0.5B draft (default)"
+FAST_LABEL = "bundled 0.5B alone (fast)"
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """One entry of the model menu."""
+
+    label: str               # what the menu shows and what API callers pass as `model`
+    target: str              # model spec of the target (bundled:..., tiny:<seed>, a hub id, a local directory)
+    draft: str | None = None  # model spec of the draft model, or None (model-free drafters only)
+
+    def as_dict(self) -> dict:
+        return {"choice": self.label, "target": self.target, "draft": self.draft}
+
+
+def menu(model: str | None = None, draft: str | None = None) -> list[ModelChoice]:
+    """The model menu: what the command line gave (first, so it is the default), the bundled pair, the bundled 0.5B."""
+    choices = [ModelChoice(DEFAULT_LABEL, DEFAULT_TARGET, DEFAULT_DRAFT), ModelChoice(FAST_LABEL, DEFAULT_DRAFT, None)]
+    if model is None and draft is None:
+        return choices
+    target = model or DEFAULT_TARGET
+    for choice in choices:
+        if (choice.target, choice.draft) == (target, draft):
+            return [choice] + [c for c in choices if c is not choice]
+    label = f"command line: {target}" + (f" + {draft} draft" if draft else "")
+    return [ModelChoice(label, target, draft)] + choices
+
+
+class EngineHub:
+    """Loads each offered engine on first use and keeps it; models shared by two choices are loaded once.
+
+    The engine is not thread-safe, and two engines would share the CPU anyway, so `generation_lock`
+    admits one generation at a time across all choices.
+    """
+
+    def __init__(self, choices: list[ModelChoice], cache_dir: Path | None = None,
+                 settings: EngineSettings | None = None, loader: Callable = load_any):
+        if not choices:
+            raise ValueError("choices is empty: offer at least one model")
+        self.choices = {c.label: c for c in choices}
+        self.default_label = choices[0].label
+        self.cache_dir, self.settings, self._loader = cache_dir, settings or EngineSettings(), loader
+        self.generation_lock = threading.Lock()
+        self.loading: str | None = None         # the spec being loaded now, for progress messages
+        self._load_lock = threading.Lock()
+        self._models: dict[str, tuple] = {}     # spec -> (model, tokenizer)
+        self._engines: dict[str, Engine] = {}   # label -> engine
+
+    @property
+    def labels(self) -> list[str]:
+        return list(self.choices)
+
+    def choice(self, label: str | None) -> ModelChoice:
+        """The choice for a menu label (None or "" means the default); ValueError names the offered ones."""
+        if label in (None, ""):
+            return self.choices[self.default_label]
+        if label not in self.choices:
+            raise ValueError(f"model={label!r} is not offered: choose one of {', '.join(map(repr, self.choices))}")
+        return self.choices[label]
+
+    def is_loaded(self, label: str) -> bool:
+        return label in self._engines
+
+    def engine(self, label: str | None) -> Engine:
+        """The engine of a choice, loading its models on first use (minutes for a bundled model's first start)."""
+        choice = self.choice(label)
+        with self._load_lock:
+            if choice.label not in self._engines:
+                self._engines[choice.label] = self._build(choice)
+            return self._engines[choice.label]
+
+    def _build(self, choice: ModelChoice) -> Engine:
+        model, tokenizer = self._model(choice.target)
+        draft_model = None
+        if choice.draft:
+            draft_model, draft_tokenizer = self._model(choice.draft)
+            check_same_vocabulary(tokenizer, draft_tokenizer, choice.target, choice.draft)
+            if draft_model.config.vocab_size != model.config.vocab_size:
+                raise ModelSetupError(f"draft {choice.draft!r} has {draft_model.config.vocab_size} output tokens, "
+                                      f"target {choice.target!r} has {model.config.vocab_size}: they cannot share drafts")
+        settings = self.settings
+        if settings.drafter == "model" and draft_model is None:  # --drafter model applies where there is a draft
+            settings = EngineSettings(drafter="auto", controller=settings.controller)
+        return Engine(model, tokenizer, draft_model, settings)
+
+    def _model(self, spec: str) -> tuple:
+        if spec not in self._models:
+            self.loading, started = spec, time.perf_counter()
+            log.info("loading %s (the first start of a bundled model prepares it: minutes, once)", spec)
+            try:
+                self._models[spec] = self._loader(spec, self.cache_dir)
+            finally:
+                self.loading = None
+            log.info("loaded %s in %.1f s", spec, time.perf_counter() - started)
+        return self._models[spec]
