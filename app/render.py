@@ -83,12 +83,13 @@ def heatmap_html(labels: list[str], matrix: list[list[float | None]]) -> str:
     if not matrix:
         return "<div>No similarity matrix (ranking unavailable or no candidates).</div>"
     head = "".join(f"<th>{escape(str(label))}</th>" for label in labels)
+    top = max((v for row in matrix for v in row if v is not None), default=0.0) or 1.0
     rows = []
     for label, row in zip(labels, matrix):
-        cells = "".join(_cell(value) for value in row)
+        cells = "".join(_cell(value, top) for value in row)
         rows.append(f"<tr><th>{escape(str(label))}</th>{cells}</tr>")
     return ('<div class="rd-heatmap"><div style="font-size:0.85em">Pairwise similarity of the distinct candidates '
-            "(rank order; 1 = identical code tokens)</div>"
+            "(rank order; darker = more alike, scaled to the largest value)</div>"
             f'<table style="border-collapse:collapse;font-size:0.8em"><tr><th></th>{head}</tr>{"".join(rows)}</table></div>')
 
 
@@ -96,7 +97,8 @@ def stats_html(stats: dict) -> str:
     """The run statistics as a two-column table."""
     if not stats:
         return ""
-    rows = [("wall time (s)", stats.get("total_s")), ("generation (s)", stats.get("generation_s")),
+    rows = [("wall time (s)", stats.get("total_s")), ("waiting for the engine (s)", stats.get("wait_s")),
+            ("model loading (s)", stats.get("load_s")), ("generation (s)", stats.get("generation_s")),
             ("static analysis (s)", stats.get("analysis_s")), ("ranking (s)", stats.get("ranking_s")),
             ("tokens", stats.get("generated_tokens")), ("tokens/s", stats.get("tokens_per_s")),
             ("speculation", "on" if stats.get("speculation") else "off"),
@@ -107,13 +109,13 @@ def stats_html(stats: dict) -> str:
     return f'<table class="rd-stats" style="font-size:0.9em">{body}</table>'
 
 
-def _cell(value: float | None) -> str:
+def _cell(value: float | None, top: float) -> str:
     if value is None:
         return '<td style="padding:4px 6px">–</td>'
-    shade = max(0.0, min(1.0, float(value)))
+    shade = max(0.0, min(1.0, float(value) / top))
     text = "#fff" if shade > 0.55 else "#000"
     return (f'<td style="padding:4px 6px;text-align:center;background:rgba(33,102,172,{shade:.3f});color:{text}">'
-            f"{shade:.2f}</td>")
+            f"{float(value):.2f}</td>")
 
 
 def _num(value) -> str:

@@ -292,16 +292,20 @@ class Pipeline:
     def _work(self, box: "_Mailbox", request, engine_for, lock: threading.Lock, control: RunControl,
               model: dict) -> None:
         try:
+            started = time.perf_counter()
             if not lock.acquire(timeout=self.busy_timeout_s):
                 raise BusyError(f"busy: the engine is still serving another request after {self.busy_timeout_s:g} s "
                                 "of waiting; retry in a moment")
             try:
                 box.post(phase="loading")
+                locked = time.perf_counter()
                 engine = engine_for()
+                loaded = time.perf_counter()
                 box.post(phase="generating")
                 final = self.run(engine, request, control, on_update=lambda result: box.post(latest=result))
             finally:
                 lock.release()
+            final["stats"].update(wait_s=round(locked - started, 4), load_s=round(loaded - locked, 4))
             box.post(final=final)
         except Exception as err:  # noqa: BLE001 - handed over to the consumer thread, which raises it
             box.post(error=err)

@@ -115,7 +115,7 @@ def build_demo(hub: EngineHub, pipeline: Pipeline, limits: Limits = Limits(), de
             stopped = runs.stop(_session(request))
             return render.status_html({}) if not stopped else '<div class="rd-status">Stopping…</div>'
 
-        stop_btn.click(on_stop, inputs=None, outputs=None, queue=False, api_name="stop_ui", api_visibility="private")
+        stop_btn.click(on_stop, inputs=None, outputs=[status], queue=False, api_name="stop_ui", api_visibility="private")
 
         def generate(prompt: str, k: int = defaults.k, budget_s: float = defaults.budget_s,
                      temperature: float = defaults.temperature, max_new_tokens: int = defaults.max_new_tokens,

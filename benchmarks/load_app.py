@@ -1,0 +1,113 @@
+"""Load check of the app: N concurrent /generate requests through gradio_client against a tiny model on loopback.
+
+Every request must end as completed or refused with the busy error ("Queue is full! Please try
+again."); anything else is lost. Prints a table, then one JSON line.
+
+    python -m benchmarks.load_app [--requests 20] [--queue-size 8] [--k 4] [--budget 2]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+
+BUSY_TEXT = "Queue is full"  # gradio_client's QueueError for a request beyond the bounded queue
+PROMPT = 'def add(a, b):\n    """Return a + b."""\n'
+
+
+@dataclass
+class Outcome:
+    kind: str          # "completed", "refused" or "lost"
+    seconds: float     # from the common start to the answer (or the error)
+    detail: str = ""   # the error text of a refused or lost request
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=20, help="concurrent requests (default 20)")
+    parser.add_argument("--queue-size", type=int, default=8, help="the app's bounded queue (default 8)")
+    parser.add_argument("--k", type=int, default=4, help="candidates per request (default 4)")
+    parser.add_argument("--budget", type=float, default=2.0, help="time budget per request, s (default 2)")
+    parser.add_argument("--max-new-tokens", type=int, default=32, help="tokens per candidate (default 32)")
+    parser.add_argument("--timeout", type=float, default=300.0, help="give up on a request after this long (s)")
+    return parser.parse_args(argv)
+
+
+def one_request(client, start: threading.Barrier, args, t0: list[float]) -> Outcome:
+    start.wait()
+    try:
+        job = client.submit(prompt=PROMPT, k=args.k, budget_s=args.budget, max_new_tokens=args.max_new_tokens,
+                            seed=0, api_name="/generate")
+        result = job.result(timeout=args.timeout)
+    except Exception as err:  # noqa: BLE001 - every failure is sorted: the busy error or lost
+        kind = "refused" if BUSY_TEXT in str(err) else "lost"
+        return Outcome(kind, time.perf_counter() - t0[0], f"{type(err).__name__}: {err}")
+    elapsed = time.perf_counter() - t0[0]
+    if result.get("status") != "done" or not result.get("candidates"):
+        return Outcome("lost", elapsed, f"unexpected result: {str(result)[:200]}")
+    return Outcome("completed", elapsed)
+
+
+def percentiles(values: list[float]) -> dict:
+    if not values:
+        return {"p50": None, "p90": None, "p99": None, "max": None}
+    array = np.array(values)
+    return {name: round(float(np.percentile(array, q)), 3) for name, q in
+            (("p50", 50), ("p90", 90), ("p99", 99), ("max", 100))}
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    from gradio_client import Client
+    from static_eval import AnalyzerSettings, StaticAnalyzer
+
+    from app.local import launch_local
+    from app.models import EngineHub, ModelChoice
+    from app.service import Pipeline
+    from app.ui import build_demo
+
+    analyzer = StaticAnalyzer(AnalyzerSettings())
+    hub = EngineHub([ModelChoice("tiny", "tiny:0", None)])
+    demo = build_demo(hub, Pipeline(analyzer=analyzer), queue_size=args.queue_size)
+    url = launch_local(demo)
+    try:
+        Client(url, verbose=False).predict(prompt=PROMPT, k=1, budget_s=1.0, api_name="/generate")  # warm up
+        clients = [Client(url, verbose=False) for _ in range(args.requests)]
+        start, t0 = threading.Barrier(args.requests + 1), [0.0]
+        with ThreadPoolExecutor(args.requests) as pool:
+            futures = [pool.submit(one_request, c, start, args, t0) for c in clients]
+            t0[0] = time.perf_counter()
+            start.wait()
+            outcomes = [f.result() for f in futures]
+        wall = time.perf_counter() - t0[0]
+    finally:
+        demo.close()
+        analyzer.close()
+
+    by_kind = {kind: [o for o in outcomes if o.kind == kind] for kind in ("completed", "refused", "lost")}
+    summary = {
+        "requests": args.requests, "queue_size": args.queue_size, "k": args.k, "budget_s": args.budget,
+        "completed": len(by_kind["completed"]), "refused_busy": len(by_kind["refused"]), "lost": len(by_kind["lost"]),
+        "wall_s": round(wall, 3),
+        "latency_completed_s": percentiles([o.seconds for o in by_kind["completed"]]),
+        "latency_refused_s": percentiles([o.seconds for o in by_kind["refused"]]),
+        "lost_details": [o.detail for o in by_kind["lost"]],
+    }
+    print(f"{'outcome':<10} {'count':>5} {'p50 s':>8} {'p90 s':>8} {'p99 s':>8} {'max s':>8}")
+    for kind, key in (("completed", "latency_completed_s"), ("refused", "latency_refused_s")):
+        lat = summary[key]
+        cells = " ".join(f"{'-' if lat[q] is None else lat[q]:>8}" for q in ("p50", "p90", "p99", "max"))
+        print(f"{kind:<10} {len(by_kind[kind]):>5} {cells}")
+    print(f"{'lost':<10} {len(by_kind['lost']):>5}")
+    print(json.dumps(summary))
+    return 0 if not by_kind["lost"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,95 @@
+"""The page in a real browser: Debian's headless Chromium driven by Playwright against the app with tiny models."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from app.local import launch_local
+from app.models import EngineHub, ModelChoice
+from app.service import Defaults, Limits, Pipeline
+from app.ui import build_demo
+from static_eval import AnalyzerSettings, StaticAnalyzer
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
+XSS = '<script>window.__xss=1</script><img src=x onerror="window.__xss=2">'
+PROMPT = f"# {XSS}\ndef greet(name):\n    return"
+
+
+@pytest.fixture(scope="module")
+def app_url():
+    if not Path(CHROMIUM).exists() or shutil.which("chromium") is None:
+        pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)")
+    analyzer = StaticAnalyzer(AnalyzerSettings())
+    hub = EngineHub([ModelChoice("tiny pair", "tiny:0", "tiny:1")])
+    demo = build_demo(hub, Pipeline(analyzer=analyzer), Limits(max_k=4, max_budget_s=30),
+                      Defaults(k=3, budget_s=2, max_new_tokens=24))
+    url = launch_local(demo)
+    yield url
+    demo.close()
+    analyzer.close()
+
+
+@pytest.fixture()
+def page(app_url):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        page = browser.new_page(viewport={"width": 1400, "height": 1800})
+        # loopback only: anything else the page asks for (web fonts...) is refused at once
+        page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(app_url)
+                   else route.abort())
+        page.goto(app_url, wait_until="domcontentloaded")
+        page.locator("#generate").wait_for(timeout=30_000)
+        yield page
+        browser.close()
+
+
+def enter_prompt(page, text: str) -> None:
+    editor = page.locator("#prompt .cm-content")
+    editor.click()
+    page.keyboard.press("Control+A")
+    page.keyboard.press("Delete")
+    page.keyboard.insert_text(text)
+
+
+def test_generate_shows_ranked_candidates_and_prompt_html_stays_text(page):
+    enter_prompt(page, PROMPT)
+    page.locator("#generate").click()
+    page.locator("#status", has_text="Done").wait_for(timeout=60_000)
+
+    first = page.locator(".rd-slot").first
+    assert first.is_visible()
+    assert first.locator(".rd-cand").inner_text().startswith("#1")
+    assert page.locator("#heatmap table").count() == 1
+    assert "tokens/s" in page.locator("#stats").inner_text()
+    page.get_by_text("Prompt as run").click()
+    echo = page.locator("#prompt-echo .cm-content")
+    echo.wait_for(timeout=10_000)
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "app_browser.png"), full_page=True)
+
+    assert XSS in echo.inner_text()                      # the payload is shown as text...
+    assert XSS in page.locator("#prompt .cm-content").inner_text()
+    assert page.evaluate("window.__xss") is None          # ...and never ran
+    assert page.locator('img[src="x"]').count() == 0
+
+
+def test_stop_button_stops_and_keeps_the_partial_ranking(page):
+    enter_prompt(page, "def count_up(n):\n")
+    budget = page.locator("#budget input[type=number]")
+    budget.fill("30")
+    budget.press("Enter")
+    page.locator("#generate").click()
+    page.locator("#status", has_text="Generating").wait_for(timeout=30_000)
+    page.wait_for_timeout(1000)
+    page.locator("#stop").click()
+    page.locator("#status", has_text="Stopped").wait_for(timeout=20_000)
+    assert page.locator(".rd-slot").first.locator(".rd-cand").inner_text().startswith("#1")
