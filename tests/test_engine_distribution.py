@@ -1,0 +1,195 @@
+"""Sampled output has the target's distribution, with and without speculation (chi-square goodness of fit).
+
+The 2nd generated token is the first one a drafter can influence. Its exact marginal is
+sum_t1 w(t1) w(t2 | t1), with w the target's temperature/top-p distribution, computed here with plain model
+forwards; the engine's empirical marginal over many seeded rows must fit it. Seeds are fixed, so each test is
+deterministic: at ALPHA a correct engine would fail one of these (fixed) draws with probability ALPHA.
+"""
+import pytest
+import torch
+from scipy import stats
+
+from conftest import TINY_EOS
+from engine import GenerationRequest
+from engine.drafters import Draft
+
+ALPHA = 1e-3          # significance of each goodness-of-fit test
+K, CALLS = 32, 60     # 1920 samples per drafter
+ENDED = -1            # category: EOS came first or second, so there is no 2nd token
+
+
+def prompt_with_every_byte() -> str:
+    """About 240 characters whose UTF-8 bytes cover 245 of the 256 byte values: whatever the 1st token is, the
+    prompt-lookup and sibling drafters find it in the prompt and propose (point-mass drafts at the 2nd token)."""
+    chars = [chr(i) for i in range(1, 128)]                       # ASCII
+    chars += [chr(0x80 + i) for i in range(64)]                   # lead C2 with every continuation byte 80..BF
+    chars += [chr((lead - 0xC0) * 64) for lead in range(0xC3, 0xE0)]   # the other 2-byte leads
+    chars += [chr(0x1000 * j + 0x800 * (j == 0)) for j in range(16)]   # 3-byte leads E0..EF
+    chars += [chr(max(0x10000, 0x40000 * j)) for j in range(5)]         # 4-byte leads F0..F4
+    return "".join(chars)
+
+
+PROMPT = prompt_with_every_byte()
+
+
+def warp(logits: torch.Tensor, temperature: float, top_p: float) -> torch.Tensor:
+    """The sampling distribution, written independently of engine.sampling: softmax(l / T), then the smallest set
+    of most likely tokens whose mass reaches top_p, renormalized."""
+    probs = torch.softmax(logits.double() / temperature, -1)
+    if top_p >= 1:
+        return probs
+    sorted_probs, order = probs.sort(-1, descending=True)
+    reached_before = torch.cat([torch.zeros_like(sorted_probs[:, :1]), sorted_probs.cumsum(-1)[:, :-1]], -1) >= top_p
+    out = torch.zeros_like(probs).scatter(-1, order, sorted_probs.masked_fill(reached_before, 0))
+    return out / out.sum(-1, keepdim=True)
+
+
+def exact_second_token(model, tokenizer, temperature, top_p) -> dict[int, float]:
+    """{token: P(2nd token = token)} plus {ENDED: P(no 2nd token)}."""
+    ids = tokenizer(PROMPT, add_special_tokens=False)["input_ids"]
+    with torch.inference_mode():   # transformers' own DynamicCache, fanned out to every possible 1st token
+        out = model(torch.tensor([ids]), use_cache=True)
+        first = warp(out.logits[0, -1:], temperature, top_p)[0]                            # [V]
+        vocab = first.shape[0]
+        out.cache.batch_repeat_interleave(vocab)
+        logits = model(torch.arange(vocab)[:, None], cache=out.cache).logits[:, -1]       # [V(t1), V]
+        second = warp(logits, temperature, top_p)                                          # [V(t1), V(t2)]
+    joint = first[:, None] * second                                                         # [t1, t2]
+    joint[TINY_EOS] = 0
+    marginal = joint.sum(0)
+    exact = {t: p for t, p in enumerate(marginal.tolist()) if t != TINY_EOS and p > 0}
+    exact[ENDED] = first[TINY_EOS].item() + marginal[TINY_EOS].item()
+    return exact
+
+
+def sampled_second_token(engine, temperature, top_p):
+    tokens, proposed, accepted = [], 0, 0
+    for seed in range(CALLS):
+        result = engine.generate(GenerationRequest(PROMPT, k=K, max_new_tokens=2, temperature=temperature,
+                                                   top_p=top_p, seed=seed, budget_s=60, stop=()))
+        tokens += [c.token_ids[1] if len(c.token_ids) == 2 else ENDED for c in result.candidates]
+        proposed, accepted = proposed + result.stats.proposed_tokens, accepted + result.stats.accepted_tokens
+    return tokens, proposed, accepted
+
+
+def goodness_of_fit(samples: list[int], exact: dict[int, float]) -> float:
+    """Chi-square p-value; categories with expected count < 5 are lumped together (and with the smallest if needed)."""
+    n = len(samples)
+    counts = {t: 0 for t in exact}
+    for token in samples:
+        assert token in counts, f"sampled token {token} has probability 0 under the target"
+        counts[token] += 1
+    big = [t for t in exact if exact[t] * n >= 5]
+    observed = [counts[t] for t in big] + [sum(counts[t] for t in exact if t not in big)]
+    expected = [exact[t] * n for t in big] + [sum(exact[t] for t in exact if t not in big) * n]
+    if expected[-1] < 5:        # fold the lump into the smallest big category
+        smallest = min(range(len(big)), key=lambda i: expected[i])
+        observed[smallest] += observed.pop()
+        expected[smallest] += expected.pop()
+    expected = [e * sum(observed) / sum(expected) for e in expected]   # exact sums to 1 up to float rounding
+    return stats.chisquare(observed, expected).pvalue
+
+
+DRAFTERS = [   # (name, drafter, draft fixture)
+    ("none", "none", None),
+    ("model, different weights", "model", "other_draft"),
+    ("model, same weights", "model", "same_draft"),
+    ("sibling", "sibling", None),
+    ("prompt", "prompt", None),
+]
+WARPS = [(1.0, 1.0), (0.5, 0.9)]
+
+
+@pytest.fixture(scope="module")
+def exact(target, tokenizer):
+    return {warp_: exact_second_token(target, tokenizer, *warp_) for warp_ in WARPS}
+
+
+@pytest.mark.parametrize(("temperature", "top_p"), WARPS, ids=[f"T{t}-top_p{p}" for t, p in WARPS])
+@pytest.mark.parametrize(("name", "drafter", "draft"), DRAFTERS, ids=[d[0] for d in DRAFTERS])
+def test_second_token_marginal_is_the_targets(request, make_engine, exact, name, drafter, draft, temperature, top_p):
+    draft_model = request.getfixturevalue(draft) if draft else None
+    engine = make_engine(drafter, draft_model, cost_aware=False)
+    samples, proposed, accepted = sampled_second_token(engine, temperature, top_p)
+    if drafter != "none":   # speculation really happened, with rejections (except a same-weights draft)
+        assert proposed > len(samples) // 2
+        assert 0 < accepted < proposed or name == "model, same weights"
+    p_value = goodness_of_fit(samples, exact[(temperature, top_p)])
+    assert p_value > ALPHA, f"{name}: chi-square p = {p_value:.2e}"
+
+
+def test_the_check_has_power(exact):
+    """The same check rejects a sampler that is off by a little: the 1st token's distribution instead of the 2nd's
+    would be far off; here, a mild distortion (each sample replaced by the most likely token with prob. 0.1)."""
+    dist = exact[WARPS[0]]
+    tokens = torch.tensor(list(dist))
+    probs = torch.tensor([dist[t] for t in dist]).float()
+    generator = torch.Generator().manual_seed(0)
+    samples = tokens[torch.multinomial(probs, K * CALLS, replacement=True, generator=generator)]
+    distorted = torch.rand(K * CALLS, generator=generator) < 0.1
+    samples[distorted] = tokens[probs.argmax()]
+    assert goodness_of_fit(samples.tolist(), dist) < ALPHA
+
+
+class ArgmaxOracleDrafter:
+    """A point-mass drafter that proposes the target's own most likely next token (one plain forward per step).
+
+    Real lookups mostly propose tokens the tiny random model finds unlikely, so a wrong rejection rule barely shows
+    in their samples. This drafter's guesses carry much of the target's mass, so the point-mass path of the engine
+    (accept x with p(x), else resample without x) is tested with power: it catches resampling from p_target
+    instead of the residual (checked by hand with that mutation: p = 1e-38)."""
+
+    name, uses_model = "prompt", False
+
+    def __init__(self, model):
+        self.model = model
+
+    def propose(self, context):
+        histories = torch.tensor([context.prompt_ids + context.generated[r] for r in context.active_rows])
+        with torch.inference_mode():
+            guess = self.model(histories).logits[:, -1].argmax(-1)                         # [B]
+        return Draft(guess[:, None], torch.ones(len(guess), dtype=torch.long))
+
+    def observe(self, n_accepted):
+        pass
+
+
+def test_second_token_marginal_with_likely_point_mass_drafts(monkeypatch, make_engine, target, exact):
+    temperature, top_p = WARPS[1]   # the sharper warp: drafts accepted often enough for a wrong residual to show
+    monkeypatch.setattr("engine.generate.prompt_lookup_drafter", lambda: ArgmaxOracleDrafter(target))
+    samples, proposed, accepted = sampled_second_token(make_engine("prompt", cost_aware=False), temperature, top_p)
+    assert proposed >= 0.95 * K * CALLS          # one draft token per row (rows that drew EOS first have none)
+    assert 0.05 * proposed < accepted < proposed
+    p_value = goodness_of_fit(samples, exact[(temperature, top_p)])
+    assert p_value > ALPHA, f"argmax oracle: chi-square p = {p_value:.2e}"
+
+
+# --- later tokens, where the siblings' own tokens feed the drafts --------------------------------------
+LATER_PROMPT = "abcabcabcabc abc abcabc"
+LATER_CALLS, LATER_TOKENS, POSITION = 40, 6, 4
+
+
+def later_tokens(engine):
+    samples, proposed = [], 0
+    for seed in range(LATER_CALLS):
+        result = engine.generate(GenerationRequest(LATER_PROMPT, k=K, max_new_tokens=LATER_TOKENS, temperature=0.5,
+                                                   top_p=0.9, seed=1000 + seed, budget_s=60, stop=()))
+        samples += [c.token_ids[POSITION] if len(c.token_ids) > POSITION else ENDED for c in result.candidates]
+        proposed += result.stats.proposed_tokens
+    return samples, proposed
+
+
+@pytest.mark.parametrize("drafter", ["sibling", "prompt"])
+def test_later_token_matches_regular_sampling(make_engine, drafter):
+    """Two-sample chi-square: the 5th token's marginal with lookup drafts (siblings' tokens included) against the
+    engine's regular sampling (checked against the exact marginal above), 1280 samples each."""
+    reference, _ = later_tokens(make_engine("none"))
+    speculative, proposed = later_tokens(make_engine(drafter, cost_aware=False))
+    assert proposed > 0
+    categories = sorted(set(reference) | set(speculative))
+    table = [[samples.count(t) for t in categories] for samples in (reference, speculative)]
+    frequent = [i for i, t in enumerate(categories) if table[0][i] + table[1][i] >= 10]
+    rare = [i for i in range(len(categories)) if i not in frequent]
+    lumped = [[row[i] for i in frequent] + [sum(row[i] for i in rare)] for row in table]
+    p_value = stats.chi2_contingency(lumped).pvalue
+    assert p_value > ALPHA, f"{drafter}: two-sample chi-square p = {p_value:.2e}"
