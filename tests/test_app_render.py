@@ -1,0 +1,39 @@
+"""The UI's HTML fragments show every piece of text escaped: markup in candidates or findings never renders."""
+from __future__ import annotations
+
+from app import render
+
+XSS = '<script>window.__xss=1</script><img src=x onerror="window.__xss=2">'
+
+
+def entry(**changes) -> dict:
+    base = {"rank": 1, "code": XSS, "count": 2, "score": 0.5, "demoted": False, "finish_reason": "stop",
+            "score_parts": {"consistency": 0.6, "logprob_term": 0.0, "static_penalty": 0.1, "mean_logprob": -0.4},
+            "parses": False, "findings": [{"kind": XSS, "line": 3, "column": 0, "message": XSS, "severity": "error"}]}
+    return base | changes
+
+
+def test_candidate_header_escapes_findings_and_shows_the_score_parts():
+    html = render.candidate_header_html(entry())
+    assert "<script" not in html and "<img" not in html
+    assert "&lt;script&gt;" in html
+    assert "#1" in html and "score 0.500" in html and "consistency 0.600" in html and "penalty 0.100" in html
+    assert "×2 identical" in html and "finished" in html and "does not parse" in html
+
+
+def test_growing_candidate_header_has_no_rank():
+    html = render.candidate_header_html({"rank": None, "index": 2, "tokens": 7, "finish_reason": None})
+    assert "candidate 3" in html and "7 tokens" in html and "growing" in html
+
+
+def test_heatmap_escapes_labels_and_formats_numbers():
+    html = render.heatmap_html([XSS, "#2"], [[1.0, 0.25], [0.25, None]])
+    assert "<script" not in html and "0.25" in html and "–" in html
+
+
+def test_status_and_notes_escape_names():
+    state = {"status": "done", "model": {"choice": XSS}, "candidates": [], "stats": {"total_s": 1.0},
+             "stopped": XSS}
+    assert "<script" not in render.status_html(state)
+    assert "<script" not in render.notes_html([XSS])
+    assert "<script" not in render.stats_html({"drafter_choices": {XSS: 1}, "total_s": 2.0})

@@ -1,0 +1,149 @@
+"""The app's pipeline without a server: input validation, run/stream with a tiny engine, stopping, the model menu."""
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from app import service
+from app.models import DEFAULT_LABEL, FAST_LABEL, EngineHub, ModelChoice, menu
+from app.service import Defaults, Limits, Pipeline, RunControl, RunRegistry, build_request
+from engine import DEFAULT_DRAFT, DEFAULT_TARGET, load_engine
+from static_eval import AnalyzerSettings, StaticAnalyzer
+
+PROMPT = "def double(x):\n    return"
+LIMITS = Limits(max_k=8, max_budget_s=30)
+
+
+@pytest.fixture(scope="module")
+def engine():
+    return load_engine("tiny:0", "tiny:1")
+
+
+@pytest.fixture(scope="module")
+def analyzer():
+    with StaticAnalyzer(AnalyzerSettings(lint=False)) as analyzer:
+        yield analyzer
+
+
+def request(**changes):
+    fields = dict(prompt=PROMPT, k=3, budget_s=2.0, temperature=0.8, max_new_tokens=8, top_p=0.95, seed=0)
+    return build_request(**(fields | changes), limits=LIMITS)
+
+
+def test_valid_fields_become_a_request():
+    made = request(k=4.0, budget_s=3, seed=-1)  # a slider's 4.0 is 4; seed -1 means random
+    assert (made.k, made.budget_s, made.seed, made.max_new_tokens) == (4, 3.0, None, 8)
+    assert request(seed=7).seed == 7
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"prompt": None}, "prompt must be text"),
+    ({"prompt": " \t\n"}, "prompt is empty"),
+    ({"prompt": "x = '\udcff'"}, r"not valid UTF-8 text: character 5 is '\\udcff'"),
+    ({"k": 0}, r"k=0 is out of range: it must be an integer in 1\.\.8"),
+    ({"k": 9}, r"k=9 is out of range"),
+    ({"k": True}, r"k=True is out of range"),
+    ({"k": "3"}, r"k='3' is out of range"),
+    ({"budget_s": 0}, r"budget_s=0 is out of range: it must be a number in 1\.\.30"),
+    ({"budget_s": float("nan")}, r"budget_s=nan is out of range"),
+    ({"temperature": 2.5}, r"temperature=2\.5 is out of range: it must be a number in 0\.\.2"),
+    ({"top_p": 0}, r"top_p=0 is out of range"),
+    ({"max_new_tokens": 5000}, r"max_new_tokens=5000 is out of range: it must be an integer in 1\.\.1024"),
+    ({"seed": -2}, r"seed=-2 is out of range"),
+])
+def test_bad_fields_are_named_with_their_range(changes, message):
+    with pytest.raises(ValueError, match=message):
+        request(**changes)
+
+
+def test_defaults_stay_inside_small_limits():
+    clipped = Defaults(k=8, budget_s=120).clipped(Limits(max_k=4, max_budget_s=10))
+    assert (clipped.k, clipped.budget_s) == (4, 10)
+
+
+def test_run_ranks_and_reports(engine, analyzer):
+    result = Pipeline(analyzer=analyzer).run(engine, request())
+    assert result["status"] == "done" and result["notes"] == []
+    ranks = [c["rank"] for c in result["candidates"]]
+    assert ranks == list(range(1, len(ranks) + 1))
+    assert sum(c["count"] for c in result["candidates"]) == 3
+    assert all(c["parses"] is not None and isinstance(c["findings"], list) for c in result["candidates"])
+    assert len(result["similarity"]["matrix"]) == len(ranks)
+    assert {"generation_s", "analysis_s", "ranking_s", "pipeline_s", "tokens_per_s"} <= set(result["stats"])
+
+
+def test_without_rerank_candidates_are_shown_unranked_and_it_says_so(engine, monkeypatch):
+    monkeypatch.setattr(service, "rerank", None)  # as on an install without the rerank package
+    pipeline = Pipeline(analyzer=None)
+    result = pipeline.run(engine, request())
+    assert any("ranking unavailable" in note for note in result["notes"])
+    assert any("static analysis is off" in note for note in result["notes"])
+    assert result["ranking"] == {"available": False, "method": None}
+    assert [c["rank"] for c in result["candidates"]] == list(range(1, len(result["candidates"]) + 1))
+    assert all(c["score"] is None and c["findings"] == [] for c in result["candidates"])
+    assert result["similarity"]["matrix"] == []
+
+
+def test_a_consumer_that_stops_reading_stops_the_engine():
+    control = RunControl(idle_timeout_s=0.05)
+    assert not control.should_stop()
+    time.sleep(0.1)
+    assert control.should_stop() and control.reason == "the client stopped listening"
+
+
+def test_closing_the_stream_stops_the_run_and_frees_the_lock(engine):
+    lock, control = threading.Lock(), RunControl()
+    stream = Pipeline(update_interval_s=0.05).stream(request(budget_s=30, max_new_tokens=1024), lambda: engine, lock,
+                                                     control, {"choice": "tiny"})
+    for state in stream:
+        if state["progress"]["generated_tokens"] > 0:
+            break
+    stream.close()
+    assert control.reason == "the request was cancelled"
+    assert lock.acquire(timeout=5), "the engine was not freed"
+    lock.release()
+
+
+def test_stream_reports_busy_when_the_engine_stays_taken(engine):
+    lock = threading.Lock()
+    lock.acquire()
+    stream = Pipeline(busy_timeout_s=0.2).stream(request(), lambda: engine, lock, RunControl(), {"choice": "tiny"})
+    with pytest.raises(service.BusyError, match="busy.*retry"):
+        list(stream)
+    lock.release()
+
+
+def test_registry_stops_only_the_sessions_own_run():
+    runs = RunRegistry()
+    mine, theirs = runs.start("a", RunControl()), runs.start("b", RunControl())
+    assert runs.stop("a") and mine.stopped and not theirs.stopped
+    runs.finish("a", mine)
+    assert not runs.stop("a")
+
+
+def test_menu_puts_the_command_line_choice_first():
+    assert [c.label for c in menu()] == [DEFAULT_LABEL, FAST_LABEL]
+    given = menu("org/model-7b", "org/model-0.5b")
+    assert given[0] == ModelChoice("command line: org/model-7b + org/model-0.5b draft", "org/model-7b",
+                                   "org/model-0.5b")
+    assert [c.label for c in menu(DEFAULT_DRAFT)] == [FAST_LABEL, DEFAULT_LABEL]  # already offered: moved first
+    assert menu(None, DEFAULT_DRAFT)[0].target == DEFAULT_TARGET
+
+
+def test_hub_loads_on_first_use_and_shares_models():
+    loads = []
+
+    def counting_loader(spec, cache_dir):
+        loads.append(spec)
+        from engine import load_any
+        return load_any(spec, cache_dir)
+
+    hub = EngineHub([ModelChoice("pair", "tiny:0", "tiny:1"), ModelChoice("alone", "tiny:1")], loader=counting_loader)
+    assert loads == [] and not hub.is_loaded("pair")
+    assert hub.engine("pair") is hub.engine(None)
+    hub.engine("alone")
+    assert loads == ["tiny:0", "tiny:1"]  # tiny:1 serves as draft and as target, loaded once
+    with pytest.raises(ValueError, match="model='x' is not offered"):
+        hub.engine("x")
