@@ -138,6 +138,7 @@ class Engine:
         plan = controller.plan(batch, {n: d.lengths.tolist() for n, d in lookups.items()})
         draft, draft_seconds, draft_passes = self._draft(run, drafters, lookups, plan, context)
         if time.perf_counter() >= run.deadline:
+            run.stats.draft_passes += draft_passes  # drafted but never verified: the forwards were still spent
             return
         # 2. verify: [pending, draft tokens] of every row in one target forward
         pending = torch.tensor([run.rows[r].token_ids[-1] for r in run.active], device=self.device)  # [B]
