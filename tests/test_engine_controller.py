@@ -1,0 +1,117 @@
+"""The draft-length controller: BASS's length rule, the cost model, and the choice of drafter and length."""
+import math
+
+import pytest
+
+from engine.controller import BassLengthRule, ControllerSettings, CostModel, DraftController
+
+
+# --- BASS's rule -------------------------------------------------------------------------------------------
+def test_bass_starts_at_7_and_grows_by_2_up_to_32_on_a_full_accept():
+    rule = BassLengthRule(ControllerSettings())
+    lengths = [rule.length]
+    for _ in range(15):
+        rule.observe(rule.length, [0, rule.length, 1])       # one row accepted the whole draft
+        lengths.append(rule.length)
+    assert lengths == [7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31, 32, 32, 32]
+
+
+def test_bass_shrinks_by_a_tenth_plus_one_more_after_consecutive_shrinks_never_below_1():
+    rule = BassLengthRule(ControllerSettings(start_length=32))
+    lengths = [rule.length]
+    for _ in range(14):
+        rule.observe(rule.length, [0, rule.length - 1])      # nobody accepted everything
+        lengths.append(rule.length)
+    expected = [32]
+    for shrink_index in range(14):
+        current = expected[-1]
+        step = math.ceil(current / 10) + (1 if shrink_index > 0 else 0)
+        expected.append(max(1, current - step))
+    assert lengths == expected
+    assert lengths[:5] == [32, 28, 24, 20, 17]               # 32 - 4; then ceil(28/10) + 1 = 4; 24 - 4; 20 - 3
+    assert lengths[-1] == 1
+
+
+def test_bass_growth_resets_the_consecutive_shrink_penalty():
+    rule = BassLengthRule(ControllerSettings(start_length=20))
+    rule.observe(20, [0])          # 20 - 2 = 18
+    rule.observe(18, [0])          # 18 - (2 + 1) = 15
+    rule.observe(15, [15])         # grow: 17, penalty reset
+    rule.observe(17, [3])          # first shrink again: 17 - 2 = 15
+    assert rule.length == 15
+
+
+def test_bass_ignores_steps_that_used_another_length():
+    rule = BassLengthRule(ControllerSettings())
+    rule.observe(0, [0, 0])        # plain decoding
+    rule.observe(3, [3])           # a shorter draft chosen by the cost model
+    assert rule.length == 7
+
+
+# --- the cost model ----------------------------------------------------------------------------------------
+def test_cost_model_fits_a_line_in_tokens_per_row_and_falls_back_to_the_nearest_batch():
+    costs = CostModel(ControllerSettings(), smoothing=1.0)
+    assert costs.estimate("target", 8, 1) is None
+    costs.record("target", 8, 1, 0.10)
+    costs.record("target", 8, 5, 0.14)
+    assert costs.estimate("target", 8, 1) == pytest.approx(0.10)
+    assert costs.estimate("target", 8, 9) == pytest.approx(0.18)           # 0.10 + 0.01 per extra token
+    assert costs.estimate("target", 6, 9) == pytest.approx(0.18)           # no data at 6 rows: the nearest, 8
+    assert costs.estimate("draft", 8, 1) is None
+
+
+# --- the controller's choice -------------------------------------------------------------------------------
+def controller_with(target_seconds_per_token: float, draft_seconds: float, accepted_fraction: float,
+                    **settings) -> DraftController:
+    """A controller that has measured a 0.1 s target pass at 8 rows (+target_seconds_per_token per extra token), a
+    draft pass of draft_seconds, and ten steps of 8-token drafts with about accepted_fraction accepted."""
+    controller = DraftController(ControllerSettings(**settings), ["model"], {"model"})
+    for tokens in (1, 9):
+        controller.costs.record("target", 8, tokens, 0.1 + target_seconds_per_token * (tokens - 1))
+    controller.costs.record("model", 8, 1, draft_seconds)
+    accepted = round(8 * accepted_fraction)
+    for _ in range(10):
+        controller.acceptance["model"].observe([8] * 8, [accepted] * 8)
+    return controller
+
+
+def test_expensive_draft_with_low_acceptance_chooses_plain_decoding():
+    controller = controller_with(0.005, draft_seconds=0.08, accepted_fraction=0.0)
+    plan = controller.plan(8, {})
+    assert (plan.drafter, plan.length) == (None, 0)
+
+
+def test_cheap_draft_with_high_acceptance_chooses_a_long_draft():
+    controller = controller_with(0.002, draft_seconds=0.001, accepted_fraction=1.0)
+    plan = controller.plan(8, {})
+    assert plan.drafter == "model"
+    assert plan.length == controller.bass["model"].length == 7             # the longest BASS allows
+    assert plan.expected_rate > controller.rate(None, 8, 0)
+
+
+def test_free_lookups_with_high_acceptance_are_used_at_their_proposed_length():
+    controller = DraftController(ControllerSettings(), ["sibling"], set())
+    controller.costs.record("target", 4, 1, 0.1)
+    controller.costs.record("target", 4, 6, 0.11)
+    controller.acceptance["sibling"].observe([5] * 40, [5] * 40)
+    plan = controller.plan(4, {"sibling": [5, 5, 2, 0]})
+    assert (plan.drafter, plan.length) == ("sibling", 5)
+
+
+def test_after_many_plain_steps_a_short_probe_refreshes_the_estimate():
+    controller = controller_with(0.005, draft_seconds=0.05, accepted_fraction=0.1, probe_every=3)
+    plans = [controller.plan(8, {}) for _ in range(4)]
+    assert [p.drafter for p in plans[:3]] == [None, None, None]
+    assert plans[3].drafter == "model" and 1 <= plans[3].length <= 3
+
+
+def test_without_cost_awareness_the_longest_draft_of_the_first_drafter_is_used():
+    controller = controller_with(0.005, draft_seconds=0.05, accepted_fraction=0.1, cost_aware=False)
+    plan = controller.plan(8, {})
+    assert (plan.drafter, plan.length) == ("model", 7)
+
+
+def test_before_any_measurement_drafting_is_tried():
+    controller = DraftController(ControllerSettings(), ["model"], {"model"})
+    plan = controller.plan(8, {})
+    assert plan.drafter == "model" and plan.length > 0
