@@ -30,7 +30,7 @@ class Measurement:
     seconds: float = 0.0
     proposed: int = 0
     accepted: int = 0
-    speculative_steps: int = 0
+    drafted_rows: int = 0
     choices: dict | None = None
 
     @property
@@ -47,7 +47,7 @@ class Measurement:
                 "seconds": round(self.seconds, 3), "tokens_per_s": round(self.tokens_per_s, 3),
                 "ms_per_token_per_seq": round(self.ms_per_token_per_sequence, 1),
                 "acceptance_rate": round(self.accepted / self.proposed, 4) if self.proposed else None,
-                "mean_draft_length": round(self.proposed / self.speculative_steps, 3) if self.speculative_steps else None,
+                "mean_draft_length": round(self.proposed / self.drafted_rows, 3) if self.drafted_rows else None,
                 "drafter_choices": self.choices}
 
 
@@ -179,7 +179,7 @@ def _measure(method, k, temperature, prompts, model, tokenizer, draft, engines, 
         if stats is not None:
             measurement.proposed += stats.proposed_tokens
             measurement.accepted += stats.accepted_tokens
-            measurement.speculative_steps += stats.speculative_steps
+            measurement.drafted_rows += stats.drafted_rows
             for name, count in stats.drafter_choices.items():
                 measurement.choices[name] = measurement.choices.get(name, 0) + count
     return measurement

@@ -190,6 +190,7 @@ class Engine:
         stats.proposed_tokens += proposed
         stats.accepted_tokens += sum(accepted)
         stats.speculative_steps += 1 if proposed else 0
+        stats.drafted_rows += int((draft.lengths > 0).sum())
         stats.generated_tokens = sum(len(r.token_ids) for r in run.rows)
 
     def _drop_finished(self, run: _Run, drafters) -> None:

@@ -79,6 +79,7 @@ class GenerationStats:
     proposed_tokens: int = 0        # draft tokens offered for verification
     accepted_tokens: int = 0        # draft tokens the target accepted
     speculative_steps: int = 0      # verify steps that carried at least one draft token
+    drafted_rows: int = 0           # row-steps that carried at least one draft token
     drafter_choices: dict[str, int] = field(default_factory=dict)  # steps (row-steps) per drafter name
 
     @property
@@ -91,7 +92,8 @@ class GenerationStats:
 
     @property
     def mean_draft_length(self) -> float:
-        return self.proposed_tokens / self.speculative_steps if self.speculative_steps else 0.0
+        """Draft tokens per row per speculative step (rows without a proposal do not count)."""
+        return self.proposed_tokens / self.drafted_rows if self.drafted_rows else 0.0
 
     def as_dict(self) -> dict:
         return {
@@ -102,6 +104,8 @@ class GenerationStats:
             "draft_passes": self.draft_passes,
             "proposed_tokens": self.proposed_tokens,
             "accepted_tokens": self.accepted_tokens,
+            "speculative_steps": self.speculative_steps,
+            "drafted_rows": self.drafted_rows,
             "acceptance_rate": round(self.acceptance_rate, 4),
             "mean_draft_length": round(self.mean_draft_length, 3),
             "drafter_choices": dict(self.drafter_choices),
