@@ -1,0 +1,93 @@
+"""The engine on the bundled Qwen2.5-Coder 0.5B: greedy equals transformers, seeds, the deadline, function-end stops.
+
+Marked `bundled` (CI runs them): the first use on a fresh machine converts the GGUF once (about a minute).
+"""
+import time
+
+import pytest
+import torch
+
+import engine
+from engine import EngineSettings, GenerationRequest
+from engine.generate import forward
+from engine.kv_cache import RaggedKVCache
+from engine.types import FINISH_BUDGET, FINISH_STOP, FUNCTION_END_STOPS
+
+pytestmark = pytest.mark.bundled
+
+HUMANEVAL_LIKE = (
+    "from typing import List\n\n\n"
+    "def has_close_elements(numbers: List[float], threshold: float) -> bool:\n"
+    '    """ Check if in given list of numbers, are any two numbers closer to each other than\n'
+    "    given threshold.\n"
+    "    >>> has_close_elements([1.0, 2.0, 3.0], 0.5)\n"
+    "    False\n"
+    '    """\n'
+)
+
+
+@pytest.fixture(scope="module")
+def bundled():
+    """(model, tokenizer) of the bundled 0.5B, loaded once for the module."""
+    return engine.load_any("bundled:qwen2.5-coder-0.5b", progress=False)
+
+
+def make(bundled, drafter="auto"):
+    model, tokenizer = bundled
+    return engine.Engine(model, tokenizer, settings=EngineSettings(drafter=drafter))
+
+
+def test_greedy_rows_equal_transformers_greedy(bundled):
+    model, tokenizer = bundled
+    ids = tokenizer(HUMANEVAL_LIKE, add_special_tokens=False, return_tensors="pt").input_ids
+    with torch.inference_mode():
+        out = model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=24,
+                             pad_token_id=tokenizer.eos_token_id)
+    expected = out[0, ids.shape[1]:].tolist()
+    result = make(bundled).generate(GenerationRequest(HUMANEVAL_LIKE, k=3, max_new_tokens=24, temperature=0,
+                                                      budget_s=600, stop=()))
+    assert len(expected) == 24
+    for candidate in result.candidates:
+        assert candidate.token_ids == expected
+        assert candidate.text == tokenizer.decode(expected, skip_special_tokens=True)
+
+
+def test_a_fixed_seed_reproduces_samples(bundled):
+    built = make(bundled)
+
+    def sample(seed):
+        result = built.generate(GenerationRequest(HUMANEVAL_LIKE, k=2, max_new_tokens=10, temperature=0.8,
+                                                  seed=seed, budget_s=600, stop=()))
+        return [c.token_ids for c in result.candidates]
+
+    first = sample(7)
+    assert all(len(row) == 10 for row in first)
+    assert sample(7) == first
+
+
+def test_the_deadline_is_honoured(bundled):
+    model, _ = bundled
+    cache = RaggedKVCache(model.config.num_hidden_layers, 2, torch.device("cpu"))
+    forward(model, cache, torch.zeros(2, 64, dtype=torch.long))
+    cache.commit(torch.full((2,), 64))
+    started = time.perf_counter()
+    forward(model, cache, torch.zeros(2, 9, dtype=torch.long))     # the widest verify: pending + an 8-token lookup
+    forward_s = time.perf_counter() - started
+    budget = 1.5
+    started = time.perf_counter()
+    result = make(bundled).generate(GenerationRequest(HUMANEVAL_LIKE, k=2, max_new_tokens=1024, temperature=0.8,
+                                                      seed=0, budget_s=budget, stop=()))
+    wall = time.perf_counter() - started
+    assert wall <= budget + forward_s + 0.5, (wall, forward_s)
+    unfinished = [c for c in result.candidates if c.finish_reason == FINISH_BUDGET]
+    assert unfinished and all(len(c.token_ids) > 0 for c in unfinished)
+
+
+def test_a_new_top_level_def_ends_the_candidate(bundled):
+    prompt = ('def add(a: int, b: int) -> int:\n    """Return a plus b."""\n    return a + b\n\n\n'
+              'def subtract(a: int, b: int) -> int:\n    """Return a minus b."""\n')
+    result = make(bundled).generate(GenerationRequest(prompt, k=2, max_new_tokens=48, temperature=0, budget_s=600))
+    for candidate in result.candidates:
+        assert candidate.finish_reason == FINISH_STOP
+        assert "return a - b" in candidate.text
+        assert not any(stop in candidate.text for stop in FUNCTION_END_STOPS)
