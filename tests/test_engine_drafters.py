@@ -1,0 +1,101 @@
+"""Drafters on their own: lookups propose what the prompt / siblings continue with; the model drafter proposes from
+its model's true next-token distribution whatever happened since its last proposal."""
+import time
+
+import pytest
+import torch
+
+from engine.drafters import DraftContext, ModelDrafter, majority_continuation, prompt_lookup_drafter, sibling_drafter
+from engine.generate import forward
+
+
+def context(prompt, generated, active=None, max_len=4):
+    return DraftContext(prompt, generated, list(range(len(generated))) if active is None else active, max_len,
+                        time.perf_counter() + 60)
+
+
+# --- lookups -----------------------------------------------------------------------------------------------
+def test_prompt_lookup_proposes_the_prompts_continuation_of_the_longest_match():
+    prompt = [1, 2, 3, 4, 5, 9, 3, 4, 6, 7]
+    draft = prompt_lookup_drafter().propose(context(prompt, [[2, 3, 4]], max_len=3))
+    assert draft.probs is None                                  # point masses
+    assert draft.tokens[0, :int(draft.lengths[0])].tolist() == [5, 9, 3]   # (2, 3, 4) beats the shorter (3, 4)
+
+
+def test_prompt_lookup_ignores_siblings_and_sibling_lookup_uses_them():
+    generated = [[8], [8, 5, 6]]
+    assert prompt_lookup_drafter().propose(context([1], generated)).lengths.tolist()[0] == 0
+    draft = sibling_drafter().propose(context([1], generated))
+    assert draft.tokens[0, :int(draft.lengths[0])].tolist() == [5, 6]
+
+
+def test_majority_continuation_follows_the_most_common_path():
+    assert majority_continuation([[1, 2, 3], [1, 2, 4], [1, 5], [1, 2, 4]]) == [1, 2, 4]
+
+
+@pytest.mark.xfail(strict=True, reason="engine bug: LookupDrafter._index_new_tokens re-indexes the n-grams ending at "
+                   "the previous end of each source (range(max(start, 1), ...) should start at start + 1), so "
+                   "those continuations get two votes")
+def test_sibling_votes_are_counted_once_however_often_the_drafter_is_called():
+    """Three siblings continue token 1: one with 2, two with 3. The majority is 3, whatever the call history."""
+    drafter = sibling_drafter()
+    generated = [[9], [5, 1], [7], [8]]
+    drafter.propose(context([42], generated))                   # sibling 1 is indexed up to its end (1,) here
+    generated[0] += [1]
+    generated[1] += [2]
+    generated[2] += [1, 3]
+    generated[3] += [1, 3]
+    draft = drafter.propose(context([42], generated, max_len=1))
+    assert draft.tokens[0, :int(draft.lengths[0])].tolist() == [3]
+
+
+# --- the model drafter -------------------------------------------------------------------------------------
+def true_next(model, tokens):
+    with torch.inference_mode():
+        return torch.softmax(model(torch.tensor([tokens])).logits[0, -1].float(), -1)
+
+
+STALE_CACHE_BUG = pytest.mark.xfail(
+    strict=True, reason="engine bug: ModelDrafter.propose assumes all but the last 2 tokens of each row's history are "
+    "in its cache (set_lengths(len(h) - 2)); tokens committed while it sat out (plain or lookup steps) were never "
+    "fed, so it drafts from stale/zero cache entries. Exactness holds (the probs are those sampled from) but "
+    "acceptance drops")
+
+
+@pytest.mark.parametrize("tokens_since_last_proposal", [
+    1,                                               # its draft rejected at once: one resampled token
+    2,                                               # one draft token accepted, or a full 1-token draft + bonus
+    pytest.param(5, marks=STALE_CACHE_BUG),          # it sat out a few steps (plain decoding or a lookup)
+    pytest.param(20, marks=STALE_CACHE_BUG),
+])
+def test_model_drafter_proposes_from_its_models_true_distribution(other_draft, tokens_since_last_proposal):
+    """After a full accept (the last draft token plus a bonus), a partial accept, or steps in which another drafter
+    (or plain decoding) was chosen, the draft distribution is still the draft model's own for the row's history."""
+    torch.manual_seed(0)
+    prompt = torch.randint(0, 256, (12,)).tolist()
+    continuation = torch.randint(0, 256, (40,)).tolist()
+    drafter = ModelDrafter(other_draft, prompt, 2, 1.0, 1.0, torch.Generator().manual_seed(0), forward)
+    generated = [continuation[:1], continuation[:1]]   # the engine's first call: one token per row
+    drafter.propose(context(prompt, generated, max_len=3))
+    for row in generated:                                       # the target moved on without this drafter
+        row.extend(continuation[len(row):len(row) + tokens_since_last_proposal])
+    draft = drafter.propose(context(prompt, generated, max_len=2))
+    for b, row in enumerate(generated):
+        history = prompt + row
+        torch.testing.assert_close(draft.probs[b, 0], true_next(other_draft, history), atol=1e-5, rtol=0)
+        history = history + [int(draft.tokens[b, 0])]
+        torch.testing.assert_close(draft.probs[b, 1], true_next(other_draft, history), atol=1e-5, rtol=0)
+
+
+def test_model_drafter_follows_the_rows_left_in_the_batch(other_draft):
+    torch.manual_seed(1)
+    prompt = torch.randint(0, 256, (8,)).tolist()
+    generated = [torch.randint(0, 256, (n,)).tolist() for n in (1, 1, 1)]
+    drafter = ModelDrafter(other_draft, prompt, 3, 1.0, 1.0, torch.Generator().manual_seed(0), forward)
+    drafter.propose(context(prompt, generated, max_len=2))
+    generated[0] += [3, 4]
+    generated[2] += [5]
+    draft = drafter.propose(context(prompt, generated, active=[0, 2], max_len=1))   # row 1 finished
+    for b, row in enumerate([0, 2]):
+        torch.testing.assert_close(draft.probs[b, 0], true_next(other_draft, prompt + generated[row]), atol=1e-5,
+                                   rtol=0)
