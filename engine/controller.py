@@ -107,10 +107,23 @@ class StepPlan:
     drafter: str | None   # drafter name, None for plain decoding
     length: int           # draft tokens per row (0: plain decoding)
     expected_rate: float  # expected committed tokens per second per row, by the cost model (0 if unknown)
+    fallback: str | None = None  # a model drafter for the rows the (lookup) drafter found nothing for
+
+    @property
+    def label(self) -> str:
+        return "+".join(n for n in (self.drafter, self.fallback) if n) or "none"
+
+    def row_drafters(self, lookup_lengths: list[int] | None, rows: int) -> list[str | None]:
+        """Which drafter serves each row: the lookup where it found something, else the fallback."""
+        if self.drafter is None or self.length == 0:
+            return [None] * rows
+        if lookup_lengths is None:
+            return [self.drafter] * rows
+        return [self.drafter if n > 0 else self.fallback for n in lookup_lengths]
 
 
 class DraftController:
-    """Per step, picks the drafter and length that maximise expected committed tokens per second."""
+    """Per step, picks the drafter(s) and length that maximise expected committed tokens per second."""
 
     def __init__(self, settings: ControllerSettings, drafter_names: list[str], model_drafters: set[str]):
         self.settings = settings
@@ -121,44 +134,59 @@ class DraftController:
         self.steps_since_draft = 0
         self.choices: dict[str, int] = defaultdict(int)
 
-    def rate(self, drafter: str | None, rows: int, length: int, row_lengths: list[int] | None = None) -> float:
+    def rate(self, drafter: str | None, rows: int, length: int, row_lengths: list[int] | None = None,
+             fallback: str | None = None) -> float:
         """Expected committed tokens per second per row; 0 when a cost is still unknown."""
         verify = self.costs.estimate("target", rows, length + 1)
         if verify is None:
             return 0.0
         if drafter is None or length == 0:
             return 1.0 / verify
+        plan = StepPlan(drafter, length, 0.0, fallback)
+        served = plan.row_drafters(row_lengths, rows)
+        model = next((d for d in (drafter, fallback) if d in self.model_drafters), None)
         seconds = verify
-        if drafter in self.model_drafters:
-            draft_pass = self.costs.estimate(drafter, rows, 1)
+        if model is not None and model in served:
+            draft_pass = self.costs.estimate(model, rows, 1)
             seconds += length * (draft_pass if draft_pass is not None else 0.4 * verify)
-        estimate = self.acceptance[drafter]
         lengths = row_lengths if row_lengths is not None else [length] * rows
-        tokens = sum(estimate.expected_tokens(min(n, length)) for n in lengths) / max(len(lengths), 1)
-        return tokens / seconds
+        tokens = 0.0
+        for name, found in zip(served, lengths):
+            if name is None:
+                tokens += 1.0
+            else:
+                tokens += self.acceptance[name].expected_tokens(min(found, length) if name == drafter else length)
+        return tokens / max(len(served), 1) / seconds
 
     def plan(self, rows: int, lookup_lengths: dict[str, list[int]]) -> StepPlan:
         """lookup_lengths: for each model-free drafter, the proposal length of every row (already computed, free)."""
         options = [StepPlan(None, 0, self.rate(None, rows, 0))]
-        for name in self.acceptance:
-            if name in self.model_drafters:
-                for length in range(1, self.bass[name].length + 1):
-                    options.append(StepPlan(name, length, self.rate(name, rows, length)))
-            elif name in lookup_lengths and max(lookup_lengths[name], default=0) > 0:
-                for length in range(1, max(lookup_lengths[name]) + 1):
-                    options.append(StepPlan(name, length, self.rate(name, rows, length, lookup_lengths[name])))
+        models = [n for n in self.acceptance if n in self.model_drafters]
+        for name in models:
+            for length in range(1, self.bass[name].length + 1):
+                options.append(StepPlan(name, length, self.rate(name, rows, length)))
+        for name, found in lookup_lengths.items():
+            if name not in self.acceptance or max(found, default=0) == 0:
+                continue
+            for length in range(1, max(found) + 1):
+                options.append(StepPlan(name, length, self.rate(name, rows, length, found)))
+            for model in models:  # rows may use different drafters in one step
+                for length in range(1, self.bass[model].length + 1):
+                    options.append(StepPlan(name, length, self.rate(name, rows, length, found, model), model))
         best = max(options, key=lambda o: o.expected_rate)
         if not self.settings.cost_aware or best.expected_rate == 0.0:
             best = self._without_costs(options)
         elif best.drafter is None and self.steps_since_draft >= self.settings.probe_every:
             best = self._probe(options)
         self.steps_since_draft = 0 if best.drafter else self.steps_since_draft + 1
-        self.choices[best.drafter or "none"] += 1
+        self.choices[best.label] += 1
         return best
 
     def _without_costs(self, options: list[StepPlan]) -> StepPlan:
-        """Before costs are known (or when cost-awareness is off): the longest draft of the first drafter."""
-        drafted = [o for o in options if o.drafter]
+        """Before costs are known (or when cost-awareness is off): the longest single-drafter draft of the
+        first drafter, lookups first (they are free)."""
+        drafted = sorted((o for o in options if o.drafter and o.fallback is None),
+                         key=lambda o: o.drafter in self.model_drafters)
         if not drafted:
             return options[0]
         first = drafted[0].drafter
@@ -170,12 +198,17 @@ class DraftController:
         return max(drafted, key=lambda o: o.expected_rate) if drafted else options[0]
 
     def observe(self, plan: StepPlan, rows: int, seconds_target: float, row_lengths: list[int],
-                n_accepted: list[int], draft_seconds: float = 0.0, draft_passes: int = 0) -> None:
+                n_accepted: list[int], draft_seconds: float = 0.0, draft_passes: int = 0,
+                row_drafters: list[str | None] | None = None) -> None:
+        """Learn from one step: the verify cost, the draft-pass cost, each drafter's acceptance on its rows."""
         width = max(row_lengths, default=0)
         self.costs.record("target", rows, width + 1, seconds_target)
         if plan.drafter is None or width == 0:
             return
-        if draft_passes:
-            self.costs.record(plan.drafter, rows, 1, draft_seconds / draft_passes)
-        self.acceptance[plan.drafter].observe(row_lengths, n_accepted)
-        self.bass[plan.drafter].observe(plan.length, n_accepted)
+        served = row_drafters if row_drafters is not None else [plan.drafter] * rows
+        for name in {n for n in served if n is not None}:
+            mine = [i for i, n in enumerate(served) if n == name]
+            if name in self.model_drafters and draft_passes:
+                self.costs.record(name, rows, 1, draft_seconds / draft_passes)
+            self.acceptance[name].observe([row_lengths[i] for i in mine], [n_accepted[i] for i in mine])
+            self.bass[name].observe(plan.length, [n_accepted[i] for i in mine])

@@ -37,6 +37,27 @@ class Draft:
                      torch.zeros(batch, dtype=torch.long, device=device))
 
 
+def merge_drafts(lookup: Draft, model: Draft) -> Draft:
+    """Rows where the lookup found something take its tokens (point masses, written as one-hot distributions,
+    which the acceptance rule treats exactly like point masses); the other rows keep the model's draft."""
+    if model.probs is None or model.tokens.shape[1] == 0:
+        return lookup
+    batch, vocab = model.tokens.shape[0], model.probs.shape[-1]
+    width = max(lookup.tokens.shape[1], model.tokens.shape[1])
+    device = model.tokens.device
+    use_lookup = (lookup.lengths > 0).to(device)                                            # [B]
+    lookup_tokens = torch.zeros(batch, width, dtype=torch.long, device=device)
+    lookup_tokens[:, :lookup.tokens.shape[1]] = lookup.tokens.to(device)                   # [B, K]
+    model_tokens = torch.zeros_like(lookup_tokens)
+    model_tokens[:, :model.tokens.shape[1]] = model.tokens                                  # [B, K]
+    model_probs = model.probs.new_zeros(batch, width, vocab)
+    model_probs[:, :model.probs.shape[1]] = model.probs                                     # [B, K, V]
+    lookup_probs = torch.zeros_like(model_probs).scatter_(-1, lookup_tokens[..., None], 1.0)  # [B, K, V]
+    return Draft(torch.where(use_lookup[:, None], lookup_tokens, model_tokens),
+                 torch.where(use_lookup, lookup.lengths.to(device), model.lengths),
+                 torch.where(use_lookup[:, None, None], lookup_probs, model_probs))
+
+
 class Drafter(Protocol):
     name: str           # shown in stats and logs
     uses_model: bool    # True when proposing costs model forward passes
@@ -47,7 +68,13 @@ class Drafter(Protocol):
 
 
 class ModelDrafter:
-    """A small model of the target's family samples the draft autoregressively, with its own ragged cache."""
+    """A small model of the target's family samples the draft autoregressively, with its own ragged cache.
+
+    It remembers which token it fed at every cached position of every row (`fed`), so whatever happened
+    since its last proposal (drafts rejected, steps it sat out, rows served by another drafter) it feeds
+    exactly the history tokens its cache lacks; rows that lack fewer re-feed a few cached tokens at their
+    own positions, which rewrites identical entries.
+    """
 
     name = "model"
     uses_model = True
@@ -55,23 +82,24 @@ class ModelDrafter:
     def __init__(self, model, prompt_ids: list[int], n_rows: int, temperature: float, top_p: float,
                  generator: torch.Generator | None, forward):
         self.model, self.temperature, self.top_p, self.generator = model, temperature, top_p, generator
-        self._forward = forward  # (model, cache, input_ids [B, q]) -> logits [B, q, V]
+        self._forward = forward  # (model, cache, input_ids [B, q], keep_last) -> logits [B, q, V]
         device = next(model.parameters()).device
         self.cache = RaggedKVCache(model.config.num_hidden_layers, 1, device)
         self._forward(model, self.cache, torch.tensor([prompt_ids], device=device), keep_last=1)
         self.cache.commit(torch.tensor([len(prompt_ids)], device=device))
         self.cache.select_rows(torch.zeros(n_rows, dtype=torch.long, device=device))
         self.rows = list(range(n_rows))
+        self.fed = [list(prompt_ids) for _ in range(n_rows)]  # per row: the token behind each cached position
         self.passes = 0
 
     def propose(self, context: DraftContext) -> Draft:
         self._follow_rows(context.active_rows)
         device = self.cache.lengths.device
         histories = [context.prompt_ids + context.generated[r] for r in context.active_rows]
-        # Feed each row's last two committed tokens: one of them may not be cached yet (after a fully accepted
-        # draft the last draft token never went through the drafter); rewriting the other is harmless.
-        self.cache.set_lengths(torch.tensor([len(h) - 2 for h in histories], device=device))
-        step_input = torch.tensor([h[-2:] for h in histories], device=device)   # [B, 2]
+        missing = max(len(h) - _common_prefix(f, h) for f, h in zip(self.fed, histories))
+        self.cache.set_lengths(torch.tensor([len(h) - missing for h in histories], device=device))
+        self.fed = [list(h) for h in histories]
+        step_input = torch.tensor([h[len(h) - missing:] for h in histories], device=device)  # [B, missing]
         tokens, probs = [], []
         for _ in range(context.max_len):
             if time.perf_counter() >= context.deadline:
@@ -84,6 +112,9 @@ class ModelDrafter:
             tokens.append(draft_token)
             probs.append(draft_probs)
             step_input = draft_token[:, None]
+            if len(tokens) < context.max_len:  # the last draft token is never fed
+                for fed, token in zip(self.fed, draft_token.tolist()):
+                    fed.append(token)
         if not tokens:
             return Draft.empty(len(histories), device)
         draft_tokens = torch.stack(tokens, dim=1)                                      # [B, K]
@@ -94,9 +125,20 @@ class ModelDrafter:
 
     def _follow_rows(self, active_rows: list[int]) -> None:
         if active_rows != self.rows:
-            keep = torch.tensor([self.rows.index(r) for r in active_rows], device=self.cache.lengths.device)
-            self.cache.select_rows(keep)
+            keep = [self.rows.index(r) for r in active_rows]
+            self.cache.select_rows(torch.tensor(keep, device=self.cache.lengths.device))
+            self.fed = [self.fed[i] for i in keep]
             self.rows = list(active_rows)
+
+
+def _common_prefix(fed: list[int], history: list[int]) -> int:
+    """How many leading tokens agree (the cache entries that are still valid); at most len(history) - 1, so
+    the newest token is always fed."""
+    limit = min(len(fed), len(history) - 1)
+    for i in range(limit - 1, -1, -1):  # histories only grow: mismatches sit near the end
+        if fed[i] == history[i] and fed[:i + 1] == history[:i + 1]:
+            return i + 1
+    return 0
 
 
 class LookupDrafter:
@@ -133,7 +175,7 @@ class LookupDrafter:
         for source in sources:
             tokens = self._source_tokens(context, source)
             start = self._indexed.get(source, 0)
-            for end in range(max(start, 1), len(tokens) + 1):
+            for end in range(start + 1, len(tokens) + 1):  # n-grams ending at start are indexed
                 for n in range(1, min(self.max_ngram, end) + 1):
                     self._index[n][tuple(tokens[end - n:end])].append((source, end))
             self._indexed[source] = len(tokens)

@@ -10,7 +10,8 @@ import torch
 
 from engine.acceptance import speculative_accept
 from engine.controller import ControllerSettings, DraftController, StepPlan
-from engine.drafters import Draft, DraftContext, Drafter, ModelDrafter, prompt_lookup_drafter, sibling_drafter
+from engine.drafters import (Draft, DraftContext, Drafter, ModelDrafter, merge_drafts, prompt_lookup_drafter,
+                             sibling_drafter)
 from engine.kv_cache import RaggedKVCache
 from engine.sampling import sample, token_logprobs, warp_probs
 from engine.stopping import RowState, StopRules
@@ -136,7 +137,7 @@ class Engine:
         # 1. draft: free lookups first, so the controller can weigh what they actually found
         lookups = {n: d.propose(context) for n, d in drafters.items() if not d.uses_model}
         plan = controller.plan(batch, {n: d.lengths.tolist() for n, d in lookups.items()})
-        draft, draft_seconds, draft_passes = self._draft(run, drafters, lookups, plan, context)
+        draft, draft_seconds, draft_passes, row_drafters = self._draft(run, drafters, lookups, plan, context)
         if time.perf_counter() >= run.deadline:
             run.stats.draft_passes += draft_passes  # drafted but never verified: the forwards were still spent
             return
@@ -162,25 +163,32 @@ class Engine:
                              self._decode)
         # 5. adapt: costs and acceptance feed the next plan
         accepted = n_accepted.tolist()
-        controller.observe(plan, batch, verify_seconds, draft.lengths.tolist(), accepted, draft_seconds, draft_passes)
+        controller.observe(plan, batch, verify_seconds, draft.lengths.tolist(), accepted, draft_seconds, draft_passes,
+                           row_drafters)
         self._count(run, draft, accepted, draft_passes)
         for drafter in drafters.values():
             drafter.observe(n_accepted)
         self._drop_finished(run, drafters)
 
     def _draft(self, run: _Run, drafters, lookups: dict[str, Draft], plan: StepPlan, context: DraftContext):
-        """The plan's draft, truncated to its length; model drafters run here (timed)."""
+        """The plan's draft, truncated to its length; a model drafter runs here (timed), alone or for the rows
+        the lookup found nothing for. Returns (draft, draft seconds, draft passes, drafter of each row)."""
         batch = len(run.active)
         if plan.drafter is None:
-            return Draft.empty(batch, self.device), 0.0, 0
-        if plan.drafter in lookups:
-            found = lookups[plan.drafter]
-            return Draft(found.tokens[:, :plan.length], found.lengths.clamp(max=plan.length)), 0.0, 0
-        drafter = drafters[plan.drafter]
+            return Draft.empty(batch, self.device), 0.0, 0, [None] * batch
+        lookup = lookups.get(plan.drafter)
+        if lookup is not None:
+            lookup = Draft(lookup.tokens[:, :plan.length], lookup.lengths.clamp(max=plan.length))
+            if plan.fallback is None:
+                return lookup, 0.0, 0, plan.row_drafters(lookup.lengths.tolist(), batch)
+        drafter = drafters[plan.fallback or plan.drafter]
         context.max_len = plan.length
         passes_before, started = drafter.passes, time.perf_counter()
         draft = drafter.propose(context)
-        return draft, time.perf_counter() - started, drafter.passes - passes_before
+        seconds, passes = time.perf_counter() - started, drafter.passes - passes_before
+        if lookup is None:
+            return draft, seconds, passes, plan.row_drafters(None, batch)
+        return merge_drafts(lookup, draft), seconds, passes, plan.row_drafters(lookup.lengths.tolist(), batch)
 
     def _count(self, run: _Run, draft: Draft, accepted: list[int], draft_passes: int) -> None:
         stats = run.stats

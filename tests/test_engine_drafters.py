@@ -5,7 +5,9 @@ import time
 import pytest
 import torch
 
-from engine.drafters import DraftContext, ModelDrafter, majority_continuation, prompt_lookup_drafter, sibling_drafter
+from engine.acceptance import speculative_accept
+from engine.drafters import (Draft, DraftContext, ModelDrafter, majority_continuation, merge_drafts,
+                             prompt_lookup_drafter, sibling_drafter)
 from engine.generate import forward
 
 
@@ -33,9 +35,6 @@ def test_majority_continuation_follows_the_most_common_path():
     assert majority_continuation([[1, 2, 3], [1, 2, 4], [1, 5], [1, 2, 4]]) == [1, 2, 4]
 
 
-@pytest.mark.xfail(strict=True, reason="engine bug: LookupDrafter._index_new_tokens re-indexes the n-grams ending at "
-                   "the previous end of each source (range(max(start, 1), ...) should start at start + 1), so "
-                   "those continuations get two votes")
 def test_sibling_votes_are_counted_once_however_often_the_drafter_is_called():
     """Three siblings continue token 1: one with 2, two with 3. The majority is 3, whatever the call history."""
     drafter = sibling_drafter()
@@ -55,18 +54,11 @@ def true_next(model, tokens):
         return torch.softmax(model(torch.tensor([tokens])).logits[0, -1].float(), -1)
 
 
-STALE_CACHE_BUG = pytest.mark.xfail(
-    strict=True, reason="engine bug: ModelDrafter.propose assumes all but the last 2 tokens of each row's history are "
-    "in its cache (set_lengths(len(h) - 2)); tokens committed while it sat out (plain or lookup steps) were never "
-    "fed, so it drafts from stale/zero cache entries. Exactness holds (the probs are those sampled from) but "
-    "acceptance drops")
-
-
 @pytest.mark.parametrize("tokens_since_last_proposal", [
     1,                                               # its draft rejected at once: one resampled token
     2,                                               # one draft token accepted, or a full 1-token draft + bonus
-    pytest.param(5, marks=STALE_CACHE_BUG),          # it sat out a few steps (plain decoding or a lookup)
-    pytest.param(20, marks=STALE_CACHE_BUG),
+    5,                                               # it sat out a few steps (plain decoding or a lookup)
+    20,
 ])
 def test_model_drafter_proposes_from_its_models_true_distribution(other_draft, tokens_since_last_proposal):
     """After a full accept (the last draft token plus a bonus), a partial accept, or steps in which another drafter
@@ -99,3 +91,29 @@ def test_model_drafter_follows_the_rows_left_in_the_batch(other_draft):
     for b, row in enumerate([0, 2]):
         torch.testing.assert_close(draft.probs[b, 0], true_next(other_draft, prompt + generated[row]), atol=1e-5,
                                    rtol=0)
+
+
+# --- rows served by different drafters in one step -----------------------------------------------------------
+def test_merged_draft_takes_lookup_rows_as_point_masses_and_keeps_model_rows():
+    vocab = 6
+    model_probs = torch.softmax(torch.randn(3, 2, vocab, generator=torch.Generator().manual_seed(1)), -1)
+    model = Draft(torch.tensor([[1, 2], [3, 4], [5, 0]]), torch.tensor([2, 2, 2]), model_probs)
+    lookup = Draft(torch.tensor([[4, 4, 4], [0, 0, 0], [2, 0, 0]]), torch.tensor([3, 0, 1]))
+    merged = merge_drafts(lookup, model)
+    assert merged.lengths.tolist() == [3, 2, 1]
+    assert merged.tokens[0].tolist() == [4, 4, 4] and merged.tokens[1, :2].tolist() == [3, 4]
+    assert merged.tokens[2, 0].item() == 2
+    assert torch.equal(merged.probs[1, :2], model_probs[1])                       # the model row is untouched
+    assert merged.probs[0].argmax(-1).tolist() == [4, 4, 4] and merged.probs[0].max(-1).values.tolist() == [1, 1, 1]
+
+
+def test_one_hot_rows_are_accepted_exactly_like_point_masses():
+    """The acceptance rule must treat a one-hot draft distribution and a point-mass draft identically."""
+    target = torch.softmax(torch.randn(4, 3, 5, generator=torch.Generator().manual_seed(2)), -1)
+    tokens = torch.tensor([[1, 2], [0, 0], [4, 3], [2, 2]])
+    lengths = torch.tensor([2, 1, 2, 0])
+    one_hot = torch.zeros(4, 2, 5).scatter_(-1, tokens[..., None], 1.0)
+    for seed in range(50):
+        as_mass = speculative_accept(tokens, None, target, lengths, torch.Generator().manual_seed(seed))
+        as_probs = speculative_accept(tokens, one_hot, target, lengths, torch.Generator().manual_seed(seed))
+        assert all(torch.equal(a, b) for a, b in zip(as_mass, as_probs))
