@@ -1,6 +1,8 @@
 """Engine speed against its peers in one run: transformers generate (regular, assisted) and our drafters.
 
 Example: python -m benchmarks.bench_engine --k 8 --temperature 0.8 --methods hf,ours_none,ours_auto
+A method suffixed "@peer" (e.g. hf@peer, ours_none@peer) runs on a second copy of the target loaded with
+--peer-dtype (default float32), so a peer in fp32 and our engine in bf16 meet in one run.
 Prints a table and, as its last line, one JSON object with every figure.
 """
 from __future__ import annotations
@@ -125,23 +127,28 @@ def main(argv=None) -> None:
     parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument("--methods", default="hf,ours_none,ours_auto", help=f"comma-separated of {','.join(METHODS)}")
     parser.add_argument("--dtype", default="float32", help="float32 (the reference), bfloat16, or auto")
+    parser.add_argument("--peer-dtype", default="float32", help="dtype of the target copy used by methods@peer")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     methods = args.methods.split(",")
-    unknown = set(methods) - set(METHODS)
+    unknown = {m.removesuffix("@peer") for m in methods} - set(METHODS)
     if unknown:
         parser.error(f"unknown methods {sorted(unknown)}: choose from {', '.join(METHODS)}")
 
     started = time.perf_counter()
     model, tokenizer = load_any(args.model, dtype=args.dtype)
-    needs_draft = any(m in methods for m in ("hf_assisted", "ours_model", "ours_auto")) and args.draft
+    needs_draft = any(m.split("@")[0] in ("hf_assisted", "ours_model", "ours_auto") for m in methods) and args.draft
+    peer = load_any(args.model, dtype=args.peer_dtype)[0] if any(m.endswith("@peer") for m in methods) else None
     draft = load_any(args.draft, dtype=args.dtype)[0] if needs_draft else None
     load_seconds = time.perf_counter() - started
     print(f"loaded {args.model}" + (f" + {args.draft}" if draft is not None else "") + f" in {load_seconds:.1f} s "
           f"(device {pick_device()}, {next(model.parameters()).dtype}, threads {torch.get_num_threads()})")
-    engines = {m: Engine(model, tokenizer, draft if m in ("ours_model", "ours_auto") else None,
-                         EngineSettings(drafter=m.removeprefix("ours_"))) for m in methods if m.startswith("ours_")}
+    engines = {m: Engine(peer if m.endswith("@peer") else model, tokenizer,
+                         draft if m.split("@")[0] in ("ours_model", "ours_auto") else None,
+                         EngineSettings(drafter=m.split("@")[0].removeprefix("ours_")))
+               for m in methods if m.startswith("ours_")}
+    models = {m: peer if m.endswith("@peer") else model for m in methods}
     eos_ids = set(next(iter(engines.values())).eos_ids) if engines else {tokenizer.eos_token_id}
     prompts = humaneval_prompts(args.prompts)
 
@@ -152,11 +159,12 @@ def main(argv=None) -> None:
         args.temperature_now = temperature
         for k in [int(x) for x in args.k.split(",")]:
             for method in methods:
-                rows.append(_measure(method, k, temperature, prompts, model, tokenizer, draft, engines, args, eos_ids))
+                rows.append(_measure(method, k, temperature, prompts, models[method], tokenizer, draft, engines, args,
+                                     eos_ids))
                 print(_row_text(rows[-1]), flush=True)
     _print_table(rows)
     figures = {"model": args.model, "dtype": str(next(model.parameters()).dtype), "draft": args.draft if draft is not None else None,
-               "max_new_tokens": args.max_new_tokens, "prompts": len(prompts), "load_seconds": round(load_seconds, 1),
+               "peer_dtype": args.peer_dtype if peer is not None else None, "max_new_tokens": args.max_new_tokens, "prompts": len(prompts), "load_seconds": round(load_seconds, 1),
                "memory_bandwidth_gb_s": round(bandwidth / 1e9, 2), "weight_gb_per_forward": round(weight_bytes / 1e9, 3),
                "memory_bound_tokens_per_s_batch1": round(bandwidth / weight_bytes, 2),
                "results": [r.as_dict() for r in rows], "ratios": _ratios(rows)}
@@ -171,7 +179,8 @@ def _measure(method, k, temperature, prompts, model, tokenizer, draft, engines, 
     for index, prompt in enumerate(prompts):
         torch.manual_seed(args.seed + index)
         if method.startswith("hf"):
-            tokens, seconds, stats = run_hf(model, tokenizer, draft, prompt, k, args, method == "hf_assisted", eos_ids)
+            assisted = method.startswith("hf_assisted")
+            tokens, seconds, stats = run_hf(model, tokenizer, draft, prompt, k, args, assisted, eos_ids)
         else:
             tokens, seconds, stats = run_ours(engines[method], prompt, k, args, args.seed + index)
         measurement.tokens += tokens
@@ -197,12 +206,14 @@ def _row_text(m: Measurement) -> str:
 def _print_table(rows: list[Measurement]) -> None:
     print("\n" + "=" * 100)
     print(f"{'method':13s} {'k':>3s} {'T':>4s} {'tokens':>7s} {'seconds':>9s} {'tok/s':>8s} {'ms/tok/seq':>11s} "
-          f"{'accept':>7s} {'draft len':>9s} {'x hf':>6s} {'x ours_none':>11s}")
+          f"{'accept':>7s} {'draft len':>9s} {'x hf':>6s} {'x ours_none':>11s}  (x: tokens/s ratio in this run)")
     ratios = _ratios(rows)
     for m in rows:
         d = m.as_dict()
         key = f"{m.method}@k{m.k},T{m.temperature}"
-        vs_hf, vs_none = ratios.get(key, {}).get("vs_hf"), ratios.get(key, {}).get("vs_ours_none")
+        entry = ratios.get(key, {})
+        vs_hf = entry.get("vs_hf") or entry.get("vs_hf@peer")
+        vs_none = entry.get("vs_ours_none") or entry.get("vs_ours_none@peer")
         print(f"{m.method:13s} {m.k:3d} {m.temperature:4.1f} {m.tokens:7d} {m.seconds:9.2f} {m.tokens_per_s:8.2f} "
               f"{m.ms_per_token_per_sequence:11.1f} {d['acceptance_rate'] if d['acceptance_rate'] is not None else '-':>7} "
               f"{d['mean_draft_length'] if d['mean_draft_length'] is not None else '-':>9} "
@@ -214,7 +225,7 @@ def _ratios(rows: list[Measurement]) -> dict:
     for m in rows:
         same = {r.method: r for r in rows if r.k == m.k and r.temperature == m.temperature}
         entry = {}
-        for base in ("hf", "ours_none"):
+        for base in ("hf", "hf@peer", "ours_none", "ours_none@peer"):
             if base in same and same[base].tokens_per_s and m.method != base:
                 entry[f"vs_{base}"] = round(m.tokens_per_s / same[base].tokens_per_s, 3)
         out[f"{m.method}@k{m.k},T{m.temperature}"] = entry
