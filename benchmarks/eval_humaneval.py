@@ -46,6 +46,7 @@ class GenerationSettings:
     greedy_budget_s: float = 600.0   # generous: greedy should end by its own stop, not the clock
     seed: int = 0                    # request seed = seed + problem index
     cache_dir: str | None = None     # engine's converted-model cache
+    dtype: str = "auto"              # weights: auto (bf16 where the CPU has it), float32, bfloat16
 
 
 @dataclass(frozen=True)
@@ -131,7 +132,8 @@ def load_our_engine(gen: GenerationSettings, loaded=None):
     settings = EngineSettings(drafter=gen.drafter)
     if loaded is not None:
         return Engine(loaded.model, loaded.tokenizer, loaded.draft_model, settings)
-    return load_engine(gen.model, gen.draft, Path(gen.cache_dir) if gen.cache_dir else None, settings=settings)
+    return load_engine(gen.model, gen.draft, Path(gen.cache_dir) if gen.cache_dir else None, settings=settings,
+                       dtype=gen.dtype)
 
 
 def generate_samples(problems: list[dict], gen: GenerationSettings, out: str | Path, engine=None,
@@ -441,6 +443,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     gen.add_argument("--greedy-budget", type=float, default=defaults.greedy_budget_s)
     gen.add_argument("--seed", type=int, default=defaults.seed)
     gen.add_argument("--cache-dir", default=None, help="engine's converted-model cache")
+    gen.add_argument("--dtype", default="auto", help="auto (bf16 on a CPU with native bf16), float32, bfloat16")
     gen.add_argument("--generate-only", action="store_true", help="generate, do not evaluate")
     gen.add_argument("--budget-curve", help="comma-separated budgets (s), e.g. 5,10,20,40: generate and score each")
     gen.add_argument("--curve-drafters", default="none,auto", help="drafters compared on the budget curve")
@@ -474,7 +477,7 @@ def main(argv: list[str] | None = None) -> dict:
     gen = GenerationSettings(model=args.model, draft=args.draft, drafter=args.drafter, k=args.k,
                              temperature=args.temperature, top_p=args.top_p, max_new_tokens=args.max_new_tokens,
                              budget_s=args.budget, greedy=not args.no_greedy, greedy_budget_s=args.greedy_budget,
-                             seed=args.seed, cache_dir=args.cache_dir)
+                             seed=args.seed, cache_dir=args.cache_dir, dtype=args.dtype)
     sandbox = SandboxSettings(timeout_s=args.timeout, memory_mb=args.memory_mb, workers=args.workers)
     settings = EvalSettings(bootstrap=args.bootstrap, static=args.static)
     if args.budget_curve:
