@@ -111,9 +111,9 @@ def build_demo(hub: EngineHub, pipeline: Pipeline, limits: Limits = Limits(), de
                            api_name="generate_ui", api_visibility="private", concurrency_limit=1,
                            concurrency_id=ENGINE_CONCURRENCY, show_progress="hidden")
 
-        def on_stop(request: gr.Request) -> str:
+        def on_stop(request: gr.Request):
             stopped = runs.stop(_session(request))
-            return render.status_html({}) if not stopped else '<div class="rd-status">Stopping…</div>'
+            return '<div class="rd-status">Stopping…</div>' if stopped else gr.skip()
 
         stop_btn.click(on_stop, inputs=None, outputs=[status], queue=False, api_name="stop_ui", api_visibility="private")
 

@@ -16,14 +16,16 @@ from static_eval import AnalyzerSettings, StaticAnalyzer
 
 PROMPT = 'def add(a, b):\n    """Return a + b."""\n'
 FAST = dict(k=4, budget_s=3.0, temperature=0.8, max_new_tokens=12, top_p=0.95, seed=0)
-LONG = dict(k=2, budget_s=20.0, temperature=0.8, max_new_tokens=1024, top_p=0.95, seed=1)  # runs until stopped
+# Greedy tiny:0 on PROMPT never emits a stop (measured: 2048 tokens, ~10 s), so this runs until it is stopped;
+# sampled tiny models often stop within a second.
+LONG = dict(k=2, budget_s=20.0, temperature=0.0, max_new_tokens=2048, top_p=0.95, seed=1)
 
 
 @pytest.fixture(scope="module")
 def served():
     analyzer = StaticAnalyzer(AnalyzerSettings())
     hub = EngineHub([ModelChoice("tiny pair", "tiny:0", "tiny:1"), ModelChoice("tiny alone", "tiny:2")])
-    demo = build_demo(hub, Pipeline(analyzer=analyzer, idle_timeout_s=2.0), Limits(max_k=8, max_budget_s=20),
+    demo = build_demo(hub, Pipeline(analyzer=analyzer, idle_timeout_s=2.0), Limits(max_k=8, max_budget_s=20, max_new_tokens=2048),
                       queue_size=3)
     url = launch_local(demo)
     yield hub, url, Client(url, verbose=False)
@@ -39,7 +41,8 @@ def wait_for_tokens(job, timeout: float = 20.0) -> dict:
         if outputs and outputs[-1].get("progress", {}).get("generated_tokens", 0) > 0:
             return outputs[-1]
         time.sleep(0.05)
-    raise AssertionError(f"no tokens streamed within {timeout} s")
+    outputs = job.outputs()
+    raise AssertionError(f"no tokens streamed within {timeout} s: {job.status()}, last state {outputs[-1:]}")
 
 
 def test_generate_returns_ranked_candidates(served):
@@ -126,7 +129,7 @@ def test_non_utf8_input_is_refused_and_the_server_keeps_serving(served):
 
 def test_submit_streams_partial_results_then_the_ranking(served):
     _, _, client = served
-    job = client.submit(prompt=PROMPT, **(FAST | {"budget_s": 2.0, "max_new_tokens": 1024}), api_name="/generate")
+    job = client.submit(prompt=PROMPT, **(LONG | {"budget_s": 2.0}), api_name="/generate")
     final = job.result(timeout=30)
     states = job.outputs()
     assert final["status"] == "done" and states[-1] == final
@@ -146,7 +149,7 @@ def test_stop_keeps_what_was_produced(served):
     result = job.result(timeout=15)
     assert result["stopped"] == "stopped by the user"
     assert result["stats"]["generation_s"] < LONG["budget_s"] - 5
-    assert result["candidates"] and all(c["finish_reason"] == "budget" for c in result["candidates"])
+    assert result["candidates"] and all(c["finish_reason"] in ("stop", "budget") for c in result["candidates"])
     assert sum(len(c["code"]) for c in result["candidates"]) > 0
     assert not hub.generation_lock.locked()
 
@@ -159,8 +162,9 @@ def test_cancelled_client_frees_the_engine(served):
     job.cancel()
     started = time.monotonic()
     result = client.predict(prompt=PROMPT, **(FAST | {"k": 1, "budget_s": 1.0}), api_name="/generate")
+    waited = time.monotonic() - started
     assert result["status"] == "done"
-    assert time.monotonic() - started < LONG["budget_s"] - 5, "the next request did not wait for the cancelled one"
+    assert waited < LONG["budget_s"] - 5, f"the next request waited {waited:.1f} s: {result['stats']}"
 
 
 def test_lazy_loading_of_another_choice(served):

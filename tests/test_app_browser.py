@@ -5,6 +5,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect, sync_playwright
 
 from app.local import launch_local
 from app.models import EngineHub, ModelChoice
@@ -20,6 +21,7 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
 ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
 XSS = '<script>window.__xss=1</script><img src=x onerror="window.__xss=2">'
 PROMPT = f"# {XSS}\ndef greet(name):\n    return"
+LONG_PROMPT = 'def add(a, b):\n    """Return a + b."""\n'
 
 
 @pytest.fixture(scope="module")
@@ -28,8 +30,9 @@ def app_url():
         pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)")
     analyzer = StaticAnalyzer(AnalyzerSettings())
     hub = EngineHub([ModelChoice("tiny pair", "tiny:0", "tiny:1")])
-    demo = build_demo(hub, Pipeline(analyzer=analyzer), Limits(max_k=4, max_budget_s=30),
-                      Defaults(k=3, budget_s=2, max_new_tokens=24))
+    # greedy tiny:0 on LONG_PROMPT runs to 2048 tokens (~10 s): runs end by the budget or the Stop button
+    demo = build_demo(hub, Pipeline(analyzer=analyzer), Limits(max_k=4, max_budget_s=30, max_new_tokens=2048),
+                      Defaults(k=3, budget_s=2, temperature=0.0, max_new_tokens=2048))
     url = launch_local(demo)
     yield url
     demo.close()
@@ -38,7 +41,6 @@ def app_url():
 
 @pytest.fixture()
 def page(app_url):
-    from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
@@ -66,10 +68,9 @@ def test_generate_shows_ranked_candidates_and_prompt_html_stays_text(page):
     page.locator("#status", has_text="Done").wait_for(timeout=60_000)
 
     first = page.locator(".rd-slot").first
-    assert first.is_visible()
-    assert first.locator(".rd-cand").inner_text().startswith("#1")
-    assert page.locator("#heatmap table").count() == 1
-    assert "tokens/s" in page.locator("#stats").inner_text()
+    expect(first.locator(".rd-cand")).to_contain_text("#1 · score")
+    expect(page.locator("#heatmap table")).to_have_count(1)
+    expect(page.locator("#stats")).to_contain_text("tokens/s")
     page.get_by_text("Prompt as run").click()
     echo = page.locator("#prompt-echo .cm-content")
     echo.wait_for(timeout=10_000)
@@ -83,13 +84,14 @@ def test_generate_shows_ranked_candidates_and_prompt_html_stays_text(page):
 
 
 def test_stop_button_stops_and_keeps_the_partial_ranking(page):
-    enter_prompt(page, "def count_up(n):\n")
+    enter_prompt(page, LONG_PROMPT)
     budget = page.locator("#budget input[type=number]")
     budget.fill("30")
     budget.press("Enter")
+    expect(page.locator("#budget input[type=range]")).to_have_value("30")
+    expect(page.locator("#prompt .cm-content")).to_contain_text("Return a + b.")
     page.locator("#generate").click()
-    page.locator("#status", has_text="Generating").wait_for(timeout=30_000)
-    page.wait_for_timeout(1000)
+    expect(page.locator("#status")).to_contain_text("of 30 s budget", timeout=30_000)
     page.locator("#stop").click()
-    page.locator("#status", has_text="Stopped").wait_for(timeout=20_000)
-    assert page.locator(".rd-slot").first.locator(".rd-cand").inner_text().startswith("#1")
+    expect(page.locator("#status")).to_contain_text("Stopped", timeout=20_000)
+    expect(page.locator(".rd-slot").first.locator(".rd-cand")).to_contain_text("#1 · score")
