@@ -49,7 +49,8 @@ def build(args: argparse.Namespace):
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")  # model preparation steps
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # gradio's own start-up requests
     demo, analyzer = build(args)
     try:
         demo.launch(server_name=args.host, server_port=args.port, share=args.share)

@@ -15,7 +15,7 @@ from typing import Callable, Iterator
 from engine import Engine, GenerationRequest, GenerationResult
 
 try:  # static analysis and reranking are optional parts: without them candidates are shown unranked
-    import static_eval
+    import static_eval  # noqa: F401  pylint: disable=unused-import  (only: is it installed?)
 except ImportError as err:  # pragma: no cover - exercised only on an install without them
     static_eval, STATIC_EVAL_MISSING = None, f"static analysis unavailable ({err})"
 else:

@@ -155,7 +155,7 @@ def test_stop_keeps_what_was_produced(served):
 
 
 def test_cancelled_client_frees_the_engine(served):
-    hub, url, client = served
+    _, url, client = served
     leaving = Client(url, verbose=False)
     job = leaving.submit(prompt=PROMPT, **LONG, api_name="/generate")
     wait_for_tokens(job)
