@@ -16,6 +16,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--draft", help="draft model for --model (same tokenizer family)")
     parser.add_argument("--drafter", choices=DRAFTERS, default="auto",
                         help="how the engine drafts (default: auto, a cost model picks per step)")
+    parser.add_argument("--dtype", choices=("auto", "float32", "bfloat16", "float16"), default="auto",
+                        help="model weights (default: auto, bf16 on a GPU or a CPU with native bf16, else fp32)")
     parser.add_argument("--host", default="127.0.0.1", help="interface to listen on (default: 127.0.0.1, this "
                                                             "machine only)")
     parser.add_argument("--port", type=int, default=None, help="port (default: 7860 or the next free one)")
@@ -41,7 +43,8 @@ def build(args: argparse.Namespace):
     from engine import EngineSettings
 
     limits = Limits(max_k=args.max_k, max_budget_s=args.max_budget)
-    hub = EngineHub(menu(args.model, args.draft), args.cache_dir, EngineSettings(drafter=args.drafter))
+    hub = EngineHub(menu(args.model, args.draft), args.cache_dir, EngineSettings(drafter=args.drafter),
+                    dtype=args.dtype)
     analyzer = StaticAnalyzer(AnalyzerSettings(lint=not args.no_lint))
     demo = build_demo(hub, Pipeline(analyzer=analyzer), limits, queue_size=args.queue_size)
     return demo, analyzer

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from engine import (DEFAULT_DRAFT, DEFAULT_TARGET, Engine, EngineSettings, ModelSetupError, check_same_vocabulary,
+from engine import (DEFAULT_DRAFT, DEFAULT_TARGET, Engine, EngineSettings, check_draft_fits,
                     load_any)
 
 log = logging.getLogger(__name__)
@@ -50,12 +50,13 @@ class EngineHub:
     """
 
     def __init__(self, choices: list[ModelChoice], cache_dir: Path | None = None,
-                 settings: EngineSettings | None = None, loader: Callable = load_any):
+                 settings: EngineSettings | None = None, loader: Callable = load_any, dtype: str = "auto"):
         if not choices:
             raise ValueError("choices is empty: offer at least one model")
         self.choices = {c.label: c for c in choices}
         self.default_label = choices[0].label
         self.cache_dir, self.settings, self._loader = cache_dir, settings or EngineSettings(), loader
+        self.dtype = dtype  # weights of loaded models: auto (bf16 on a GPU or a CPU with native bf16), float32, ...
         self.generation_lock = threading.Lock()
         self.loading: str | None = None         # the spec being loaded now, for progress messages
         self._load_lock = threading.Lock()
@@ -89,11 +90,9 @@ class EngineHub:
         model, tokenizer = self._model(choice.target)
         draft_model = None
         if choice.draft:
-            draft_model, draft_tokenizer = self._model(choice.draft)
-            check_same_vocabulary(tokenizer, draft_tokenizer, choice.target, choice.draft)
-            if draft_model.config.vocab_size != model.config.vocab_size:
-                raise ModelSetupError(f"draft {choice.draft!r} has {draft_model.config.vocab_size} output tokens, "
-                                      f"target {choice.target!r} has {model.config.vocab_size}: they cannot share drafts")
+            draft = self._model(choice.draft)
+            check_draft_fits((model, tokenizer), draft, choice.target, choice.draft)
+            draft_model = draft[0]
         settings = self.settings
         if settings.drafter == "model" and draft_model is None:  # --drafter model applies where there is a draft
             settings = EngineSettings(drafter="auto", controller=settings.controller)
@@ -104,7 +103,7 @@ class EngineHub:
             self.loading, started = spec, time.perf_counter()
             log.info("loading %s (the first start of a bundled model prepares it: minutes, once)", spec)
             try:
-                self._models[spec] = self._loader(spec, self.cache_dir)
+                self._models[spec] = self._loader(spec, self.cache_dir, dtype=self.dtype)
             finally:
                 self.loading = None
             log.info("loaded %s in %.1f s", spec, time.perf_counter() - started)

@@ -10,7 +10,7 @@ from engine.types import Candidate, GenerationRequest, GenerationResult, Generat
 
 __all__ = ["Candidate", "DEFAULT_DRAFT", "DEFAULT_TARGET", "DRAFTER_CHOICES", "Engine", "EngineSettings",
            "GenerationRequest", "GenerationResult", "GenerationStats", "ModelSetupError", "load_engine",
-           "load_any", "check_same_vocabulary"]
+           "load_any", "check_same_vocabulary", "check_draft_fits"]
 
 
 def load_any(spec: str, cache_dir: Path | None = None, progress: bool = True, dtype: str = "auto"):
@@ -32,15 +32,22 @@ def check_same_vocabulary(target_tokenizer, draft_tokenizer, target_spec: str, d
                               "Choose a draft model of the same family, or use --drafter sibling (no draft model)")
 
 
+def check_draft_fits(target: tuple, draft: tuple, target_spec: str, draft_spec: str) -> None:
+    """Refuse a (draft model, tokenizer) that cannot draft for the (target model, tokenizer)."""
+    (model, tokenizer), (draft_model, draft_tokenizer) = target, draft
+    check_same_vocabulary(tokenizer, draft_tokenizer, target_spec, draft_spec)
+    if draft_model.config.vocab_size != model.config.vocab_size:
+        raise ModelSetupError(f"draft {draft_spec!r} has {draft_model.config.vocab_size} output tokens, target "
+                              f"{target_spec!r} has {model.config.vocab_size}: they cannot share drafts")
+
+
 def load_engine(model_spec: str = DEFAULT_TARGET, draft_spec: str | None = None, cache_dir: Path | None = None,
                 settings: EngineSettings | None = None, progress: bool = True, dtype: str = "auto") -> Engine:
     """Load the target (and draft) model and build an Engine around them."""
     model, tokenizer = load_any(model_spec, cache_dir, progress, dtype)
     draft_model = None
     if draft_spec:
-        draft_model, draft_tokenizer = load_any(draft_spec, cache_dir, progress, dtype)
-        check_same_vocabulary(tokenizer, draft_tokenizer, model_spec, draft_spec)
-        if draft_model.config.vocab_size != model.config.vocab_size:
-            raise ModelSetupError(f"draft {draft_spec!r} has {draft_model.config.vocab_size} output tokens, target "
-                                  f"{model_spec!r} has {model.config.vocab_size}: they cannot share drafts")
+        draft = load_any(draft_spec, cache_dir, progress, dtype)
+        check_draft_fits((model, tokenizer), draft, model_spec, draft_spec)
+        draft_model = draft[0]
     return Engine(model, tokenizer, draft_model, settings)

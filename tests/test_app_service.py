@@ -135,7 +135,7 @@ def test_menu_puts_the_command_line_choice_first():
 def test_hub_loads_on_first_use_and_shares_models():
     loads = []
 
-    def counting_loader(spec, cache_dir):
+    def counting_loader(spec, cache_dir, dtype="auto"):
         loads.append(spec)
         from engine import load_any
         return load_any(spec, cache_dir)
