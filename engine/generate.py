@@ -127,7 +127,7 @@ class Engine:
         for row_index, row in enumerate(run.rows):
             run.rules.extend(row, [int(first_tokens[row_index])], [float(first_logprobs[row_index])], self._decode)
         run.stats.generated_tokens = sum(len(r.token_ids) for r in run.rows)
-        self._drop_finished(run, {})
+        self._drop_finished(run)
 
     def _step(self, run: _Run, drafters: dict[str, Drafter], controller: DraftController) -> None:
         """One draft/verify round over the active rows."""
@@ -168,7 +168,7 @@ class Engine:
         self._count(run, draft, accepted, draft_passes)
         for drafter in drafters.values():
             drafter.observe(n_accepted)
-        self._drop_finished(run, drafters)
+        self._drop_finished(run)
 
     def _draft(self, run: _Run, drafters, lookups: dict[str, Draft], plan: StepPlan, context: DraftContext):
         """The plan's draft, truncated to its length; a model drafter runs here (timed), alone or for the rows
@@ -201,7 +201,7 @@ class Engine:
         stats.drafted_rows += int((draft.lengths > 0).sum())
         stats.generated_tokens = sum(len(r.token_ids) for r in run.rows)
 
-    def _drop_finished(self, run: _Run, drafters) -> None:
+    def _drop_finished(self, run: _Run) -> None:
         """Finished rows leave the batch: their cache rows are dropped so they stop costing compute."""
         keep = [i for i, r in enumerate(run.active) if run.rows[r].finish_reason is None]
         if len(keep) == len(run.active):
