@@ -81,10 +81,13 @@ def run_hf(model, tokenizer, draft, prompt: str, k: int, args, assisted: bool, e
     with torch.inference_mode():
         if assisted:  # transformers refuses num_return_sequences > 1 with an assistant: k calls
             for _ in range(k):
-                tokens += new_tokens(model.generate(ids, assistant_model=draft, **kwargs), ids.shape[1], eos_ids)
+                out = model.generate(ids, attention_mask=torch.ones_like(ids), assistant_model=draft, **kwargs)
+                tokens += new_tokens(out, ids.shape[1], eos_ids)
         else:
             # k copies of the prompt in one batch (greedy refuses num_return_sequences > 1; sampling is the same)
-            tokens = new_tokens(model.generate(ids.repeat(k, 1), **kwargs), ids.shape[1], eos_ids)
+            batch = ids.repeat(k, 1)
+            tokens = new_tokens(model.generate(batch, attention_mask=torch.ones_like(batch), **kwargs), ids.shape[1],
+                                eos_ids)
     return tokens, time.perf_counter() - started, None
 
 
@@ -158,9 +161,14 @@ def main(argv=None) -> None:
     for temperature in [float(t) for t in args.temperature.split(",")]:
         args.temperature_now = temperature
         for k in [int(x) for x in args.k.split(",")]:
+            measured = {m: Measurement(m, k, temperature, choices={} if m.startswith("ours_") else None)
+                        for m in methods}
+            for index, prompt in enumerate(prompts):  # methods interleaved per prompt: load drift hits all alike
+                for method in methods:
+                    _measure_one(measured[method], index, prompt, models[method], tokenizer, draft, engines, args,
+                                 eos_ids)
             for method in methods:
-                rows.append(_measure(method, k, temperature, prompts, models[method], tokenizer, draft, engines, args,
-                                     eos_ids))
+                rows.append(measured[method])
                 print(_row_text(rows[-1]), flush=True)
     _print_table(rows)
     figures = {"model": args.model, "dtype": str(next(model.parameters()).dtype), "draft": args.draft if draft is not None else None,
@@ -174,24 +182,24 @@ def main(argv=None) -> None:
     print(json.dumps(figures))
 
 
-def _measure(method, k, temperature, prompts, model, tokenizer, draft, engines, args, eos_ids) -> Measurement:
-    measurement = Measurement(method, k, temperature, choices={} if method.startswith("ours_") else None)
-    for index, prompt in enumerate(prompts):
-        torch.manual_seed(args.seed + index)
-        if method.startswith("hf"):
-            assisted = method.startswith("hf_assisted")
-            tokens, seconds, stats = run_hf(model, tokenizer, draft, prompt, k, args, assisted, eos_ids)
-        else:
-            tokens, seconds, stats = run_ours(engines[method], prompt, k, args, args.seed + index)
-        measurement.tokens += tokens
-        measurement.seconds += seconds
-        if stats is not None:
-            measurement.proposed += stats.proposed_tokens
-            measurement.accepted += stats.accepted_tokens
-            measurement.drafted_rows += stats.drafted_rows
-            for name, count in stats.drafter_choices.items():
-                measurement.choices[name] = measurement.choices.get(name, 0) + count
-    return measurement
+def _measure_one(measurement: Measurement, index: int, prompt: str, model, tokenizer, draft, engines, args,
+                 eos_ids) -> None:
+    """Run one method on one prompt and add its figures to the measurement."""
+    method, k = measurement.method, measurement.k
+    torch.manual_seed(args.seed + index)
+    if method.startswith("hf"):
+        assisted = method.startswith("hf_assisted")
+        tokens, seconds, stats = run_hf(model, tokenizer, draft, prompt, k, args, assisted, eos_ids)
+    else:
+        tokens, seconds, stats = run_ours(engines[method], prompt, k, args, args.seed + index)
+    measurement.tokens += tokens
+    measurement.seconds += seconds
+    if stats is not None:
+        measurement.proposed += stats.proposed_tokens
+        measurement.accepted += stats.accepted_tokens
+        measurement.drafted_rows += stats.drafted_rows
+        for name, count in stats.drafter_choices.items():
+            measurement.choices[name] = measurement.choices.get(name, 0) + count
 
 
 def _row_text(m: Measurement) -> str:

@@ -100,6 +100,22 @@ class AcceptanceEstimate:
         return (1 - a ** (length + 1)) / (1 - a)
 
 
+class ControllerMemory:
+    """What outlives one request: forward costs (a property of the hardware and models) and acceptance per
+    drafter and temperature, so a new request starts from measurements instead of priors."""
+
+    def __init__(self, settings: ControllerSettings):
+        self.settings = settings
+        self.costs = CostModel(settings)
+        self._acceptance: dict[tuple[str, float], AcceptanceEstimate] = {}
+
+    def acceptance_of(self, drafter: str, temperature: float) -> AcceptanceEstimate:
+        key = (drafter, round(temperature, 3))
+        if key not in self._acceptance:
+            self._acceptance[key] = AcceptanceEstimate(self.settings)
+        return self._acceptance[key]
+
+
 @dataclass
 class StepPlan:
     """What the next step does."""
@@ -125,10 +141,12 @@ class StepPlan:
 class DraftController:
     """Per step, picks the drafter(s) and length that maximise expected committed tokens per second."""
 
-    def __init__(self, settings: ControllerSettings, drafter_names: list[str], model_drafters: set[str]):
+    def __init__(self, settings: ControllerSettings, drafter_names: list[str], model_drafters: set[str],
+                 memory: "ControllerMemory | None" = None, temperature: float = 0.0):
         self.settings = settings
-        self.costs = CostModel(settings)
-        self.acceptance = {name: AcceptanceEstimate(settings) for name in drafter_names}
+        memory = memory or ControllerMemory(settings)
+        self.costs = memory.costs
+        self.acceptance = {name: memory.acceptance_of(name, temperature) for name in drafter_names}
         self.bass = {name: BassLengthRule(settings) for name in drafter_names}
         self.model_drafters = model_drafters
         self.steps_since_draft = 0

@@ -9,7 +9,7 @@ from typing import Callable
 import torch
 
 from engine.acceptance import speculative_accept
-from engine.controller import ControllerSettings, DraftController, StepPlan
+from engine.controller import ControllerMemory, ControllerSettings, DraftController, StepPlan
 from engine.drafters import (Draft, DraftContext, Drafter, ModelDrafter, merge_drafts, prompt_lookup_drafter,
                              sibling_drafter)
 from engine.kv_cache import RaggedKVCache
@@ -67,6 +67,7 @@ class Engine:
         self.device = next(model.parameters()).device
         self.eos_ids = _eos_ids(model, tokenizer)
         self.context_limit = getattr(model.config, "max_position_embeddings", None) or 32768
+        self.memory = ControllerMemory(self.settings.controller)  # measured costs and acceptance, across requests
 
     def generate(self, request: GenerationRequest, on_update: Callable[[GenerationResult], None] | None = None,
                  should_stop: Callable[[], bool] | None = None) -> GenerationResult:
@@ -75,7 +76,7 @@ class Engine:
         run = self._start(request)
         drafters = self._drafters(run)
         controller = DraftController(self.settings.controller, list(drafters),
-                                     {n for n, d in drafters.items() if d.uses_model})
+                                     {n for n, d in drafters.items() if d.uses_model}, self.memory, request.temperature)
         self._prefill(run)
         self._notify(run, on_update)
         while run.active and time.perf_counter() < run.deadline and not (should_stop and should_stop()):
