@@ -14,6 +14,8 @@ from rerank.tokens import code_token_spans
 _NEEDS_LOGPROBS = ("wucs", "consensus_wucs", "mean_logprob", "sum_logprob")
 
 
+EMPTY_KIND = "empty-implementation"  # the finding kind static_eval gives a body that adds nothing that runs
+
 @dataclass
 class RankedCandidate:
     """One distinct candidate text, its place, and why it is there.
@@ -37,7 +39,7 @@ class RankedCandidate:
     parses: bool | None = None     # from the static report; None without one
     errors: int = 0                # error-level findings
     warnings: int = 0              # warning-level findings
-    demoted: bool = False          # moved below the parsing candidates because it does not parse
+    demoted: bool = False          # moved below the others: it does not parse, or it is an empty implementation
     scorer: str = ""               # RankSettings.label() of the ranking
     extras: dict = field(default_factory=dict)  # room for callers' annotations
 
@@ -123,7 +125,8 @@ def rank(texts: list[str], token_logprobs: list[list[float]] | None = None, repo
     penalty = np.array([static_penalty_fraction(r, settings) * scale for r in group_reports])
     score = base - penalty
     parses = [None if r is None else bool(getattr(r, "parses", True)) for r in group_reports]
-    demoted = [settings.unparsable_to_bottom and p is False for p in parses]
+    demoted = [(settings.unparsable_to_bottom and p is False) or (settings.empty_to_bottom and _is_empty(r))
+               for p, r in zip(parses, group_reports)]
     if all(demoted):
         demoted = [False] * len(groups)  # all fail: the policy cannot tell them apart
 
@@ -136,6 +139,11 @@ def rank(texts: list[str], token_logprobs: list[list[float]] | None = None, repo
         warnings=finding_count(group_reports[g], "warnings") if group_reports[g] is not None else 0,
         demoted=demoted[g], scorer=settings.label(),
     ) for place, g in enumerate(order)]
+
+
+def _is_empty(report) -> bool:
+    """The report says the candidate adds nothing that runs (static_eval's empty-implementation finding)."""
+    return report is not None and any(getattr(f, "kind", None) == EMPTY_KIND for f in getattr(report, "findings", ()))
 
 
 def _sortable(value: float) -> float:

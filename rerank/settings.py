@@ -26,6 +26,8 @@ class RankSettings:
     # Static policy (reports from static_eval). Penalties are fractions of the largest |score| of
     # the call, so they mean the same for every scorer and similarity.
     unparsable_to_bottom: bool = True    # candidates that do not parse rank below all that do, unless all fail
+    empty_to_bottom: bool = True         # so do empty implementations (only pass / ... / docstring / raise
+                                         # NotImplementedError): they cannot be the answer however many agree
     error_penalty: float = 0.25          # per error-level finding: usually a failure when run, but linters err
     warning_penalty: float = 0.02        # per warning (unused name...): rarely wrong code, so a tie-breaker
     incomplete_penalty: float = 0.25     # the report says the code is cut off (complete=False)

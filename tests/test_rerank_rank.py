@@ -76,6 +76,16 @@ def test_unparsable_go_to_the_bottom_unless_all_fail():
     assert [c.indices for c in all_fail] == [c.indices for c in rank(texts)]
 
 
+def test_an_empty_implementation_never_wins_however_many_agree():
+    texts = ["    pass\n", "    pass\n", "    pass  # TODO\n", "    return sorted(xs)\n", "    return xs[::-1]\n"]
+    empty = Report(findings=[Finding("empty-implementation")])
+    reports = [empty, empty, empty, Report(), Report()]
+    ranked = rank(texts, reports=reports)
+    assert "pass" not in ranked[0].text and "pass" not in ranked[1].text
+    assert all(c.demoted for c in ranked if "pass" in c.text)
+    assert not any(c.demoted for c in rank(texts, reports=[empty] * 5))   # all empty: nothing to prefer
+
+
 def test_errors_cost_more_than_warnings():
     texts = ["    return a + b\n", "    return a + b + 0\n"]  # near-equal consistency
     error, warning = Finding("undefined-name"), Finding("unused-variable", severity="warning")
