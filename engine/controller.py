@@ -54,6 +54,9 @@ class CostModel:
         old = self._seconds.get(key)
         self._seconds[key] = seconds if old is None else old + self.smoothing * (seconds - old)
 
+    def measured(self, kind: str, rows: int, tokens: int) -> bool:
+        return (kind, rows, tokens) in self._seconds
+
     def estimate(self, kind: str, rows: int, tokens: int) -> float | None:
         if (kind, rows, tokens) in self._seconds:
             return self._seconds[(kind, rows, tokens)]
@@ -192,7 +195,9 @@ class DraftController:
                 for length in range(1, self.bass[model].length + 1):
                     options.append(StepPlan(name, length, self.rate(name, rows, length, found, model), model))
         best = max(options, key=lambda o: o.expected_rate)
-        if not self.settings.cost_aware or best.expected_rate == 0.0:
+        if self.settings.cost_aware and not self.costs.measured("target", rows, 1):
+            best = options[0]  # plain decoding is the yardstick: measure it at this batch size before comparing
+        elif not self.settings.cost_aware or best.expected_rate == 0.0:
             best = self._without_costs(options)
         elif best.drafter is None and self.steps_since_draft >= self.settings.probe_every:
             best = self._probe(options)

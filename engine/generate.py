@@ -133,6 +133,7 @@ class Engine:
     def _step(self, run: _Run, drafters: dict[str, Drafter], controller: DraftController) -> None:
         """One draft/verify round over the active rows."""
         request, batch = run.request, len(run.active)
+        step_started = time.perf_counter()
         context = DraftContext(run.prompt_ids, [r.token_ids for r in run.rows], list(run.active),
                                self.settings.controller.max_lookup_length, run.deadline)
         # 1. draft: free lookups first, so the controller can weigh what they actually found
@@ -145,14 +146,12 @@ class Engine:
         # 2. verify: [pending, draft tokens] of every row in one target forward
         pending = torch.tensor([run.rows[r].token_ids[-1] for r in run.active], device=self.device)  # [B]
         verify_input = torch.cat([pending[:, None], draft.tokens.to(self.device)], dim=1)            # [B, K+1]
-        verify_started = time.perf_counter()
         logits = forward(self.model, run.cache, verify_input)                                        # [B, K+1, V]
         target_probs = warp_probs(logits, request.temperature, request.top_p)                       # [B, K+1, V]
         # 3. accept: exact speculative sampling, each row its own number of tokens
         draft_lengths = draft.lengths.to(self.device)
         n_accepted, next_tokens = speculative_accept(draft.tokens.to(self.device), draft.probs, target_probs,
                                                      draft_lengths, run.generator)                  # [B], [B]
-        verify_seconds = time.perf_counter() - verify_started
         # 4. commit: the cache keeps [pending, accepted drafts]; the new token is the next pending one
         run.cache.commit(n_accepted + 1)
         committed = torch.cat([draft.tokens.to(self.device), next_tokens[:, None]], dim=1)           # [B, K+1]
@@ -162,8 +161,9 @@ class Engine:
             n = int(n_accepted[i]) + 1
             run.rules.extend(run.rows[row_index], committed[i, :n].tolist(), committed_logprobs[i, :n].tolist(),
                              self._decode)
-        # 5. adapt: costs and acceptance feed the next plan
+        # 5. adapt: costs and acceptance feed the next plan; the step's cost is all of it but the draft passes
         accepted = n_accepted.tolist()
+        verify_seconds = time.perf_counter() - step_started - draft_seconds
         controller.observe(plan, batch, verify_seconds, draft.lengths.tolist(), accepted, draft_seconds, draft_passes,
                            row_drafters)
         self._count(run, draft, accepted, draft_passes)

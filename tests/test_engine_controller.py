@@ -111,7 +111,11 @@ def test_without_cost_awareness_the_longest_draft_of_the_first_drafter_is_used()
     assert (plan.drafter, plan.length) == ("model", 7)
 
 
-def test_before_any_measurement_drafting_is_tried():
-    controller = DraftController(ControllerSettings(), ["model"], {"model"})
-    plan = controller.plan(8, {})
-    assert plan.drafter == "model" and plan.length > 0
+def test_plain_decoding_is_measured_first_then_drafting_is_probed():
+    controller = DraftController(ControllerSettings(probe_every=3), ["model"], {"model"})
+    first = controller.plan(8, {})
+    assert (first.drafter, first.length) == (None, 0)   # the yardstick: a plain step at this batch size
+    controller.costs.record("target", 8, 1, 0.1)
+    plans = [controller.plan(8, {}) for _ in range(4)]
+    assert any(p.drafter == "model" and p.length > 0 for p in plans)
+    assert controller.plan(5, {}).drafter is None        # a new batch size (rows finished): measured anew
