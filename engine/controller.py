@@ -13,6 +13,7 @@ class ControllerSettings:
     start_length: int = 7       # BASS: first draft length
     max_length: int = 32        # BASS: never longer
     max_lookup_length: int = 8  # model-free drafts: longer ones are rarely accepted whole and make verification dear
+    min_draft_confidence: float = 0.4  # a model draft stops once every row's newest token is less likely than this
     grow_step: int = 2          # BASS: growth when some row accepted the whole draft
     cost_aware: bool = True     # compare expected tokens/s with plain decoding (length 0) from measured costs
     prior_acceptance: float = 0.6   # per-token acceptance assumed before any observation

@@ -80,8 +80,9 @@ class ModelDrafter:
     uses_model = True
 
     def __init__(self, model, prompt_ids: list[int], n_rows: int, temperature: float, top_p: float,
-                 generator: torch.Generator | None, forward):
+                 generator: torch.Generator | None, forward, min_confidence: float = 0.0):
         self.model, self.temperature, self.top_p, self.generator = model, temperature, top_p, generator
+        self.min_confidence = min_confidence  # stop drafting once every row's newest draft token is less likely
         self._forward = forward  # (model, cache, input_ids [B, q], keep_last) -> logits [B, q, V]
         device = next(model.parameters()).device
         self.cache = RaggedKVCache(model.config.num_hidden_layers, 1, device)
@@ -112,9 +113,10 @@ class ModelDrafter:
             tokens.append(draft_token)
             probs.append(draft_probs)
             step_input = draft_token[:, None]
-            if len(tokens) < context.max_len:  # the last draft token is never fed
-                for fed, token in zip(self.fed, draft_token.tolist()):
-                    fed.append(token)
+            if len(tokens) == context.max_len or self._unsure(logits, draft_token):
+                break  # the last draft token is never fed
+            for fed, token in zip(self.fed, draft_token.tolist()):
+                fed.append(token)
         if not tokens:
             return Draft.empty(len(histories), device)
         draft_tokens = torch.stack(tokens, dim=1)                                      # [B, K]
@@ -122,6 +124,15 @@ class ModelDrafter:
 
     def observe(self, n_accepted: torch.Tensor) -> None:
         """Nothing to learn; the cache is re-aligned from the histories at the next proposal."""
+
+    def _unsure(self, logits: torch.Tensor, draft_token: torch.Tensor) -> bool:
+        """Every row's newest draft token has a draft probability (at temperature >= 1, so greedy drafts are
+        judged too) below min_confidence: later tokens would likely be wasted (as transformers' assisted
+        generation does with its assistant confidence threshold)."""
+        if self.min_confidence <= 0:
+            return False
+        confidence = torch.softmax(logits.float() / max(self.temperature, 1.0), dim=-1)
+        return bool((confidence.gather(-1, draft_token[:, None]) < self.min_confidence).all())
 
     def _follow_rows(self, active_rows: list[int]) -> None:
         if active_rows != self.rows:

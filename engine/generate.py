@@ -112,7 +112,8 @@ class Engine:
         if choice == "model" or (choice == "auto" and self.draft_model is not None):
             request = run.request
             drafters["model"] = ModelDrafter(self.draft_model, run.prompt_ids, request.k, request.temperature,
-                                             request.top_p, run.generator, forward)
+                                             request.top_p, run.generator, forward,
+                                             self.settings.controller.min_draft_confidence)
         return drafters
 
     def _prefill(self, run: _Run) -> None:

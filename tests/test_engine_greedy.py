@@ -58,6 +58,16 @@ def test_same_weights_draft_is_always_accepted_and_saves_forwards(make_engine, s
     assert stats.forward_passes < NEW_TOKENS // 2                 # prefill + a few long verified drafts
 
 
+def test_unconfident_drafts_stop_early_and_greedy_output_is_unchanged(make_engine, same_draft, reference):
+    request = GenerationRequest(PROMPTS["short"], k=3, max_new_tokens=NEW_TOKENS, temperature=0, budget_s=120,
+                                stop=())
+    never_sure = make_engine("model", same_draft, cost_aware=False, min_draft_confidence=0.999).generate(request)
+    never_stop = make_engine("model", same_draft, cost_aware=False, min_draft_confidence=0.0).generate(request)
+    assert never_sure.stats.mean_draft_length == 1.0                    # one token, then the drafter gives up
+    assert never_stop.stats.mean_draft_length > 2.0
+    assert [c.token_ids for c in never_sure.candidates] == [c.token_ids for c in never_stop.candidates]
+
+
 def test_different_weights_draft_is_rarely_accepted(make_engine, other_draft):
     result = make_engine("model", other_draft, cost_aware=False).generate(
         GenerationRequest(PROMPTS["short"], k=3, max_new_tokens=NEW_TOKENS, temperature=0, budget_s=120, stop=()))
