@@ -20,6 +20,8 @@ class ControllerSettings:
     prior_weight: float = 4.0       # how many observed tokens the prior is worth
     decay: float = 0.98             # older observations fade (acceptance drifts within a generation)
     probe_every: int = 12           # steps without speculation before a short probe re-measures acceptance
+    min_gain: float = 0.1           # draft only when the expected rate beats plain decoding by this fraction:
+                                    # estimates are noisy, and a wrong guess must not cost more than it can win
     extra_token_cost: float = 0.08  # prior: each extra verified token costs this fraction of a 1-token pass
 
 
@@ -200,6 +202,8 @@ class DraftController:
             best = options[0]  # plain decoding is the yardstick: measure it at this batch size before comparing
         elif not self.settings.cost_aware or best.expected_rate == 0.0:
             best = self._without_costs(options)
+        elif best.drafter is not None and best.expected_rate < options[0].expected_rate * (1 + self.settings.min_gain):
+            best = options[0] if self.steps_since_draft < self.settings.probe_every else self._probe(options)
         elif best.drafter is None and self.steps_since_draft >= self.settings.probe_every:
             best = self._probe(options)
         self.steps_since_draft = 0 if best.drafter else self.steps_since_draft + 1
