@@ -156,6 +156,7 @@ class DraftController:
         self.bass = {name: BassLengthRule(settings) for name in drafter_names}
         self.model_drafters = model_drafters
         self.steps_since_draft = 0
+        self.probe_interval = settings.probe_every  # plain steps before the next probe
         self.choices: dict[str, int] = defaultdict(int)
 
     def rate(self, drafter: str | None, rows: int, length: int, row_lengths: list[int] | None = None,
@@ -202,10 +203,10 @@ class DraftController:
             best = options[0]  # plain decoding is the yardstick: measure it at this batch size before comparing
         elif not self.settings.cost_aware or best.expected_rate == 0.0:
             best = self._without_costs(options)
-        elif best.drafter is not None and best.expected_rate < options[0].expected_rate * (1 + self.settings.min_gain):
-            best = options[0] if self.steps_since_draft < self.settings.probe_every else self._probe(options)
-        elif best.drafter is None and self.steps_since_draft >= self.settings.probe_every:
-            best = self._probe(options)
+        elif best.drafter is None or best.expected_rate < options[0].expected_rate * (1 + self.settings.min_gain):
+            best = self._probe(options) if self.steps_since_draft >= self.probe_interval else options[0]
+        else:
+            self.probe_interval = self.settings.probe_every  # drafting pays again: probe at the base rate later
         self.steps_since_draft = 0 if best.drafter else self.steps_since_draft + 1
         self.choices[best.label] += 1
         return best
@@ -221,7 +222,10 @@ class DraftController:
         return max((o for o in drafted if o.drafter == first), key=lambda o: o.length)
 
     def _probe(self, options: list[StepPlan]) -> StepPlan:
-        """A short draft with the best-looking drafter, to refresh its acceptance estimate."""
+        """A short draft with the best-looking drafter, to refresh its acceptance estimate; each probe that is
+        needed doubles the wait for the next (up to 16x), since on hardware where drafting does not pay every
+        probe is a loss."""
+        self.probe_interval = min(2 * self.probe_interval, 16 * self.settings.probe_every)
         drafted = [o for o in options if o.drafter and o.length <= 3]
         return max(drafted, key=lambda o: o.expected_rate) if drafted else options[0]
 

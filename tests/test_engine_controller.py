@@ -119,3 +119,9 @@ def test_plain_decoding_is_measured_first_then_drafting_is_probed():
     plans = [controller.plan(8, {}) for _ in range(4)]
     assert any(p.drafter == "model" and p.length > 0 for p in plans)
     assert controller.plan(5, {}).drafter is None        # a new batch size (rows finished): measured anew
+
+
+def test_each_needed_probe_doubles_the_wait_for_the_next():
+    controller = controller_with(0.005, draft_seconds=0.05, accepted_fraction=0.1, probe_every=3)
+    drafted_at = [i for i in range(30) if controller.plan(8, {}).drafter is not None]
+    assert drafted_at[:3] == [3, 10, 23]            # waits of 3, 6 and 12 plain steps
