@@ -63,21 +63,39 @@ class CostModel:
     def estimate(self, kind: str, rows: int, tokens: int) -> float | None:
         if (kind, rows, tokens) in self._seconds:
             return self._seconds[(kind, rows, tokens)]
-        seen = {q: s for (k, r, q), s in self._seconds.items() if k == kind and r == rows}
+        seen = self._seen(kind, rows)
         if not seen:
             nearest = sorted(((abs(r - rows), r) for (k, r, _q) in self._seconds if k == kind))
             if not nearest:
                 return None
             return self.estimate(kind, nearest[0][1], tokens)
-        if len(seen) >= 2:  # least-squares line through the observed token counts
-            qs, ts = list(seen), list(seen.values())
-            q_mean, t_mean = sum(qs) / len(qs), sum(ts) / len(ts)
-            var = sum((q - q_mean) ** 2 for q in qs)
-            slope = max(sum((q - q_mean) * (t - t_mean) for q, t in zip(qs, ts)) / var, 0.0)
-            return max(t_mean + slope * (tokens - q_mean), min(ts) * 0.5)
+        if len(seen) >= 2:
+            intercept, slope = _line(seen)
+            return max(intercept + slope * tokens, min(seen.values()) * 0.5)
         q0, t0 = next(iter(seen.items()))
-        per_token = self.settings.extra_token_cost * t0 / (1 + self.settings.extra_token_cost * (q0 - 1))
-        return t0 + per_token * (tokens - q0)
+        return t0 * (1 + self._relative_slope(kind, rows) * (tokens - q0))
+
+    def _seen(self, kind: str, rows: int) -> dict[int, float]:
+        return {q: s for (k, r, q), s in self._seconds.items() if k == kind and r == rows}
+
+    def _relative_slope(self, kind: str, rows: int) -> float:
+        """Extra cost per extra token, as a fraction of a 1-token pass: measured at the nearest batch size with
+        two token counts (a few rows more or less change it little), else the prior."""
+        fitted = sorted((abs(r - rows), r) for (k, r, _q) in self._seconds
+                        if k == kind and len(self._seen(k, r)) >= 2)
+        if not fitted:
+            return self.settings.extra_token_cost
+        intercept, slope = _line(self._seen(kind, fitted[0][1]))
+        return slope / max(intercept + slope, 1e-9)
+
+
+def _line(points: dict[int, float]) -> tuple[float, float]:
+    """Least-squares (intercept, slope >= 0) of seconds against tokens per row."""
+    qs, ts = list(points), list(points.values())
+    q_mean, t_mean = sum(qs) / len(qs), sum(ts) / len(ts)
+    var = sum((q - q_mean) ** 2 for q in qs)
+    slope = max(sum((q - q_mean) * (t - t_mean) for q, t in zip(qs, ts)) / var, 0.0)
+    return t_mean - slope * q_mean, slope
 
 
 class AcceptanceEstimate:

@@ -125,3 +125,11 @@ def test_each_needed_probe_doubles_the_wait_for_the_next():
     controller = controller_with(0.005, draft_seconds=0.05, accepted_fraction=0.1, probe_every=3)
     drafted_at = [i for i in range(30) if controller.plan(8, {}).drafter is not None]
     assert drafted_at[:3] == [3, 10, 23]            # waits of 3, 6 and 12 plain steps
+
+
+def test_a_new_batch_size_borrows_the_measured_slope_not_the_prior():
+    costs = CostModel(ControllerSettings(extra_token_cost=0.08))
+    costs.record("target", 8, 1, 0.10)
+    costs.record("target", 8, 3, 0.16)               # +30% of a 1-token pass per extra token at 8 rows
+    costs.record("target", 5, 1, 0.08)               # rows finished: only a plain pass measured at 5 rows
+    assert costs.estimate("target", 5, 3) == pytest.approx(0.08 * (1 + 0.3 * 2))
