@@ -217,7 +217,8 @@ def _read_exec_cache(path) -> dict[str, ExecResult]:
                     row = json.loads(line)
                 except json.JSONDecodeError:
                     continue  # torn last line
-                cache[row.pop("key")] = ExecResult(**row)
+                key = row.pop("key")  # popped before ExecResult(**row): the right side of `cache[...] =` runs first
+            cache[key] = ExecResult(**row)
     return cache
 
 

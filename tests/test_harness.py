@@ -156,3 +156,11 @@ def test_a_torn_sample_file_keeps_what_was_written(tmp_path):
     data = out.read_bytes()
     out.write_bytes(data[:-7])  # an interrupted append
     assert "A" in harness.read_samples(out)
+
+
+def test_exec_cache_round_trips(tmp_path):
+    from benchmarks.sandbox import ExecResult
+    path = tmp_path / "exec.jsonl"
+    result = ExecResult(PASSED, "", 0.1, network_isolated=True)
+    harness._append_exec_cache(path, "abc", result)
+    assert harness._read_exec_cache(path) == {"abc": result}
