@@ -146,16 +146,17 @@ class Engine:
             return
         # 2. verify: [pending, draft tokens] of every row in one target forward
         pending = torch.tensor([run.rows[r].token_ids[-1] for r in run.active], device=self.device)  # [B]
-        verify_input = torch.cat([pending[:, None], draft.tokens.to(self.device)], dim=1)            # [B, K+1]
+        draft_tokens = draft.tokens.to(self.device)                                                  # [B, K]
+        verify_input = torch.cat([pending[:, None], draft_tokens], dim=1)                            # [B, K+1]
         logits = forward(self.model, run.cache, verify_input)                                        # [B, K+1, V]
         target_probs = warp_probs(logits, request.temperature, request.top_p)                       # [B, K+1, V]
         # 3. accept: exact speculative sampling, each row its own number of tokens
         draft_lengths = draft.lengths.to(self.device)
-        n_accepted, next_tokens = speculative_accept(draft.tokens.to(self.device), draft.probs, target_probs,
+        n_accepted, next_tokens = speculative_accept(draft_tokens, draft.probs, target_probs,
                                                      draft_lengths, run.generator)                  # [B], [B]
         # 4. commit: the cache keeps [pending, accepted drafts]; the new token is the next pending one
         run.cache.commit(n_accepted + 1)
-        committed = torch.cat([draft.tokens.to(self.device), next_tokens[:, None]], dim=1)           # [B, K+1]
+        committed = torch.cat([draft_tokens, next_tokens[:, None]], dim=1)                           # [B, K+1]
         committed[torch.arange(batch), n_accepted] = next_tokens
         committed_logprobs = token_logprobs(logits, committed)                                        # [B, K+1]
         for i, row_index in enumerate(run.active):

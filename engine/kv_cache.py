@@ -27,8 +27,8 @@ class RaggedKVCache:
     def update(self, key_states: torch.Tensor, value_states: torch.Tensor, layer_idx: int, *args, **kwargs):
         """Write q new entries per row at that row's own positions; return the visible span of the buffer."""
         batch, heads, q_len, head_dim = key_states.shape  # [B, H_kv, q, D]
-        self._ensure_capacity(layer_idx, key_states, int(self.lengths.max()) + q_len)
         end = int(self.lengths.max()) + q_len
+        self._ensure_capacity(layer_idx, key_states, end)
         if bool((self.lengths == self.lengths[0]).all()):
             start = int(self.lengths[0])
             self.keys[layer_idx][:, :, start:start + q_len] = key_states
