@@ -3,54 +3,65 @@ from __future__ import annotations
 
 import torch
 
-from engine.sampling import sample
+from engine.sampling import inverse_cdf
 
 
 def speculative_accept(draft_tokens: torch.Tensor, draft_probs: torch.Tensor | None, target_probs: torch.Tensor,
-                       draft_lengths: torch.Tensor, generator: torch.Generator | None):
+                       draft_lengths: torch.Tensor, generator: torch.Generator | None,
+                       sample_uniform: torch.Tensor | None = None):
     """Speculative sampling (Leviathan et al. 2023; Chen et al. 2023), one independent decision per row.
 
-    Draft token x_j is accepted with probability min(1, p_target(x_j) / p_draft(x_j)); at the first
-    rejection the next token is drawn from normalize(max(p_target - p_draft, 0)); when every draft token
-    of a row is accepted, a bonus token is drawn from the target at the next position. The output then
-    has exactly the target's distribution. A drafter without probabilities (a looked-up token) is a point
-    mass: accepted with probability p_target(x), and on rejection x itself is removed from p_target.
-    With one-hot (greedy) distributions this reduces to the longest prefix agreeing with the target argmax.
+    Every position j of a row has one uniform number u_j, and the target's own sample there is
+    inverse_cdf(p_target_j, u_j): what regular decoding with that number would draw.
+    - A point-mass draft (a looked-up token, a draft sampled with the same u_j, a one-hot distribution) is
+      accepted while it equals the target's sample, and the first target sample that differs is the next
+      token; when every draft token matches, the target's sample one past the draft is the bonus token. The
+      output is then exactly the tokens regular decoding draws with the same numbers, whatever the draft.
+    - A draft with a distribution q is accepted with probability min(1, p_target(x) / q(x)) (a separate
+      draw from `generator`); at the first rejection the next token is drawn with u_j from
+      normalize(max(p_target - q, 0)). The output has the target's distribution; which tokens a seed gives
+      then depends on the draft.
+    With one-hot (greedy) distributions both reduce to the longest prefix agreeing with the target argmax.
 
     Args:
-        draft_tokens:  [B, K] proposed tokens (entries at or past a row's draft length are ignored)
-        draft_probs:   [B, K, V] the drafter's (warped) distributions, or None for point-mass drafts
-        target_probs:  [B, K+1, V] the target's (warped) distributions at each draft position and one past
-        draft_lengths: [B] how many of the K draft tokens each row really proposes (0..K)
+        draft_tokens:   [B, K] proposed tokens (entries at or past a row's draft length are ignored)
+        draft_probs:    [B, K, V] the drafter's (warped) distributions, or None for point-mass drafts
+        target_probs:   [B, K+1, V] the target's (warped) distributions at each draft position and one past
+        draft_lengths:  [B] how many of the K draft tokens each row really proposes (0..K)
+        generator:      source of the acceptance draws, and of sample_uniform when that is not given
+        sample_uniform: [B, K+1] the numbers u_j of each row's positions
     Returns:
         n_accepted  [B] accepted draft tokens per row (0..draft_lengths)
-        next_tokens [B] the token that follows them (resampled after a rejection, or the bonus token)
+        next_tokens [B] the token that follows them
     """
     batch, max_len = draft_tokens.shape
-    rows = torch.arange(batch, device=draft_tokens.device)
-    p_target_of_draft = target_probs[:, :max_len].gather(-1, draft_tokens[..., None]).squeeze(-1)  # [B, K]
-    if draft_probs is None:
-        p_draft_of_draft = torch.ones_like(p_target_of_draft)
-    else:
+    device = draft_tokens.device
+    rows = torch.arange(batch, device=device)
+    if sample_uniform is None:
+        sample_uniform = torch.rand(batch, max_len + 1, generator=generator, device=device)
+    target_samples = inverse_cdf(target_probs, sample_uniform.to(device))                         # [B, K+1]
+    accepted = target_samples[:, :max_len] == draft_tokens                                       # [B, K]
+    point_mass = torch.ones_like(accepted)
+    if draft_probs is not None:
+        p_target_of_draft = target_probs[:, :max_len].gather(-1, draft_tokens[..., None]).squeeze(-1)  # [B, K]
         p_draft_of_draft = draft_probs.gather(-1, draft_tokens[..., None]).squeeze(-1)          # [B, K]
-    accept_draft_prob = (p_target_of_draft / p_draft_of_draft.clamp_min(1e-30)).clamp(max=1.0)  # [B, K]
-    uniform = torch.rand(batch, max_len, generator=generator, device=draft_tokens.device)
-    proposed = torch.arange(max_len, device=draft_tokens.device)[None, :] < draft_lengths[:, None]
-    accepted = (uniform < accept_draft_prob) & proposed                                         # [B, K]
-    n_accepted = accepted.long().cumprod(dim=-1).sum(dim=-1)                                    # [B]
-
-    next_target_probs = target_probs[rows, n_accepted]                                          # [B, V]
-    rejected_rows = n_accepted < draft_lengths                                                  # [B]
-    if bool(rejected_rows.any()):
-        at = n_accepted.clamp(max=max(max_len - 1, 0))
-        if draft_probs is None:
-            draft_at = torch.zeros_like(next_target_probs).scatter_(-1, draft_tokens[rows, at][:, None], 1.0)
-        else:
-            draft_at = draft_probs[rows, at]                                                    # [B, V]
-        residual = (next_target_probs - draft_at).clamp_min(0.0)
+        point_mass = p_draft_of_draft >= 1.0
+        accept_draft_prob = (p_target_of_draft / p_draft_of_draft.clamp_min(1e-30)).clamp(max=1.0)
+        uniform = torch.rand(batch, max_len, generator=generator, device=device)
+        accepted = torch.where(point_mass, accepted, uniform < accept_draft_prob)
+    proposed = torch.arange(max_len, device=device)[None, :] < draft_lengths[:, None]
+    n_accepted = (accepted & proposed).long().cumprod(dim=-1).sum(dim=-1)                       # [B]
+    next_tokens = target_samples[rows, n_accepted]                                               # [B]
+    if draft_probs is None:
+        return n_accepted, next_tokens
+    at = n_accepted.clamp(max=max(max_len - 1, 0))
+    residual_rows = (n_accepted < draft_lengths) & ~point_mass[rows, at]                         # [B]
+    if bool(residual_rows.any()):
+        next_target_probs = target_probs[rows, n_accepted]                                       # [B, V]
+        residual = (next_target_probs - draft_probs[rows, at]).clamp_min(0.0)
         residual_mass = residual.sum(-1, keepdim=True)
         # p <= q everywhere only happens through rounding when p == q; then p itself is the right answer.
         residual = torch.where(residual_mass > 0, residual / residual_mass.clamp_min(1e-30), next_target_probs)
-        next_target_probs = torch.where(rejected_rows[:, None], residual, next_target_probs)
-    next_tokens = sample(next_target_probs, generator)                                         # [B]
+        resampled = inverse_cdf(residual, sample_uniform.to(device)[rows, n_accepted])           # [B]
+        next_tokens = torch.where(residual_rows, resampled, next_tokens)
     return n_accepted, next_tokens

@@ -9,7 +9,7 @@ from typing import Protocol
 import torch
 
 from engine.kv_cache import RaggedKVCache
-from engine.sampling import sample, warp_probs
+from engine.sampling import PositionUniforms, inverse_cdf, sample, warp_probs
 
 
 @dataclass
@@ -38,11 +38,12 @@ class Draft:
 
 
 def merge_drafts(lookup: Draft, model: Draft) -> Draft:
-    """Rows where the lookup found something take its tokens (point masses, written as one-hot distributions,
-    which the acceptance rule treats exactly like point masses); the other rows keep the model's draft."""
-    if model.probs is None or model.tokens.shape[1] == 0:
+    """Rows where the lookup found something take its tokens; the other rows keep the model's draft. When the
+    model's draft carries distributions, the looked-up tokens get one-hot ones, which the acceptance rule
+    treats exactly like point masses."""
+    if model.tokens.shape[1] == 0:
         return lookup
-    batch, vocab = model.tokens.shape[0], model.probs.shape[-1]
+    batch = model.tokens.shape[0]
     width = max(lookup.tokens.shape[1], model.tokens.shape[1])
     device = model.tokens.device
     use_lookup = (lookup.lengths > 0).to(device)                                            # [B]
@@ -50,12 +51,14 @@ def merge_drafts(lookup: Draft, model: Draft) -> Draft:
     lookup_tokens[:, :lookup.tokens.shape[1]] = lookup.tokens.to(device)                   # [B, K]
     model_tokens = torch.zeros_like(lookup_tokens)
     model_tokens[:, :model.tokens.shape[1]] = model.tokens                                  # [B, K]
-    model_probs = model.probs.new_zeros(batch, width, vocab)
+    tokens = torch.where(use_lookup[:, None], lookup_tokens, model_tokens)
+    lengths = torch.where(use_lookup, lookup.lengths.to(device), model.lengths)
+    if model.probs is None:
+        return Draft(tokens, lengths)
+    model_probs = model.probs.new_zeros(batch, width, model.probs.shape[-1])
     model_probs[:, :model.probs.shape[1]] = model.probs                                     # [B, K, V]
     lookup_probs = torch.zeros_like(model_probs).scatter_(-1, lookup_tokens[..., None], 1.0)  # [B, K, V]
-    return Draft(torch.where(use_lookup[:, None], lookup_tokens, model_tokens),
-                 torch.where(use_lookup, lookup.lengths.to(device), model.lengths),
-                 torch.where(use_lookup[:, None, None], lookup_probs, model_probs))
+    return Draft(tokens, lengths, torch.where(use_lookup[:, None, None], lookup_probs, model_probs))
 
 
 class Drafter(Protocol):
@@ -70,6 +73,10 @@ class Drafter(Protocol):
 class ModelDrafter:
     """A small model of the target's family samples the draft autoregressively, with its own ragged cache.
 
+    Given the request's PositionUniforms, each draft token is drawn with the number the target will use at
+    that position and the draft is a point mass ("coupled"); given a generator, the draft carries its
+    distributions for the min(1, p/q) test ("residual").
+
     It remembers which token it fed at every cached position of every row (`fed`), so whatever happened
     since its last proposal (drafts rejected, steps it sat out, rows served by another drafter) it feeds
     exactly the history tokens its cache lacks; rows that lack fewer re-feed a few cached tokens at their
@@ -80,8 +87,8 @@ class ModelDrafter:
     uses_model = True
 
     def __init__(self, model, prompt_ids: list[int], n_rows: int, temperature: float, top_p: float,
-                 generator: torch.Generator | None, forward, min_confidence: float = 0.0):
-        self.model, self.temperature, self.top_p, self.generator = model, temperature, top_p, generator
+                 randomness: PositionUniforms | torch.Generator | None, forward, min_confidence: float = 0.0):
+        self.model, self.temperature, self.top_p, self.randomness = model, temperature, top_p, randomness
         self.min_confidence = min_confidence  # stop drafting once every row's newest draft token is less likely
         self._forward = forward  # (model, cache, input_ids [B, q], keep_last) -> logits [B, q, V]
         device = next(model.parameters()).device
@@ -109,7 +116,7 @@ class ModelDrafter:
             self.passes += 1
             self.cache.commit(torch.full_like(self.cache.lengths, step_input.shape[1]))
             draft_probs = warp_probs(logits, self.temperature, self.top_p)              # [B, V]
-            draft_token = sample(draft_probs, self.generator)                          # [B]
+            draft_token = self._sample(draft_probs, context, len(tokens))              # [B]
             tokens.append(draft_token)
             probs.append(draft_probs)
             step_input = draft_token[:, None]
@@ -120,7 +127,16 @@ class ModelDrafter:
         if not tokens:
             return Draft.empty(len(histories), device)
         draft_tokens = torch.stack(tokens, dim=1)                                      # [B, K]
-        return Draft(draft_tokens, torch.full_like(self.cache.lengths, len(tokens)), torch.stack(probs, dim=1))
+        coupled = isinstance(self.randomness, PositionUniforms)
+        return Draft(draft_tokens, torch.full_like(self.cache.lengths, len(tokens)),
+                     None if coupled else torch.stack(probs, dim=1))
+
+    def _sample(self, draft_probs: torch.Tensor, context: DraftContext, step: int) -> torch.Tensor:
+        """Draft token `step` of every active row: [B, V] -> [B]."""
+        if not isinstance(self.randomness, PositionUniforms):
+            return sample(draft_probs, self.randomness)
+        positions = [len(context.generated[r]) + step for r in context.active_rows]
+        return inverse_cdf(draft_probs, self.randomness.at(context.active_rows, positions, 1)[:, 0])
 
     def observe(self, n_accepted: torch.Tensor) -> None:
         """Nothing to learn; the cache is re-aligned from the histories at the next proposal."""

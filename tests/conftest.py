@@ -54,13 +54,16 @@ def other_draft():
 
 @pytest.fixture(scope="session")
 def make_engine(target, tokenizer):
-    """Engine factory: make_engine(drafter, draft_model=None, cost_aware=True, model=target, **controller)."""
+    """Engine factory: make_engine(drafter, draft_model=None, cost_aware=True, model=target, acceptance="coupled",
+    **controller)."""
 
-    def make(drafter: str = "none", draft_model=None, cost_aware: bool = True, model=None, **controller) -> Engine:
+    def make(drafter: str = "none", draft_model=None, cost_aware: bool = True, model=None,
+             acceptance: str = "coupled", **controller) -> Engine:
         # Random-weight drafts are never confident, so the confidence stop would cut every model draft to one
         # token; it is off here unless a test asks for it (test_engine_greedy tests it on its own).
         controller.setdefault("min_draft_confidence", 0.0)
-        settings = EngineSettings(drafter=drafter, controller=ControllerSettings(cost_aware=cost_aware, **controller))
+        settings = EngineSettings(drafter=drafter, acceptance=acceptance,
+                                  controller=ControllerSettings(cost_aware=cost_aware, **controller))
         return Engine(model if model is not None else target, tokenizer, draft_model, settings)
 
     return make

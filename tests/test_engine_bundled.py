@@ -53,7 +53,10 @@ def test_greedy_rows_equal_transformers_greedy(bundled):
 
 
 def test_a_fixed_seed_reproduces_samples(bundled):
-    built = make(bundled)
+    """Exactly, for the same computation. Speculation keeps a seed's tokens in exact arithmetic (tested on fp32
+    tiny models), but bf16 rounds differently for other batch shapes: measured, 3 of 24 rows of 32 tokens
+    differed somewhere between drafter "none" and "sibling", so this pins the plain path."""
+    built = make(bundled, drafter="none")
 
     def sample(seed):
         result = built.generate(GenerationRequest(HUMANEVAL_LIKE, k=2, max_new_tokens=10, temperature=0.8,

@@ -90,12 +90,14 @@ def goodness_of_fit(samples: list[int], exact: dict[int, float]) -> float:
     return stats.chisquare(observed, expected).pvalue
 
 
-DRAFTERS = [   # (name, drafter, draft fixture)
-    ("none", "none", None),
-    ("model, different weights", "model", "other_draft"),
-    ("model, same weights", "model", "same_draft"),
-    ("sibling", "sibling", None),
-    ("prompt", "prompt", None),
+DRAFTERS = [   # (name, drafter, draft fixture, acceptance rule)
+    ("none", "none", None, "coupled"),
+    ("model, different weights", "model", "other_draft", "coupled"),
+    ("model, same weights", "model", "same_draft", "coupled"),
+    ("model residual, different weights", "model", "other_draft", "residual"),
+    ("model residual, same weights", "model", "same_draft", "residual"),
+    ("sibling", "sibling", None, "coupled"),
+    ("prompt", "prompt", None, "coupled"),
 ]
 WARPS = [(1.0, 1.0), (0.5, 0.9)]
 
@@ -106,14 +108,15 @@ def exact(target, tokenizer):
 
 
 @pytest.mark.parametrize(("temperature", "top_p"), WARPS, ids=[f"T{t}-top_p{p}" for t, p in WARPS])
-@pytest.mark.parametrize(("name", "drafter", "draft"), DRAFTERS, ids=[d[0] for d in DRAFTERS])
-def test_second_token_marginal_is_the_targets(request, make_engine, exact, name, drafter, draft, temperature, top_p):
+@pytest.mark.parametrize(("name", "drafter", "draft", "acceptance"), DRAFTERS, ids=[d[0] for d in DRAFTERS])
+def test_second_token_marginal_is_the_targets(request, make_engine, exact, name, drafter, draft, acceptance,
+                                              temperature, top_p):
     draft_model = request.getfixturevalue(draft) if draft else None
-    engine = make_engine(drafter, draft_model, cost_aware=False)
+    engine = make_engine(drafter, draft_model, cost_aware=False, acceptance=acceptance)
     samples, proposed, accepted = sampled_second_token(engine, temperature, top_p)
     if drafter != "none":   # speculation really happened, with rejections (except a same-weights draft)
         assert proposed > len(samples) // 2
-        assert 0 < accepted < proposed or name == "model, same weights"
+        assert 0 < accepted < proposed or "same weights" in name
     p_value = goodness_of_fit(samples, exact[(temperature, top_p)])
     assert p_value > ALPHA, f"{name}: chi-square p = {p_value:.2e}"
 
@@ -136,8 +139,8 @@ class ArgmaxOracleDrafter:
 
     Real lookups mostly propose tokens the tiny random model finds unlikely, so a wrong rejection rule barely shows
     in their samples. This drafter's guesses carry much of the target's mass, so the point-mass path of the engine
-    (accept x with p(x), else resample without x) is tested with power: it catches resampling from p_target
-    instead of the residual (checked by hand with that mutation: p = 1e-38)."""
+    (keep x while it equals the target's own draw, else take that draw) is tested with power: it caught
+    resampling from p_target instead of the residual in the earlier accept-with-p(x) rule (p = 1e-38)."""
 
     name, uses_model = "prompt", False
 

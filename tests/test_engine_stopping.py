@@ -1,4 +1,5 @@
 """Stopping: stop strings, max_new_tokens, EOS, rows ending at different steps, the deadline, seeds, streaming."""
+import dataclasses
 import time
 
 import pytest
@@ -209,6 +210,30 @@ def test_a_fixed_seed_reproduces_the_samples(request, make_engine, name, drafter
     assert first == again
     assert first[0] != other[0]
     assert len({tuple(row) for row in first[0]}) > 1          # rows are different samples, not copies
+
+
+SEEDED = GenerationRequest(PROMPT, k=4, max_new_tokens=16, temperature=0.8, top_p=0.95, seed=5, stop=(), budget_s=60)
+
+
+@pytest.mark.parametrize(("drafter", "draft"), [("model", "same_draft"), ("model", "other_draft"), ("sibling", None),
+                                                ("prompt", None), ("auto", "other_draft")])
+def test_a_seed_gives_regular_decodings_tokens_whatever_the_drafter(request, make_engine, drafter, draft):
+    """Every (row, position) has its own uniform number, and drafts are kept only while they equal the target's
+    draw with it: speculation changes how many forwards it takes, never which tokens a seed gives."""
+    regular = [c.token_ids for c in make_engine("none").generate(SEEDED).candidates]
+    speculative = make_engine(drafter, request.getfixturevalue(draft) if draft else None)
+    first = speculative.generate(SEEDED)
+    again = speculative.generate(SEEDED)      # the cost model has learned from the first call: another plan
+    assert first.stats.proposed_tokens > 0
+    assert [c.token_ids for c in first.candidates] == regular
+    assert [c.token_ids for c in again.candidates] == regular
+
+
+def test_a_rows_samples_do_not_depend_on_k(make_engine):
+    engine = make_engine("sibling")
+    rows = engine.generate(SEEDED).candidates
+    alone = engine.generate(dataclasses.replace(SEEDED, k=1)).candidates
+    assert alone[0].token_ids == rows[0].token_ids
 
 
 def test_streaming_calls_back_with_growing_candidates(make_engine):
