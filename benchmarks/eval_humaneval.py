@@ -136,14 +136,30 @@ def load_our_engine(gen: GenerationSettings, loaded=None):
                        dtype=gen.dtype)
 
 
+def _request(problem: dict, gen: GenerationSettings, index: int):
+    from engine.types import GenerationRequest
+
+    return GenerationRequest(prompt=problem["prompt"], k=gen.k, max_new_tokens=gen.max_new_tokens,
+                             budget_s=gen.budget_s, temperature=gen.temperature, top_p=gen.top_p,
+                             seed=gen.seed + index)
+
+
+def _problem_record(problem: dict, result, gen: GenerationSettings, version: str, tokenizer) -> dict:
+    from engine.types import FINISH_BUDGET
+
+    candidates = [replace(c, finish_reason=c.finish_reason or FINISH_BUDGET) for c in result.candidates]
+    return {"task_id": problem["task_id"], "prompt": problem["prompt"],
+            "candidates": [_candidate_record(c, tokenizer) for c in candidates],
+            "stats": result.stats.as_dict(), "greedy": None, "greedy_stats": None,
+            "settings": asdict(gen), "code_version": version}
+
+
 def generate_samples(problems: list[dict], gen: GenerationSettings, out: str | Path, engine=None,
                      first_index: int = 0) -> None:
     """Generate k candidates (and a greedy one) per problem, appending to `out`; task_ids already there are skipped.
 
     The engine is loaded only when a problem is left to do, unless one is given.
     """
-    from engine.types import GenerationRequest
-
     done = set(read_samples(out))
     todo = [(first_index + i, p) for i, p in enumerate(problems) if p["task_id"] not in done]
     print(f"generation: {len(problems) - len(todo)} of {len(problems)} problems already in {out}", file=sys.stderr)
@@ -152,15 +168,10 @@ def generate_samples(problems: list[dict], gen: GenerationSettings, out: str | P
         if engine is None:
             engine = load_our_engine(gen)
         tokenizer = getattr(engine, "tokenizer", None)
-        request = GenerationRequest(prompt=problem["prompt"], k=gen.k, max_new_tokens=gen.max_new_tokens,
-                                    budget_s=gen.budget_s, temperature=gen.temperature, top_p=gen.top_p,
-                                    seed=gen.seed + index)
+        request = _request(problem, gen, index)
         start = time.monotonic()
         result = engine.generate(request)
-        record = {"task_id": problem["task_id"], "prompt": problem["prompt"],
-                  "candidates": [_candidate_record(c, tokenizer) for c in result.candidates],
-                  "stats": result.stats.as_dict(), "greedy": None, "greedy_stats": None,
-                  "settings": asdict(gen), "code_version": version}
+        record = _problem_record(problem, result, gen, version, tokenizer)
         if gen.greedy:
             greedy = engine.generate(replace(request, k=1, temperature=0.0, budget_s=gen.greedy_budget_s))
             record["greedy"] = _candidate_record(greedy.candidates[0], tokenizer)
@@ -168,6 +179,34 @@ def generate_samples(problems: list[dict], gen: GenerationSettings, out: str | P
         append_sample(out, record)
         print(f"{problem['task_id']}: {len(result.candidates)} candidates in {time.monotonic() - start:.1f} s "
               f"({result.stats.tokens_per_s:.1f} tok/s)", file=sys.stderr)
+
+
+def generate_budget_snapshots(problems: list[dict], gen: GenerationSettings, paths: dict[float, str], engine,
+                              first_index: int = 0) -> None:
+    """One streamed generation per problem with the largest budget; the candidates as they stood at each smaller
+    budget b (the last update at or before b seconds) are b's samples, appended to paths[b]. A run given budget b
+    would have returned at b plus the step in flight, so a snapshot is that run's answer less at most one step (a
+    budget shorter than the prefill gets the state after the prefill, as a run would). Problems already in every file are skipped."""
+    done = set.intersection(*(set(read_samples(path)) for path in paths.values()))
+    version = code_version()
+    for index, problem in [(first_index + i, p) for i, p in enumerate(problems) if p["task_id"] not in done]:
+        at_budget = {}
+
+        def keep(result):  # updates arrive in time order; the first (after the prefill) stands for any budget below it
+            for budget in paths:
+                if result.stats.wall_s <= budget or budget not in at_budget:
+                    at_budget[budget] = result
+
+        final = engine.generate(_request(problem, replace(gen, budget_s=max(paths)), index), on_update=keep)
+        at_budget[max(paths)] = final
+        for budget, path in paths.items():
+            snapshot = at_budget[budget]
+            if problem["task_id"] not in read_samples(path):
+                append_sample(path, _problem_record(problem, snapshot, replace(gen, budget_s=budget), version,
+                                                    engine.tokenizer))
+        print(f"{problem['task_id']}: {gen.drafter}, {final.stats.wall_s:.1f} s, "
+              + ", ".join(f"{b:g}s: {at_budget[b].stats.generated_tokens} tok" for b in sorted(paths)),
+              file=sys.stderr)
 
 
 # ---------------------------------------------------------------- execution
@@ -404,12 +443,12 @@ def budget_curve(problems: list[dict], gen: GenerationSettings, budgets: list[fl
     stem = out.removesuffix(".gz").removesuffix(".jsonl")
     curve, loaded = [], None
     for drafter in drafters:
-        for budget in budgets:
-            path = f"{stem}.{drafter}.b{budget:g}.jsonl.gz"
-            run = replace(gen, drafter=drafter, budget_s=budget, greedy=False)
-            if any(p["task_id"] not in read_samples(path) for p in problems):
-                loaded = load_our_engine(run, loaded)  # the models load once for the whole curve
-            generate_samples(problems, run, path, engine=loaded, first_index=first_index)
+        paths = {budget: f"{stem}.{drafter}.b{budget:g}.jsonl.gz" for budget in budgets}
+        run = replace(gen, drafter=drafter, greedy=False)
+        if any(p["task_id"] not in read_samples(path) for p in problems for path in paths.values()):
+            loaded = load_our_engine(run, loaded)  # the models load once for the whole curve
+            generate_budget_snapshots(problems, run, paths, loaded, first_index)
+        for budget, path in paths.items():
             summary = evaluate(problems, read_samples(path), sandbox, settings, [RankSettings()])
             curve.append({"drafter": drafter, "budget_s": budget, "samples": path,
                           "pass_first": summary["rankers"][RankSettings().label()]["mean"],

@@ -149,6 +149,27 @@ def test_generation_appends_per_problem_and_resumes(tmp_path):
     assert {"text", "token_ids", "logprobs", "finish_reason"} <= set(record["candidates"][0])
 
 
+def test_budget_snapshots_are_what_the_stream_held_at_each_budget(tmp_path):
+    from engine import Engine, EngineSettings
+    from engine.tiny import byte_tokenizer, tiny_model
+
+    engine = Engine(tiny_model(0), byte_tokenizer(), settings=EngineSettings(drafter="none"))
+    problems = _problems()
+    gen = harness.GenerationSettings(model="tiny:0", drafter="none", k=2, max_new_tokens=600, greedy=False)
+    paths = {0.05: str(tmp_path / "b0.05.jsonl.gz"), 30.0: str(tmp_path / "b30.jsonl.gz")}
+    harness.generate_budget_snapshots(problems, gen, paths, engine)
+    short, full = harness.read_samples(paths[0.05]), harness.read_samples(paths[30.0])
+    assert list(short) == list(full) == [p["task_id"] for p in problems]
+    for task_id in full:
+        assert short[task_id]["settings"]["budget_s"] == 0.05 and full[task_id]["settings"]["budget_s"] == 30.0
+        for early, late in zip(short[task_id]["candidates"], full[task_id]["candidates"]):
+            assert late["token_ids"][:len(early["token_ids"])] == early["token_ids"]   # the same sample, earlier
+            assert early["finish_reason"] in ("stop", "length", "budget") and late["finish_reason"] != "budget"
+    assert sum(len(c["token_ids"]) for r in short.values() for c in r["candidates"]) < \
+        sum(len(c["token_ids"]) for r in full.values() for c in r["candidates"])
+    harness.generate_budget_snapshots(problems, gen, paths, engine=None)   # resumes: nothing left, nothing loaded
+
+
 def test_a_torn_sample_file_keeps_what_was_written(tmp_path):
     out = tmp_path / "torn.jsonl.gz"
     harness.append_sample(out, {"task_id": "A", "candidates": []})
