@@ -19,7 +19,7 @@ def _analyze(doc: str | list[str], ngram_range: tuple[int, int]) -> list[str]:
     return ngrams(code_tokens(doc) if isinstance(doc, str) else doc, ngram_range)
 
 
-def make_vectorizer(ngram_range: tuple[int, int] = (1, 2), binary: bool = True) -> CountVectorizer:
+def make_vectorizer(ngram_range: tuple[int, int] = (1, 1), binary: bool = True) -> CountVectorizer:
     """A CountVectorizer over code-token n-grams (comments and whitespace do not count).
 
     Its documents are texts or lists of code tokens (to tokenize once per call).
