@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import random
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import torch
@@ -238,7 +238,7 @@ class Engine:
 
     def _result(self, run: _Run) -> GenerationResult:
         run.stats.wall_s = time.perf_counter() - run.started
-        return GenerationResult([r.as_candidate() for r in run.rows], run.stats)
+        return GenerationResult([r.as_candidate() for r in run.rows], replace(run.stats))  # a snapshot: the run goes on
 
     def _notify(self, run: _Run, on_update) -> None:
         if on_update is not None:
