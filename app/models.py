@@ -4,7 +4,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
@@ -95,7 +95,7 @@ class EngineHub:
             draft_model = draft[0]
         settings = self.settings
         if settings.drafter == "model" and draft_model is None:  # --drafter model applies where there is a draft
-            settings = EngineSettings(drafter="auto", controller=settings.controller)
+            settings = replace(settings, drafter="auto")  # every other setting (acceptance rule...) stays
         return Engine(model, tokenizer, draft_model, settings)
 
     def _model(self, spec: str) -> tuple:

@@ -147,3 +147,13 @@ def test_hub_loads_on_first_use_and_shares_models():
     assert loads == ["tiny:0", "tiny:1"]  # tiny:1 serves as draft and as target, loaded once
     with pytest.raises(ValueError, match="model='x' is not offered"):
         hub.engine("x")
+
+
+def test_drafter_model_without_a_draft_falls_back_to_auto_and_keeps_the_other_settings():
+    from engine import EngineSettings
+
+    hub = EngineHub([ModelChoice("pair", "tiny:0", "tiny:1"), ModelChoice("alone", "tiny:1")],
+                    settings=EngineSettings(drafter="model", acceptance="residual"))
+    assert hub.engine("pair").settings.drafter == "model"
+    alone = hub.engine("alone").settings
+    assert alone.drafter == "auto" and alone.acceptance == "residual"
