@@ -186,10 +186,12 @@ def generate_budget_snapshots(problems: list[dict], gen: GenerationSettings, pat
     """One streamed generation per problem with the largest budget; the candidates as they stood at each smaller
     budget b (the last update at or before b seconds) are b's samples, appended to paths[b]. A run given budget b
     would have returned at b plus the step in flight, so a snapshot is that run's answer less at most one step (a
-    budget shorter than the prefill gets the state after the prefill, as a run would). Problems already in every file are skipped."""
-    done = set.intersection(*(set(read_samples(path)) for path in paths.values()))
+    budget shorter than the prefill gets the state after the prefill, as a run would). Problems already in every
+    file are skipped."""
+    done = {budget: set(read_samples(path)) for budget, path in paths.items()}  # task_ids in each file
     version = code_version()
-    for index, problem in [(first_index + i, p) for i, p in enumerate(problems) if p["task_id"] not in done]:
+    for index, problem in [(first_index + i, p) for i, p in enumerate(problems)
+                           if any(p["task_id"] not in ids for ids in done.values())]:
         at_budget = {}
 
         def keep(result):  # updates arrive in time order; the first (after the prefill) stands for any budget below it
@@ -201,7 +203,7 @@ def generate_budget_snapshots(problems: list[dict], gen: GenerationSettings, pat
         at_budget[max(paths)] = final
         for budget, path in paths.items():
             snapshot = at_budget[budget]
-            if problem["task_id"] not in read_samples(path):
+            if problem["task_id"] not in done[budget]:
                 append_sample(path, _problem_record(problem, snapshot, replace(gen, budget_s=budget), version,
                                                     engine.tokenizer))
         print(f"{problem['task_id']}: {gen.drafter}, {final.stats.wall_s:.1f} s, "
@@ -445,7 +447,8 @@ def budget_curve(problems: list[dict], gen: GenerationSettings, budgets: list[fl
     for drafter in drafters:
         paths = {budget: f"{stem}.{drafter}.b{budget:g}.jsonl.gz" for budget in budgets}
         run = replace(gen, drafter=drafter, greedy=False)
-        if any(p["task_id"] not in read_samples(path) for p in problems for path in paths.values()):
+        files = [set(read_samples(path)) for path in paths.values()]
+        if any(p["task_id"] not in ids for p in problems for ids in files):
             loaded = load_our_engine(run, loaded)  # the models load once for the whole curve
             generate_budget_snapshots(problems, run, paths, loaded, first_index)
         for budget, path in paths.items():
