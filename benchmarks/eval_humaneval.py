@@ -11,7 +11,6 @@ import argparse
 import gzip
 import hashlib
 import json
-import os
 import subprocess
 import sys
 import time

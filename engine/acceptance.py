@@ -39,9 +39,9 @@ def speculative_accept(draft_tokens: torch.Tensor, draft_probs: torch.Tensor | N
     rows = torch.arange(batch, device=device)
     if sample_uniform is None:
         sample_uniform = torch.rand(batch, max_len + 1, generator=generator, device=device)
-    target_samples = inverse_cdf(target_probs, sample_uniform.to(device))                         # [B, K+1]
+    sample_uniform = sample_uniform.to(device)                                                   # [B, K+1]
+    target_samples = inverse_cdf(target_probs, sample_uniform)                                   # [B, K+1]
     accepted = target_samples[:, :max_len] == draft_tokens                                       # [B, K]
-    point_mass = torch.ones_like(accepted)
     if draft_probs is not None:
         p_target_of_draft = target_probs[:, :max_len].gather(-1, draft_tokens[..., None]).squeeze(-1)  # [B, K]
         p_draft_of_draft = draft_probs.gather(-1, draft_tokens[..., None]).squeeze(-1)          # [B, K]
@@ -62,6 +62,6 @@ def speculative_accept(draft_tokens: torch.Tensor, draft_probs: torch.Tensor | N
         residual_mass = residual.sum(-1, keepdim=True)
         # p <= q everywhere only happens through rounding when p == q; then p itself is the right answer.
         residual = torch.where(residual_mass > 0, residual / residual_mass.clamp_min(1e-30), next_target_probs)
-        resampled = inverse_cdf(residual, sample_uniform.to(device)[rows, n_accepted])           # [B]
+        resampled = inverse_cdf(residual, sample_uniform[rows, n_accepted])                      # [B]
         next_tokens = torch.where(residual_rows, resampled, next_tokens)
     return n_accepted, next_tokens

@@ -109,6 +109,7 @@ class ModelDrafter:
         self.fed = [list(h) for h in histories]
         step_input = torch.tensor([h[len(h) - missing:] for h in histories], device=device)  # [B, missing]
         tokens, probs = [], []
+        coupled = isinstance(self.randomness, PositionUniforms)
         for _ in range(context.max_len):
             if time.perf_counter() >= context.deadline:
                 break
@@ -118,7 +119,8 @@ class ModelDrafter:
             draft_probs = warp_probs(logits, self.temperature, self.top_p)              # [B, V]
             draft_token = self._sample(draft_probs, context, len(tokens))              # [B]
             tokens.append(draft_token)
-            probs.append(draft_probs)
+            if not coupled:  # a coupled draft is a point mass: its distributions are not needed
+                probs.append(draft_probs)
             step_input = draft_token[:, None]
             if len(tokens) == context.max_len or self._unsure(logits, draft_token):
                 break  # the last draft token is never fed
@@ -127,7 +129,6 @@ class ModelDrafter:
         if not tokens:
             return Draft.empty(len(histories), device)
         draft_tokens = torch.stack(tokens, dim=1)                                      # [B, K]
-        coupled = isinstance(self.randomness, PositionUniforms)
         return Draft(draft_tokens, torch.full_like(self.cache.lengths, len(tokens)),
                      None if coupled else torch.stack(probs, dim=1))
 
