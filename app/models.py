@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
-from engine import (DEFAULT_DRAFT, DEFAULT_TARGET, Engine, EngineSettings, check_draft_fits,
+from engine import (DEFAULT_DRAFT, DEFAULT_TARGET, Engine, EngineSettings, InvalidRequest, check_draft_fits,
                     load_any)
 
 log = logging.getLogger(__name__)
@@ -68,11 +68,11 @@ class EngineHub:
         return list(self.choices)
 
     def choice(self, label: str | None) -> ModelChoice:
-        """The choice for a menu label (None or "" means the default); ValueError names the offered ones."""
+        """The choice for a menu label (None or "" means the default); InvalidRequest names the offered ones."""
         if label in (None, ""):
             return self.choices[self.default_label]
         if label not in self.choices:
-            raise ValueError(f"model={label!r} is not offered: choose one of {', '.join(map(repr, self.choices))}")
+            raise InvalidRequest(f"model={label!r} is not offered: choose one of {', '.join(map(repr, self.choices))}")
         return self.choices[label]
 
     def is_loaded(self, label: str) -> bool:

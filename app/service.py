@@ -1,18 +1,23 @@
 """The request pipeline: validate inputs, generate k candidates (streaming), analyze, rerank, into one JSON-ready dict.
 
-Nothing here knows Gradio: bad input raises ValueError (app/ui.py turns it into gr.Error), and the
+Nothing here knows Gradio: bad input raises InvalidRequest (app/ui.py turns it into gr.Error), anything else
+that fails is logged and reported as an InternalError, and the
 objects it works with (engines, analyzer) are given to it.
 """
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import time
+import uuid
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Iterator
 
-from engine import Engine, GenerationRequest, GenerationResult
+from engine import Engine, GenerationRequest, GenerationResult, InvalidRequest, ModelSetupError
+
+log = logging.getLogger(__name__)
 
 try:  # static analysis and reranking are optional parts: without them candidates are shown unranked
     import static_eval  # noqa: F401  pylint: disable=unused-import  (only: is it installed?)
@@ -37,6 +42,29 @@ DEFAULT_BUDGET_S = 120.0
 
 class BusyError(RuntimeError):
     """The engine stayed busy past the wait limit: the caller should retry."""
+
+
+class InternalError(RuntimeError):
+    """Something failed inside the app, not in the request: logged with its traceback under `error_id`."""
+
+    def __init__(self, error_id: str, cause: BaseException):
+        super().__init__(f"internal error {error_id}: the app failed while serving this request "
+                         f"({type(cause).__name__}: {cause}). This is a fault of the app, not of your input; it was "
+                         f"logged with id {error_id}. Please retry, and report the id if it happens again.")
+        self.error_id = error_id
+
+
+USER_ERRORS = (InvalidRequest, BusyError, ModelSetupError)  # what the caller can act on, shown as is
+
+
+def as_reported(err: BaseException) -> BaseException:
+    """The error to show for `err`: user errors as they are; anything else logged with its traceback and
+    wrapped in an InternalError that says so."""
+    if isinstance(err, USER_ERRORS + (InternalError,)):
+        return err
+    error_id = uuid.uuid4().hex[:8]
+    log.error("internal error %s while serving a request", error_id, exc_info=err)
+    return InternalError(error_id, err)
 
 
 @dataclass(frozen=True)
@@ -77,7 +105,7 @@ class Defaults:
 # --- validation ---------------------------------------------------------------------------------------
 def build_request(prompt, k, budget_s, temperature, max_new_tokens, top_p=0.95, seed=-1,
                   limits: Limits = Limits()) -> GenerationRequest:
-    """A validated GenerationRequest; ValueError names the bad value and the allowed range."""
+    """A validated GenerationRequest; InvalidRequest (a ValueError) names the bad value and the allowed range."""
     prompt = _check_prompt(prompt, limits)
     k = _as_int("k", k, 1, limits.max_k)
     budget_s = _as_number("budget_s", budget_s, limits.min_budget_s, limits.max_budget_s, "seconds")
@@ -85,7 +113,7 @@ def build_request(prompt, k, budget_s, temperature, max_new_tokens, top_p=0.95, 
     max_new_tokens = _as_int("max_new_tokens", max_new_tokens, 1, limits.max_new_tokens)
     top_p = _as_number("top_p", top_p, 0.0, 1.0, "nucleus mass")
     if top_p == 0:
-        raise ValueError("top_p=0 is out of range: it must be in (0, 1]")
+        raise InvalidRequest("top_p=0 is out of range: it must be in (0, 1]")
     seed = _as_int("seed", seed, -1, 2**63 - 1)
     request = GenerationRequest(prompt=prompt, k=k, max_new_tokens=max_new_tokens, budget_s=budget_s,
                                 temperature=temperature, top_p=top_p, seed=None if seed == -1 else seed)
@@ -95,16 +123,16 @@ def build_request(prompt, k, budget_s, temperature, max_new_tokens, top_p=0.95, 
 
 def _check_prompt(prompt, limits: Limits) -> str:
     if not isinstance(prompt, str):
-        raise ValueError(f"prompt must be text, got {type(prompt).__name__}")
+        raise InvalidRequest(f"prompt must be text, got {type(prompt).__name__}")
     try:
         prompt.encode("utf-8")
     except UnicodeEncodeError as err:  # lone surrogates: JSON can carry them, UTF-8 cannot
-        raise ValueError(f"prompt is not valid UTF-8 text: character {err.start} is {prompt[err.start]!a}, a lone "
+        raise InvalidRequest(f"prompt is not valid UTF-8 text: character {err.start} is {prompt[err.start]!a}, a lone "
                          "surrogate; send UTF-8 text") from None
     if not prompt.strip():
-        raise ValueError("prompt is empty: give some code or a function signature to complete")
+        raise InvalidRequest("prompt is empty: give some code or a function signature to complete")
     if len(prompt) > limits.max_prompt_chars:
-        raise ValueError(f"prompt is {len(prompt)} characters: it must be 1..{limits.max_prompt_chars} characters")
+        raise InvalidRequest(f"prompt is {len(prompt)} characters: it must be 1..{limits.max_prompt_chars} characters")
     return prompt
 
 
@@ -112,14 +140,14 @@ def _as_int(name: str, value, low: int, high: int) -> int:
     if isinstance(value, float) and value.is_integer():
         value = int(value)  # sliders and JSON numbers may send 8.0
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ValueError(f"{name}={value!r} is out of range: it must be an integer in {low}..{high}")
+        raise InvalidRequest(f"{name}={value!r} is out of range: it must be an integer in {low}..{high}")
     return value
 
 
 def _as_number(name: str, value, low: float, high: float, unit: str) -> float:
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
     if not ok or not low <= value <= high:
-        raise ValueError(f"{name}={value!r} is out of range: it must be a number in {low:g}..{high:g} ({unit})")
+        raise InvalidRequest(f"{name}={value!r} is out of range: it must be a number in {low:g}..{high:g} ({unit})")
     return float(value)
 
 
@@ -311,7 +339,7 @@ class Pipeline:
             final["stats"].update(wait_s=round(locked - started, 4), load_s=round(loaded - locked, 4))
             box.post(final=final)
         except Exception as err:  # noqa: BLE001 - handed over to the consumer thread, which raises it
-            box.post(error=err)
+            box.post(error=as_reported(err))
 
 
 class _Mailbox:

@@ -11,8 +11,8 @@ import gradio as gr
 
 from app import render
 from app.models import EngineHub
-from app.service import BusyError, Defaults, Limits, Pipeline, RunControl, RunRegistry, build_request
-from engine import ModelSetupError
+from app.service import (USER_ERRORS, Defaults, InternalError, Limits, Pipeline, RunControl, RunRegistry,
+                         as_reported, build_request)
 
 EXAMPLES = [
     'def is_palindrome(text: str) -> bool:\n    """Return True if text reads the same forwards and backwards,\n'
@@ -38,14 +38,18 @@ def build_demo(hub: EngineHub, pipeline: Pipeline, limits: Limits = Limits(), de
         try:
             request = build_request(prompt, k, budget_s, temperature, max_new_tokens, top_p, seed, limits)
             choice = hub.choice(model)
-        except ValueError as err:
+        except USER_ERRORS as err:
             raise gr.Error(str(err), print_exception=False) from None
         control = runs.start(session, RunControl(pipeline.idle_timeout_s))
         try:
             yield from pipeline.stream(request, lambda: hub.engine(choice.label), hub.generation_lock, control,
                                        choice.as_dict(), loading=lambda: hub.loading)
-        except (ValueError, BusyError, ModelSetupError) as err:
+        except USER_ERRORS as err:
             raise gr.Error(str(err), print_exception=False) from None
+        except Exception as err:  # noqa: BLE001 - ours, not the user's: logged, then said so
+            reported = as_reported(err)
+            raise gr.Error(str(reported), title="Internal error" if isinstance(reported, InternalError) else "Error",
+                           print_exception=False) from None
         finally:
             runs.finish(session, control)
 

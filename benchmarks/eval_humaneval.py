@@ -46,6 +46,7 @@ class GenerationSettings:
     seed: int = 0                    # request seed = seed + problem index
     cache_dir: str | None = None     # engine's converted-model cache
     dtype: str = "auto"              # weights: auto (bf16 where the CPU has it), float32, bfloat16
+    stop_at_body_end: bool = True    # a candidate ends where it leaves the function (engine/blocks.py)
 
 
 @dataclass(frozen=True)
@@ -140,7 +141,7 @@ def _request(problem: dict, gen: GenerationSettings, index: int):
 
     return GenerationRequest(prompt=problem["prompt"], k=gen.k, max_new_tokens=gen.max_new_tokens,
                              budget_s=gen.budget_s, temperature=gen.temperature, top_p=gen.top_p,
-                             seed=gen.seed + index)
+                             seed=gen.seed + index, stop_at_body_end=gen.stop_at_body_end)
 
 
 def _problem_record(problem: dict, result, gen: GenerationSettings, version: str, tokenizer) -> dict:

@@ -6,10 +6,10 @@ from pathlib import Path
 from engine.generate import DRAFTER_CHOICES, Engine, EngineSettings
 from engine.loading import DEFAULT_DRAFT, DEFAULT_TARGET, ModelSetupError, load_model, pick_device
 from engine.tiny import TINY_PREFIX, load_tiny
-from engine.types import Candidate, GenerationRequest, GenerationResult, GenerationStats
+from engine.types import Candidate, GenerationRequest, GenerationResult, GenerationStats, InvalidRequest
 
 __all__ = ["Candidate", "DEFAULT_DRAFT", "DEFAULT_TARGET", "DRAFTER_CHOICES", "Engine", "EngineSettings",
-           "GenerationRequest", "GenerationResult", "GenerationStats", "ModelSetupError", "load_engine",
+           "GenerationRequest", "GenerationResult", "GenerationStats", "InvalidRequest", "ModelSetupError", "load_engine",
            "load_any", "check_same_vocabulary", "check_draft_fits"]
 
 

@@ -77,60 +77,98 @@ class ModelDrafter:
     that position and the draft is a point mass ("coupled"); given a generator, the draft carries its
     distributions for the min(1, p/q) test ("residual").
 
-    It remembers which token it fed at every cached position of every row (`fed`), so whatever happened
-    since its last proposal (drafts rejected, steps it sat out, rows served by another drafter) it feeds
-    exactly the history tokens its cache lacks; rows that lack fewer re-feed a few cached tokens at their
-    own positions, which rewrites identical entries.
+    Nothing runs before the first proposal: a request whose controller never picks the draft model pays
+    nothing for it. The drafter remembers which token it fed at every cached position of every row (`fed`),
+    so whatever happened since its last proposal (drafts rejected, steps it sat out, rows served by another
+    drafter) each row feeds exactly the history tokens its own cache lacks, however many that is.
     """
 
     name = "model"
     uses_model = True
 
-    def __init__(self, model, prompt_ids: list[int], n_rows: int, temperature: float, top_p: float,
-                 randomness: PositionUniforms | torch.Generator | None, forward, min_confidence: float = 0.0):
+    def __init__(self, model, prompt_ids: list[int], temperature: float, top_p: float,
+                 randomness: PositionUniforms | torch.Generator | None, forward, min_confidence: float = 0.0,
+                 check_cache: bool = False):
         self.model, self.temperature, self.top_p, self.randomness = model, temperature, top_p, randomness
         self.min_confidence = min_confidence  # stop drafting once every row's newest draft token is less likely
+        self.check_cache = check_cache        # verify the cache against the histories at every proposal (tests)
         self._forward = forward  # (model, cache, input_ids [B, q], keep_last) -> logits [B, q, V]
-        device = next(model.parameters()).device
-        self.cache = RaggedKVCache(model.config.num_hidden_layers, 1, device)
-        self._forward(model, self.cache, torch.tensor([prompt_ids], device=device), keep_last=1)
-        self.cache.commit(torch.tensor([len(prompt_ids)], device=device))
-        self.cache.select_rows(torch.zeros(n_rows, dtype=torch.long, device=device))
-        self.rows = list(range(n_rows))
-        self.fed = [list(prompt_ids) for _ in range(n_rows)]  # per row: the token behind each cached position
+        self.prompt_ids = list(prompt_ids)
+        self.device = next(model.parameters()).device
+        self.cache: RaggedKVCache | None = None   # built by the first proposal
+        self.rows: list[int] = []
+        self.fed: list[list[int]] = []  # per row: the token behind each cached position
         self.passes = 0
 
     def propose(self, context: DraftContext) -> Draft:
+        batch = len(context.active_rows)
+        if time.perf_counter() >= context.deadline or context.max_len < 1:
+            return Draft.empty(batch, self.device)
+        if self.cache is None:
+            self._prefill(context.active_rows)
         self._follow_rows(context.active_rows)
-        device = self.cache.lengths.device
-        histories = [context.prompt_ids + context.generated[r] for r in context.active_rows]
-        missing = max(len(h) - _common_prefix(f, h) for f, h in zip(self.fed, histories))
-        self.cache.set_lengths(torch.tensor([len(h) - missing for h in histories], device=device))
-        self.fed = [list(h) for h in histories]
-        step_input = torch.tensor([h[len(h) - missing:] for h in histories], device=device)  # [B, missing]
+        logits = self._catch_up([context.prompt_ids + context.generated[r] for r in context.active_rows])  # [B, V]
         tokens, probs = [], []
         coupled = isinstance(self.randomness, PositionUniforms)
-        for _ in range(context.max_len):
-            if time.perf_counter() >= context.deadline:
-                break
-            logits = self._forward(self.model, self.cache, step_input, keep_last=1)[:, -1]  # [B, V]
-            self.passes += 1
-            self.cache.commit(torch.full_like(self.cache.lengths, step_input.shape[1]))
+        while True:
             draft_probs = warp_probs(logits, self.temperature, self.top_p)              # [B, V]
             draft_token = self._sample(draft_probs, context, len(tokens))              # [B]
             tokens.append(draft_token)
             if not coupled:  # a coupled draft is a point mass: its distributions are not needed
                 probs.append(draft_probs)
-            step_input = draft_token[:, None]
-            if len(tokens) == context.max_len or self._unsure(logits, draft_token):
+            if (len(tokens) == context.max_len or self._unsure(logits, draft_token)
+                    or time.perf_counter() >= context.deadline):
                 break  # the last draft token is never fed
+            logits = self._feed(draft_token[:, None])[:, -1]                           # [B, V]
             for fed, token in zip(self.fed, draft_token.tolist()):
                 fed.append(token)
-        if not tokens:
-            return Draft.empty(len(histories), device)
         draft_tokens = torch.stack(tokens, dim=1)                                      # [B, K]
-        return Draft(draft_tokens, torch.full_like(self.cache.lengths, len(tokens)),
+        return Draft(draft_tokens, torch.full((batch,), len(tokens), dtype=torch.long, device=self.device),
                      None if coupled else torch.stack(probs, dim=1))
+
+    def _prefill(self, active_rows: list[int]) -> None:
+        """The prompt once (batch 1), fanned out to the active rows."""
+        self.cache = RaggedKVCache(self.model.config.num_hidden_layers, 1, self.device)
+        self._forward(self.model, self.cache, torch.tensor([self.prompt_ids], device=self.device), keep_last=1)
+        self.passes += 1
+        self.cache.commit(torch.tensor([len(self.prompt_ids)], device=self.device))
+        self.cache.select_rows(torch.zeros(len(active_rows), dtype=torch.long, device=self.device))
+        self.rows = list(active_rows)
+        self.fed = [list(self.prompt_ids) for _ in active_rows]
+
+    def _catch_up(self, histories: list[list[int]]) -> torch.Tensor:
+        """Feed every row the tokens of its history its cache lacks (at least the newest one): rows lacking
+        fewer are padded on the right, and the padding's entries lie past the row's committed length, where no
+        mask reaches them and the next write overwrites them. Returns each row's next-token logits [B, V]."""
+        kept = [_common_prefix(f, h) for f, h in zip(self.fed, histories)]   # valid cached entries per row
+        feeds = [h[n:] for n, h in zip(kept, histories)]                     # 1.. tokens per row
+        width = max(len(f) for f in feeds)
+        step_input = torch.tensor([f + [f[-1]] * (width - len(f)) for f in feeds], device=self.device)  # [B, W]
+        newest = torch.tensor([len(f) - 1 for f in feeds], device=self.device)                          # [B]
+        columns = torch.unique(newest)                                       # [U] sorted columns holding logits
+        self.cache.set_lengths(torch.tensor(kept, device=self.device))
+        logits = self._forward(self.model, self.cache, step_input, keep_last=columns)                   # [B, U, V]
+        self.passes += 1
+        self.cache.commit(newest + 1)
+        self.fed = [list(h) for h in histories]
+        if self.check_cache:
+            self._check(histories)
+        return logits[torch.arange(len(feeds), device=self.device), torch.searchsorted(columns, newest)]
+
+    def _feed(self, step_input: torch.Tensor) -> torch.Tensor:
+        """One token per row: [B, 1] -> logits [B, 1, V]."""
+        logits = self._forward(self.model, self.cache, step_input, keep_last=1)
+        self.passes += 1
+        self.cache.commit(torch.ones_like(self.cache.lengths))
+        return logits
+
+    def _check(self, histories: list[list[int]]) -> None:
+        """Raise AssertionError when the cache does not hold exactly every row's history."""
+        lengths = self.cache.lengths.tolist()
+        for row, (fed, history, length) in enumerate(zip(self.fed, histories, lengths)):
+            if fed != history or length != len(history):
+                raise AssertionError(f"draft cache of row {self.rows[row]} holds {length} entries for a history of "
+                                     f"{len(history)} tokens (fed {len(fed)}, agreeing {fed == history})")
 
     def _sample(self, draft_probs: torch.Tensor, context: DraftContext, step: int) -> torch.Tensor:
         """Draft token `step` of every active row: [B, V] -> [B]."""
@@ -154,7 +192,7 @@ class ModelDrafter:
     def _follow_rows(self, active_rows: list[int]) -> None:
         if active_rows != self.rows:
             keep = [self.rows.index(r) for r in active_rows]
-            self.cache.select_rows(torch.tensor(keep, device=self.cache.lengths.device))
+            self.cache.select_rows(torch.tensor(keep, device=self.device))
             self.fed = [self.fed[i] for i in keep]
             self.rows = list(active_rows)
 

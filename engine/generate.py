@@ -15,7 +15,8 @@ from engine.drafters import (Draft, DraftContext, Drafter, ModelDrafter, merge_d
 from engine.kv_cache import RaggedKVCache
 from engine.sampling import PositionUniforms, inverse_cdf, token_logprobs, warp_probs
 from engine.stopping import RowState, StopRules
-from engine.types import FINISH_BUDGET, GenerationRequest, GenerationResult, GenerationStats
+from engine.blocks import BodyEnd
+from engine.types import FINISH_BUDGET, GenerationRequest, GenerationResult, GenerationStats, InvalidRequest
 
 DRAFTER_CHOICES = ("none", "model", "prompt", "sibling", "auto")
 ACCEPTANCE_CHOICES = ("coupled", "residual")
@@ -35,13 +36,15 @@ class EngineSettings:
     #             highest possible); the same seed may then give other tokens when the plan differs.
     acceptance: str = "coupled"
     controller: ControllerSettings = field(default_factory=ControllerSettings)
+    check_cache: bool = False   # the draft model checks its cache against the rows' histories at every proposal
 
 
-def forward(model, cache: RaggedKVCache, input_ids: torch.Tensor, keep_last: int = 0) -> torch.Tensor:
-    """One forward of q tokens per row through the ragged cache: [B, q] -> logits [B, q or keep_last, V]."""
+def forward(model, cache: RaggedKVCache, input_ids: torch.Tensor, keep_last: int | torch.Tensor = 0) -> torch.Tensor:
+    """One forward of q tokens per row through the ragged cache: [B, q] -> logits [B, q or keep_last, V]
+    (keep_last: the last n positions, 0 for all, or a 1-D tensor of the positions to keep)."""
     q_len = input_ids.shape[1]
     with torch.inference_mode():
-        out = model(input_ids=input_ids, attention_mask=cache.attention_mask(q_len),
+        out = model(input_ids=input_ids, attention_mask=cache.attention_mask(q_len, model.dtype),
                     position_ids=cache.position_ids(q_len), cache=cache, use_cache=True,
                     logits_to_keep=keep_last)
     return out.logits
@@ -78,7 +81,9 @@ class Engine:
             raise ValueError(f"acceptance={self.settings.acceptance!r} is unknown: choose one of "
                              f"{', '.join(ACCEPTANCE_CHOICES)}")
         self.device = next(model.parameters()).device
-        self.eos_ids = _eos_ids(model, tokenizer)
+        for name, loaded in (("model", model), ("draft model", draft_model)):
+            _check_attention(name, loaded)
+        self.eos_ids = end_of_text_ids(model, tokenizer)
         self.context_limit = getattr(model.config, "max_position_embeddings", None) or 32768
         self.memory = ControllerMemory(self.settings.controller)  # measured costs and acceptance, across requests
 
@@ -105,12 +110,13 @@ class Engine:
         prompt_ids = self.tokenizer(request.prompt, add_special_tokens=False)["input_ids"]
         room = self.context_limit - request.max_new_tokens - self.settings.controller.max_length - 1
         if not prompt_ids or len(prompt_ids) > room:
-            raise ValueError(f"prompt is {len(prompt_ids)} tokens: with max_new_tokens={request.max_new_tokens} it "
+            raise InvalidRequest(f"prompt is {len(prompt_ids)} tokens: with max_new_tokens={request.max_new_tokens} it "
                              f"must be 1..{max(room, 0)} tokens for this model's context of {self.context_limit}")
         seed = request.seed if request.seed is not None else random.SystemRandom().randrange(2**63)
         started = time.perf_counter()
         return _Run(request=request, prompt_ids=prompt_ids, rows=[RowState() for _ in range(request.k)],
-                    rules=StopRules(self.eos_ids, tuple(request.stop), request.max_new_tokens),
+                    rules=StopRules(self.eos_ids, tuple(request.stop), request.max_new_tokens,
+                                    BodyEnd.of(request.prompt) if request.stop_at_body_end else None),
                     cache=RaggedKVCache(self.model.config.num_hidden_layers, 1, self.device),
                     generator=torch.Generator(self.device).manual_seed(seed), uniforms=PositionUniforms(seed),
                     deadline=started + request.budget_s,
@@ -126,9 +132,9 @@ class Engine:
         if choice == "model" or (choice == "auto" and self.draft_model is not None):
             request = run.request
             coupled = self.settings.acceptance == "coupled"
-            drafters["model"] = ModelDrafter(self.draft_model, run.prompt_ids, request.k, request.temperature,
+            drafters["model"] = ModelDrafter(self.draft_model, run.prompt_ids, request.temperature,
                                              request.top_p, run.uniforms if coupled else run.generator, forward,
-                                             self.settings.controller.min_draft_confidence)
+                                             self.settings.controller.min_draft_confidence, self.settings.check_cache)
         return drafters
 
     def _prefill(self, run: _Run) -> None:
@@ -245,9 +251,30 @@ class Engine:
             on_update(self._result(run))
 
 
-def _eos_ids(model, tokenizer) -> frozenset[int]:
-    ids = set()
+def end_of_text_ids(model, tokenizer) -> frozenset[int]:
+    """Every token after which a model's text is over: the end-of-sequence ids of the config, the generation
+    config and the tokenizer, and every special token of the tokenizer (decoding drops them, so a row that
+    went on after one would glue a new text onto the old one: Qwen ends a completion with <|endoftext|>, which
+    its generation config lists only as padding)."""
+    ids = set(getattr(tokenizer, "all_special_ids", None) or [])
+    for token_id, token in (getattr(tokenizer, "added_tokens_decoder", None) or {}).items():
+        if getattr(token, "special", False):
+            ids.add(token_id)
     for source in (getattr(model, "generation_config", None), model.config, tokenizer):
         value = getattr(source, "eos_token_id", None)
         ids.update(value if isinstance(value, (list, tuple, set)) else [value] if value is not None else [])
     return frozenset(int(i) for i in ids)
+
+
+ATTENTION_IMPLEMENTATIONS = ("sdpa", "eager")  # those that read the cache's additive 4-D mask
+
+
+def _check_attention(name: str, model) -> None:
+    """Refuse an attention implementation that ignores a custom 4-D mask (the ragged rows need it)."""
+    if model is None:
+        return
+    implementation = getattr(model.config, "_attn_implementation", None) or "eager"
+    if implementation not in ATTENTION_IMPLEMENTATIONS:
+        raise ValueError(f"the {name} uses attn_implementation={implementation!r}: the engine's ragged-row cache "
+                         f"needs one of {', '.join(ATTENTION_IMPLEMENTATIONS)}; load it with "
+                         "attn_implementation='sdpa'")

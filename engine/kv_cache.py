@@ -21,7 +21,6 @@ class RaggedKVCache:
         self.values: list[torch.Tensor | None] = [None] * n_layers  # each [B, H_kv, capacity, D]
         self.lengths = torch.zeros(batch_size, dtype=torch.long, device=device)  # [B] valid entries per row
         self.capacity = capacity
-        self._write_len = 0  # q of the forward in progress
 
     # --- the interface transformers' attention layers call -------------------------------------------
     def update(self, key_states: torch.Tensor, value_states: torch.Tensor, layer_idx: int, *args, **kwargs):
@@ -44,12 +43,16 @@ class RaggedKVCache:
         return int(self.lengths.max())
 
     # --- the interface the engine uses ---------------------------------------------------------------
-    def attention_mask(self, q_len: int) -> torch.Tensor:
-        """[B, 1, q, max_len + q] booleans: query j of row b sees positions < lengths[b] + j + 1."""
+    def attention_mask(self, q_len: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        """[B, 1, q, max_len + q] additive mask: query j of row b sees positions < lengths[b] + j + 1 (0 there, the
+        dtype's minimum elsewhere). Additive, because eager attention adds the mask it is given (a boolean mask
+        would add 1 to the visible scores) and SDPA reads an additive mask the same way."""
         end = int(self.lengths.max()) + q_len
         positions = torch.arange(end, device=self.lengths.device)                       # [T]
         limit = self.lengths[:, None] + torch.arange(1, q_len + 1, device=self.lengths.device)  # [B, q]
-        return (positions[None, None, :] < limit[:, :, None])[:, None]                 # [B, 1, q, T]
+        visible = (positions[None, None, :] < limit[:, :, None])[:, None]              # [B, 1, q, T]
+        return torch.zeros(visible.shape, dtype=dtype, device=visible.device).masked_fill_(
+            ~visible, torch.finfo(dtype).min)
 
     def position_ids(self, q_len: int) -> torch.Tensor:
         """[B, q] positions of the next q tokens of each row."""

@@ -1,8 +1,10 @@
-"""Per-row bookkeeping of generated tokens and the stopping rules: EOS, stop strings, length."""
+"""Per-row bookkeeping of generated tokens and the stopping rules: end-of-text tokens, length, stop strings and
+the end of the function body, one rule for every candidate."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from engine.blocks import BodyEnd
 from engine.types import FINISH_LENGTH, FINISH_STOP, Candidate
 
 
@@ -29,12 +31,14 @@ class RowState:
 class StopRules:
     """Everything that ends a row, for one request."""
 
-    eos_ids: frozenset[int]
+    eos_ids: frozenset[int]         # every token that ends a text (see end_of_text_ids)
     stops: tuple[str, ...]
     max_new_tokens: int
+    body: BodyEnd | None = None     # the end-of-body rule of the request's prompt; None: off
 
     def extend(self, row: RowState, tokens: list[int], logprobs: list[float], decode) -> None:
-        """Append newly committed tokens to a row, applying EOS, max length and stop strings in that order."""
+        """Append newly committed tokens to a row, applying end-of-text tokens, max length, then stop strings and
+        the end of the body (the earliest of the two cuts the text)."""
         for position, token in enumerate(tokens):
             if token in self.eos_ids:
                 tokens, logprobs, row.finish_reason = tokens[:position], logprobs[:position], FINISH_STOP
@@ -47,13 +51,15 @@ class StopRules:
         row.logprobs.extend(logprobs[:room])
         row.text = decode(row.token_ids)
         longest_stop = max((len(s) for s in self.stops), default=0)
-        cut = earliest_stop(row.text, self.stops, max(0, old_text_len - longest_stop))
+        cuts = [earliest_stop(row.text, self.stops, max(0, old_text_len - longest_stop)),
+                self.body.cut(row.text) if self.body is not None else None]
+        cut = min((c for c in cuts if c is not None), default=None)
         if cut is not None:
             self._cut_at(row, cut, decode)
 
     @staticmethod
     def _cut_at(row: RowState, cut: int, decode) -> None:
-        """End a row before a stop string: keep the text before it and the tokens whose text lies wholly before it."""
+        """End a row at `cut`: keep the text before it and the tokens whose text lies wholly before it."""
         kept = len(row.token_ids)
         while kept > 0 and len(decode(row.token_ids[:kept])) > cut:
             kept -= 1

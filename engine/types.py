@@ -4,14 +4,19 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-# HumanEval's usual stop sequences: a new top-level statement ends the function being completed.
+# HumanEval's usual stop sequences (what peers such as llama-server are given in the benchmarks). The engine
+# itself ends a function by indentation (engine/blocks.py), which also stops methods and nested functions.
 FUNCTION_END_STOPS = ("\ndef ", "\nclass ", "\nif __name__", "\nif ", "\nprint(", "\n#", "\n@", "\nassert ")
 
 MAX_K = 32
 MAX_NEW_TOKENS = 2048
-FINISH_STOP = "stop"      # EOS, a stop string or the end of the function body
+FINISH_STOP = "stop"      # an end-of-text token, a stop string or the end of the function body
 FINISH_LENGTH = "length"  # max_new_tokens reached
 FINISH_BUDGET = "budget"  # the deadline (or a cancel) came first: the text is unfinished
+
+
+class InvalidRequest(ValueError):
+    """A request the engine cannot serve as asked; the message names the value and the allowed range."""
 
 
 @dataclass(frozen=True)
@@ -25,24 +30,27 @@ class GenerationRequest:
     temperature: float = 0.8        # >= 0; 0 means greedy
     top_p: float = 0.95             # nucleus mass, in (0, 1]
     seed: int | None = None         # fixes the samples when set
-    stop: tuple[str, ...] = FUNCTION_END_STOPS  # a row ends before the first of these
+    stop: tuple[str, ...] = ()      # a row ends before the first of these strings
+    stop_at_body_end: bool = True   # a row ends where its completion leaves the function the prompt opened
 
     def validate(self) -> None:
         """Raise ValueError naming the bad value and the allowed range."""
         if not isinstance(self.prompt, str) or not self.prompt.strip():
-            raise ValueError("prompt is empty: give some code or a function signature to complete")
+            raise InvalidRequest("prompt is empty: give some code or a function signature to complete")
         _check_int("k", self.k, 1, MAX_K)
         _check_int("max_new_tokens", self.max_new_tokens, 1, MAX_NEW_TOKENS)
         if not _is_finite(self.budget_s) or self.budget_s <= 0:
-            raise ValueError(f"budget_s={self.budget_s!r} is out of range: it must be a number > 0 (seconds)")
+            raise InvalidRequest(f"budget_s={self.budget_s!r} is out of range: it must be a number > 0 (seconds)")
         if not _is_finite(self.temperature) or self.temperature < 0:
-            raise ValueError(f"temperature={self.temperature!r} is out of range: it must be >= 0 (0 means greedy)")
+            raise InvalidRequest(f"temperature={self.temperature!r} is out of range: it must be >= 0 (0 means greedy)")
         if not _is_finite(self.top_p) or not 0 < self.top_p <= 1:
-            raise ValueError(f"top_p={self.top_p!r} is out of range: it must be in (0, 1]")
+            raise InvalidRequest(f"top_p={self.top_p!r} is out of range: it must be in (0, 1]")
         if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0):
-            raise ValueError(f"seed={self.seed!r} is out of range: it must be an integer >= 0 or None")
+            raise InvalidRequest(f"seed={self.seed!r} is out of range: it must be an integer >= 0 or None")
+        if not isinstance(self.stop_at_body_end, bool):
+            raise InvalidRequest(f"stop_at_body_end={self.stop_at_body_end!r} is invalid: it must be true or false")
         if not all(isinstance(s, str) and s for s in self.stop):
-            raise ValueError(f"stop={self.stop!r} is invalid: stop strings must be non-empty strings")
+            raise InvalidRequest(f"stop={self.stop!r} is invalid: stop strings must be non-empty strings")
 
 
 def _is_finite(value) -> bool:
@@ -51,7 +59,7 @@ def _is_finite(value) -> bool:
 
 def _check_int(name: str, value, low: int, high: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ValueError(f"{name}={value!r} is out of range: it must be an integer in {low}..{high}")
+        raise InvalidRequest(f"{name}={value!r} is out of range: it must be an integer in {low}..{high}")
 
 
 @dataclass

@@ -1,6 +1,7 @@
 """The /generate and /stop endpoints through the real gradio_client, against the app with tiny random models."""
 from __future__ import annotations
 
+import logging
 import time
 
 import httpx
@@ -16,15 +17,17 @@ from static_eval import AnalyzerSettings, StaticAnalyzer
 
 PROMPT = 'def add(a, b):\n    """Return a + b."""\n'
 FAST = dict(k=4, budget_s=3.0, temperature=0.8, max_new_tokens=12, top_p=0.95, seed=0)
-# Greedy tiny:0 on PROMPT never emits a stop (measured: 2048 tokens, ~10 s), so this runs until it is stopped;
-# sampled tiny models often stop within a second.
+# Greedy tiny:0 on LONG_PROMPT (a script, so no function body ends it) never emits a stop (measured: 2048 tokens,
+# ~10 s), so this runs until it is stopped; sampled tiny models often stop within a second.
+LONG_PROMPT = "total = 0\nfor i in range(10):\n"
 LONG = dict(k=2, budget_s=20.0, temperature=0.0, max_new_tokens=2048, top_p=0.95, seed=1)
 
 
 @pytest.fixture(scope="module")
 def served():
     analyzer = StaticAnalyzer(AnalyzerSettings())
-    hub = EngineHub([ModelChoice("tiny pair", "tiny:0", "tiny:1"), ModelChoice("tiny alone", "tiny:2")])
+    hub = EngineHub([ModelChoice("tiny pair", "tiny:0", "tiny:1"), ModelChoice("tiny alone", "tiny:2"),
+                     ModelChoice("tiny broken", "tiny:3")])
     demo = build_demo(hub, Pipeline(analyzer=analyzer, idle_timeout_s=2.0), Limits(max_k=8, max_budget_s=20, max_new_tokens=2048),
                       queue_size=3)
     url = launch_local(demo)
@@ -129,7 +132,7 @@ def test_non_utf8_input_is_refused_and_the_server_keeps_serving(served):
 
 def test_submit_streams_partial_results_then_the_ranking(served):
     _, _, client = served
-    job = client.submit(prompt=PROMPT, **(LONG | {"budget_s": 2.0}), api_name="/generate")
+    job = client.submit(prompt=LONG_PROMPT, **(LONG | {"budget_s": 2.0}), api_name="/generate")
     final = job.result(timeout=30)
     states = job.outputs()
     assert final["status"] == "done" and states[-1] == final
@@ -143,7 +146,7 @@ def test_submit_streams_partial_results_then_the_ranking(served):
 def test_stop_keeps_what_was_produced(served):
     hub, url, _ = served
     client = Client(url, verbose=False)
-    job = client.submit(prompt=PROMPT, **LONG, api_name="/generate")
+    job = client.submit(prompt=LONG_PROMPT, **LONG, api_name="/generate")
     wait_for_tokens(job)
     assert client.predict(api_name="/stop") is True
     result = job.result(timeout=15)
@@ -157,7 +160,7 @@ def test_stop_keeps_what_was_produced(served):
 def test_cancelled_client_frees_the_engine(served):
     _, url, client = served
     leaving = Client(url, verbose=False)
-    job = leaving.submit(prompt=PROMPT, **LONG, api_name="/generate")
+    job = leaving.submit(prompt=LONG_PROMPT, **LONG, api_name="/generate")
     wait_for_tokens(job)
     job.cancel()
     started = time.monotonic()
@@ -178,7 +181,7 @@ def test_lazy_loading_of_another_choice(served):
 def test_requests_beyond_the_queue_are_refused_as_busy(served):
     _, url, client = served
     clients = [Client(url, verbose=False) for _ in range(5)]
-    jobs = [c.submit(prompt=PROMPT, **LONG, api_name="/generate") for c in clients]  # 1 runs, 3 wait, 1 refused
+    jobs = [c.submit(prompt=LONG_PROMPT, **LONG, api_name="/generate") for c in clients]  # 1 runs, 3 wait, 1 refused
     refused = []
     for job in jobs:
         try:
@@ -189,3 +192,22 @@ def test_requests_beyond_the_queue_are_refused_as_busy(served):
         job.cancel()
     assert any("Queue is full" in str(err) and "try again" in str(err) for err in refused), refused
     assert client.predict(prompt=PROMPT, **(FAST | {"k": 1, "budget_s": 1.0}), api_name="/generate")["status"] == "done"
+
+
+def test_an_internal_failure_is_logged_and_shown_as_ours(served, caplog):
+    """Regression (issue 10): an engine exception reached the user as a bare torch message ("expected sequence of
+    length 27 at dim 1 (got 169)", a ValueError, so it looked like a range error) and nothing was logged."""
+    hub, _, client = served
+
+    def broken(module, args):
+        raise ValueError("expected sequence of length 27 at dim 1 (got 169)")
+
+    hub.engine("tiny broken").model.register_forward_pre_hook(broken)
+    with caplog.at_level(logging.ERROR), pytest.raises(AppError) as failure:
+        client.predict(prompt=PROMPT, **FAST, model="tiny broken", api_name="/generate")
+    message = str(failure.value)
+    assert "internal error" in message and "not of your input" in message and "expected sequence" in message
+    error_id = message.split("internal error ")[1].split(":")[0]
+    logged = [r for r in caplog.records if error_id in r.getMessage()]
+    assert logged and logged[0].exc_info is not None   # the traceback is in the log, under the id shown
+    assert client.predict(prompt=PROMPT, **FAST, model="tiny pair", api_name="/generate")["status"] == "done"

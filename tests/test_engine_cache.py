@@ -4,6 +4,7 @@ import torch
 
 from engine.generate import forward
 from engine.kv_cache import RaggedKVCache
+from engine.tiny import tiny_model
 
 ATOL = 1e-4
 
@@ -18,8 +19,19 @@ def new_cache(model, batch: int, capacity: int = 256) -> RaggedKVCache:
     return RaggedKVCache(model.config.num_hidden_layers, batch, torch.device("cpu"), capacity)
 
 
+@pytest.fixture(params=["sdpa", "eager"])
+def any_attention(request):
+    """The tiny target under each attention implementation the engine accepts (eager adds the mask it is given:
+    a boolean mask was read as +1/+0 there, logits off by 0.45)."""
+    model = tiny_model(0)
+    model.set_attn_implementation(request.param)
+    assert model.config._attn_implementation == request.param
+    return model
+
+
 @pytest.mark.parametrize("capacity", [256, 4])   # 4: the buffers must grow (and keep their contents) mid-run
-def test_ragged_rows_match_each_row_alone(target, capacity):
+def test_ragged_rows_match_each_row_alone(any_attention, capacity):
+    target = any_attention
     torch.manual_seed(0)
     rows = torch.randint(0, 256, (3, 12)).tolist()
     kept = torch.tensor([5, 12, 2])                       # rows keep different prefixes: ragged lengths 5, 12, 2
@@ -74,7 +86,15 @@ def test_attention_mask_and_positions_follow_each_rows_length():
     cache = RaggedKVCache(1, 2, torch.device("cpu"))
     cache.set_lengths(torch.tensor([1, 3]))
     assert cache.position_ids(2).tolist() == [[1, 2], [3, 4]]
-    mask = cache.attention_mask(2)                                               # [B, 1, q, max_len + q]
+    mask = cache.attention_mask(2) == 0                                          # [B, 1, q, max_len + q]
     assert mask.shape == (2, 1, 2, 5)
     assert mask[0, 0].long().tolist() == [[1, 1, 0, 0, 0], [1, 1, 1, 0, 0]]       # row 0 never sees stale 2..4
     assert mask[1, 0].long().tolist() == [[1, 1, 1, 1, 0], [1, 1, 1, 1, 1]]
+
+
+def test_an_attention_implementation_that_ignores_the_mask_is_refused(tokenizer):
+    from engine import Engine
+    model = tiny_model(0)
+    model.config._attn_implementation = "flash_attention_2"   # what a GPU user may load a Hugging Face id with
+    with pytest.raises(ValueError, match="attn_implementation='sdpa'"):
+        Engine(model, tokenizer)

@@ -66,7 +66,7 @@ def test_model_drafter_proposes_from_its_models_true_distribution(other_draft, t
     torch.manual_seed(0)
     prompt = torch.randint(0, 256, (12,)).tolist()
     continuation = torch.randint(0, 256, (40,)).tolist()
-    drafter = ModelDrafter(other_draft, prompt, 2, 1.0, 1.0, torch.Generator().manual_seed(0), forward)
+    drafter = ModelDrafter(other_draft, prompt, 1.0, 1.0, torch.Generator().manual_seed(0), forward)
     generated = [continuation[:1], continuation[:1]]   # the engine's first call: one token per row
     drafter.propose(context(prompt, generated, max_len=3))
     for row in generated:                                       # the target moved on without this drafter
@@ -83,7 +83,7 @@ def test_model_drafter_follows_the_rows_left_in_the_batch(other_draft):
     torch.manual_seed(1)
     prompt = torch.randint(0, 256, (8,)).tolist()
     generated = [torch.randint(0, 256, (n,)).tolist() for n in (1, 1, 1)]
-    drafter = ModelDrafter(other_draft, prompt, 3, 1.0, 1.0, torch.Generator().manual_seed(0), forward)
+    drafter = ModelDrafter(other_draft, prompt, 1.0, 1.0, torch.Generator().manual_seed(0), forward)
     drafter.propose(context(prompt, generated, max_len=2))
     generated[0] += [3, 4]
     generated[2] += [5]
@@ -91,6 +91,27 @@ def test_model_drafter_follows_the_rows_left_in_the_batch(other_draft):
     for b, row in enumerate([0, 2]):
         torch.testing.assert_close(draft.probs[b, 0], true_next(other_draft, prompt + generated[row]), atol=1e-5,
                                    rtol=0)
+
+
+def test_model_drafter_catches_up_rows_of_very_different_lengths(other_draft):
+    """Regression (issue 10): after the drafter sat out while one row grew by more tokens than another row's whole
+    history, the catch-up stacked rows of different lengths and crashed ("expected sequence of length ...")."""
+    torch.manual_seed(2)
+    prompt = torch.randint(0, 256, (3,)).tolist()
+    generated = [torch.randint(0, 256, (1,)).tolist() for _ in range(3)]
+    drafter = ModelDrafter(other_draft, prompt, 1.0, 1.0, torch.Generator().manual_seed(0), forward, check_cache=True)
+    drafter.propose(context(prompt, generated, max_len=3))
+    generated[0] += torch.randint(0, 256, (30,)).tolist()   # 30 new tokens: more than row 1's history of 4
+    generated[2] += [7]
+    draft = drafter.propose(context(prompt, generated, max_len=2))
+    for b, row in enumerate(generated):
+        torch.testing.assert_close(draft.probs[b, 0], true_next(other_draft, prompt + row), atol=1e-5, rtol=0)
+
+
+def test_model_drafter_runs_nothing_until_asked(other_draft):
+    """A request whose controller never picks the draft model does not pay for its prefill."""
+    drafter = ModelDrafter(other_draft, [1, 2, 3], 1.0, 1.0, torch.Generator().manual_seed(0), forward)
+    assert drafter.passes == 0 and drafter.cache is None
 
 
 # --- rows served by different drafters in one step -----------------------------------------------------------

@@ -1,0 +1,137 @@
+"""Where the function a prompt opened ends: a small scanner of Python's logical lines (no parser, no model).
+
+A completion leaves the body of the `def` it is completing at the first logical line indented at or below
+that `def`'s own indentation (so a method stops before the next method, a top-level function before any new
+top-level statement, an `import` or a `# comment` included). Logical lines are found with Python's own
+rules: a newline inside brackets, a string or after a backslash continuation does not start one, so a
+multi-line string or call written at column 0 does not end the body.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_CODE_EVENT = re.compile(r"[\n#'\"\\()\[\]{}]")
+_STRING_END = {quote: re.compile(r"\\.|" + re.escape(quote) + ("" if len(quote) == 3 else r"|\n"), re.DOTALL)
+               for quote in ("'", '"', "'''", '"""')}
+_INDENT = re.compile(r"[ \t\f]*")
+_DEF = re.compile(r"(?:async[ \t]+)?def[ \t]")
+_OPENERS, _CLOSERS = "([{", ")]}"
+
+
+@dataclass(frozen=True)
+class LineStart:
+    """The first character of a logical line: where it is, how far it is indented, what it begins with."""
+
+    offset: int        # index of the line's first non-blank character in the scanned text
+    line_offset: int   # index of the line's first character (its indentation begins here)
+    indent: int        # columns of indentation (a tab counts to the next multiple of 8, as Python does)
+    is_comment: bool   # the line holds only a comment
+
+
+@dataclass(frozen=True)
+class ScanState:
+    """Where a scan stopped, so a longer text with the same beginning can be scanned from there."""
+
+    position: int = 0                  # next index to read
+    quote: str = ""                    # delimiter of the string the position is inside, "" in code
+    depth: int = 0                     # open brackets
+    pending_line: int | None = 0       # index of a logical line whose first non-blank character is still unread
+
+
+def scan_lines(text: str, state: ScanState = ScanState()) -> tuple[list[LineStart], ScanState]:
+    """The logical-line starts of text[state.position:] (whose first non-blank character is in the text), and
+    the state to resume from when the text grows."""
+    starts: list[LineStart] = []
+    position, quote, depth, pending = state.position, state.quote, state.depth, state.pending_line
+    while True:
+        if pending is not None:
+            found = _line_start(text, pending)
+            if found is None:        # only blanks so far: the line's content is still to come
+                return starts, ScanState(len(text), quote, depth, pending)
+            if isinstance(found, LineStart):
+                starts.append(found)
+            position, pending = max(position, pending + _INDENT.match(text, pending).end() - pending), None
+        if quote:
+            end = _STRING_END[quote].search(text, position)
+            while end is not None and end.group().startswith("\\"):
+                end = _STRING_END[quote].search(text, end.end())
+            if end is None:          # still inside the string: resume from here (an escape may be half read)
+                return starts, ScanState(position, quote, depth, None)
+            position, quote = end.end(), ""
+            if end.group() == "\n":          # an unterminated one-line string ends with its line
+                position -= 1
+            continue
+        event = _CODE_EVENT.search(text, position)
+        if event is None:
+            return starts, ScanState(len(text), "", depth, None)
+        char, position = event.group(), event.end()
+        if char in "'\"\\" and event.start() + 3 > len(text):  # `""` may become `"""`, `\` escapes what follows
+            return starts, ScanState(event.start(), "", depth, None)
+        if char == "#":
+            newline = text.find("\n", position)
+            if newline < 0:              # the comment may go on: resume from its start
+                return starts, ScanState(event.start(), "", depth, None)
+            position = newline
+        elif char in "'\"":
+            quote = char * 3 if text.startswith(char * 3, event.start()) else char
+            position = event.start() + len(quote)
+        elif char == "\\":
+            position += 1                    # an escaped newline continues the logical line
+        elif char in _OPENERS:
+            depth += 1
+        elif char in _CLOSERS:
+            depth = max(depth - 1, 0)
+        elif depth == 0:                     # a newline outside brackets: a logical line may start next
+            pending = position
+
+
+def _line_start(text: str, line_offset: int) -> LineStart | str | None:
+    """The LineStart of the line beginning at line_offset; "blank" for an empty line; None while only blanks
+    have been read."""
+    blanks = _INDENT.match(text, line_offset).group()
+    offset = line_offset + len(blanks)
+    if offset >= len(text):
+        return None
+    if text[offset] in "\r\n":
+        return "blank"
+    indent = len(blanks.replace("\f", "").expandtabs(8))
+    return LineStart(offset, line_offset, indent, text[offset] == "#")
+
+
+@dataclass(frozen=True)
+class BodyEnd:
+    """The end-of-body rule for one prompt: its enclosing `def`'s indentation and the scan state after it."""
+
+    prompt: str
+    def_indent: int | None     # None: the prompt is not inside a function, and nothing ends a body
+    after_prompt: ScanState
+
+    @staticmethod
+    def of(prompt: str) -> "BodyEnd":
+        starts, state = scan_lines(prompt)
+        return BodyEnd(prompt, _enclosing_def_indent(prompt, starts), state)
+
+    def cut(self, completion: str) -> int | None:
+        """Index in completion where the text should end (trailing blank lines dropped) because the next
+        logical line leaves the body; None while the completion is still inside it."""
+        if self.def_indent is None:
+            return None
+        starts, _ = scan_lines(self.prompt + completion, self.after_prompt)
+        for start in starts:
+            if start.offset >= len(self.prompt) and start.indent <= self.def_indent:
+                kept = completion[:max(start.line_offset - len(self.prompt), 0)]
+                return len(kept.rstrip())
+        return None
+
+
+def _enclosing_def_indent(prompt: str, starts: list[LineStart]) -> int | None:
+    """Indentation of the innermost `def` whose body the end of the prompt is still in."""
+    lowest_after = None  # the lowest indentation of the code lines after the def being looked at
+    for start in reversed(starts):
+        if _DEF.match(prompt, start.offset) and (lowest_after is None or lowest_after > start.indent):
+            return start.indent
+        if not start.is_comment:
+            lowest_after = start.indent if lowest_after is None else min(lowest_after, start.indent)
+    return None
+
