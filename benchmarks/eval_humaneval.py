@@ -259,7 +259,7 @@ def _read_exec_cache(path) -> dict[str, ExecResult]:
                 except json.JSONDecodeError:
                     continue  # torn last line
                 key = row.pop("key")  # popped before ExecResult(**row): the right side of `cache[...] =` runs first
-            cache[key] = ExecResult(**row)
+                cache[key] = ExecResult(**row)
     return cache
 
 

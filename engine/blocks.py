@@ -113,15 +113,15 @@ class BodyEnd:
         return BodyEnd(prompt, _enclosing_def_indent(prompt, starts), state)
 
     def cut(self, completion: str) -> int | None:
-        """Index in completion where the text should end (trailing blank lines dropped) because the next
-        logical line leaves the body; None while the completion is still inside it."""
+        """Index in completion where the text ends because the logical line that begins there leaves the body
+        (the body's own newlines, blank lines included, stay: they are the tokens' text); None while the
+        completion is still inside the body."""
         if self.def_indent is None:
             return None
         starts, _ = scan_lines(self.prompt + completion, self.after_prompt)
         for start in starts:
             if start.offset >= len(self.prompt) and start.indent <= self.def_indent:
-                kept = completion[:max(start.line_offset - len(self.prompt), 0)]
-                return len(kept.rstrip())
+                return max(start.line_offset - len(self.prompt), 0)
         return None
 
 

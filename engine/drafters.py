@@ -106,6 +106,8 @@ class ModelDrafter:
             return Draft.empty(batch, self.device)
         if self.cache is None:
             self._prefill(context.active_rows)
+            if time.perf_counter() >= context.deadline:   # at most one forward past the deadline
+                return Draft.empty(batch, self.device)
         self._follow_rows(context.active_rows)
         logits = self._catch_up([context.prompt_ids + context.generated[r] for r in context.active_rows])  # [B, V]
         tokens, probs = [], []

@@ -55,10 +55,10 @@ class StopRules:
                 self.body.cut(row.text) if self.body is not None else None]
         cut = min((c for c in cuts if c is not None), default=None)
         if cut is not None:
-            self._cut_at(row, cut, decode)
+            self.cut_at(row, cut, decode)
 
     @staticmethod
-    def _cut_at(row: RowState, cut: int, decode) -> None:
+    def cut_at(row: RowState, cut: int, decode) -> None:
         """End a row at `cut`: keep the text before it and the tokens whose text lies wholly before it."""
         kept = len(row.token_ids)
         while kept > 0 and len(decode(row.token_ids[:kept])) > cut:

@@ -186,6 +186,11 @@ def test_a_torn_sample_file_keeps_what_was_written(tmp_path):
 def test_exec_cache_round_trips(tmp_path):
     from benchmarks.sandbox import ExecResult
     path = tmp_path / "exec.jsonl"
-    result = ExecResult(PASSED, "", 0.1, network_isolated=True)
-    harness._append_exec_cache(path, "abc", result)
-    assert harness._read_exec_cache(path) == {"abc": result}
+    results = {"abc": ExecResult(PASSED, "", 0.1, network_isolated=True),
+               "def": ExecResult(TIMEOUT, "timed out", 2.0, network_isolated=False),
+               "ghi": ExecResult(FAILED, "AssertionError", 0.2, network_isolated=True)}
+    for key, result in results.items():
+        harness._append_exec_cache(path, key, result)
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write('{"key": "torn", "sta')   # an interrupted append is skipped
+    assert harness._read_exec_cache(path) == results   # every entry, not only the last
