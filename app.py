@@ -1,8 +1,11 @@
-"""Entry point: command-line options, then the app's objects built once (engines load lazily), then launch."""
+"""Entry point: command-line options, then the app's objects built once, the default model loading in the background,
+then launch."""
 from __future__ import annotations
 
 import argparse
 import logging
+import socket
+import sys
 from pathlib import Path
 
 DRAFTERS = ("none", "model", "prompt", "sibling", "auto")  # engine.DRAFTER_CHOICES, without importing torch for --help
@@ -10,7 +13,7 @@ DRAFTERS = ("none", "model", "prompt", "sibling", "auto")  # engine.DRAFTER_CHOI
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="Ranked code drafts: a local code-generation assistant (Gradio UI "
-                                                 "and API). Models load on first use.")
+                                                 "and API). The default model loads in the background at start-up.")
     parser.add_argument("--model", help="target model: bundled:qwen2.5-coder-1.5b, bundled:qwen2.5-coder-0.5b, a "
                                         "Hugging Face id or a local directory; offered first in the model menu")
     parser.add_argument("--draft", help="draft model for --model (same tokenizer family)")
@@ -33,8 +36,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def check_port(host: str, port: int | None) -> None:
+    """Exit with a message in the app's words when --port is taken (Gradio's own error advises launch() arguments)."""
+    if port is None:
+        return
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind((host, port))
+        except OSError as err:
+            sys.exit(f"error: --port {port} on {host} is not available ({err.strerror}): another program (perhaps "
+                     "another instance of this app) is using it. Choose another with --port N, or leave --port out "
+                     "to take 7860 or the next free port.")
+
+
 def build(args: argparse.Namespace):
-    """(demo, analyzer): every long-lived object of the app, made here once and passed in."""
+    """(demo, analyzer, hub): every long-lived object of the app, made here once and passed in."""
     from static_eval import AnalyzerSettings, StaticAnalyzer
 
     from app.models import EngineHub, menu
@@ -47,16 +63,25 @@ def build(args: argparse.Namespace):
                     dtype=args.dtype)
     analyzer = StaticAnalyzer(AnalyzerSettings(lint=not args.no_lint))
     demo = build_demo(hub, Pipeline(analyzer=analyzer), limits, queue_size=args.queue_size)
-    return demo, analyzer
+    return demo, analyzer, hub
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")  # model preparation steps
     logging.getLogger("httpx").setLevel(logging.WARNING)  # gradio's own start-up requests
-    demo, analyzer = build(args)
+    check_port(args.host, args.port)
+    demo, analyzer, hub = build(args)
+    hub.preload()  # the default model loads while the page is already up; the page shows its state
     try:
-        demo.launch(server_name=args.host, server_port=args.port, share=args.share)
+        demo.launch(server_name=args.host, server_port=args.port, share=args.share, quiet=True,
+                    prevent_thread_lock=True)
+        print(f"Ranked code drafts is running at {demo.local_url}"
+              + (f" and {demo.share_url}" if demo.share_url else " (this machine only: --host 0.0.0.0 serves "
+                 "your network, --share makes a public link)")
+              + f"; the API is /generate (see the README). Preparing {hub.default_label!r} in the background.",
+              flush=True)
+        demo.block_thread()
     finally:
         analyzer.close()
 

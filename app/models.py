@@ -62,6 +62,7 @@ class EngineHub:
         self._load_lock = threading.Lock()
         self._models: dict[str, tuple] = {}     # spec -> (model, tokenizer)
         self._engines: dict[str, Engine] = {}   # label -> engine
+        self._failures: dict[str, str] = {}     # label -> why its last load failed
 
     @property
     def labels(self) -> list[str]:
@@ -83,8 +84,40 @@ class EngineHub:
         choice = self.choice(label)
         with self._load_lock:
             if choice.label not in self._engines:
-                self._engines[choice.label] = self._build(choice)
+                try:
+                    self._engines[choice.label] = self._build(choice)
+                except Exception as err:
+                    self._failures[choice.label] = str(err)
+                    raise
+                self._failures.pop(choice.label, None)
             return self._engines[choice.label]
+
+    def preload(self, label: str | None = None) -> threading.Thread:
+        """Load a choice's engine in a background thread now (the app does it at start-up for the default), so
+        that the first request does not wait for it; `state` tells how it went."""
+        choice = self.choice(label)
+
+        def load() -> None:
+            try:
+                self.engine(choice.label)
+            except Exception:  # noqa: BLE001 - logged; state() shows it, and the next request tries again
+                log.exception("preparing %r failed", choice.label)
+
+        thread = threading.Thread(target=load, name="ranked-drafts-preload", daemon=True)
+        thread.start()
+        return thread
+
+    def state(self, label: str | None = None) -> tuple[str, str]:
+        """(state, detail) of a choice: "ready", "loading" (detail: the spec being loaded), "failed" (detail:
+        the error, which names the fix) or "not loaded" (loads on first use)."""
+        choice = self.choice(label)
+        if choice.label in self._engines:
+            return "ready", ""
+        if choice.label in self._failures:
+            return "failed", self._failures[choice.label]
+        if self.loading is not None:
+            return "loading", self.loading
+        return "not loaded", ""
 
     def _build(self, choice: ModelChoice) -> Engine:
         model, tokenizer = self._model(choice.target)

@@ -35,6 +35,19 @@ def status_html(state: dict) -> str:
     return _line("Enter a prompt and press Generate.")
 
 
+def model_state_html(label: str, state: str, detail: str) -> str:
+    """One line saying whether the chosen model is ready, still loading, or failed (with the error's fix)."""
+    name = f"<b>{escape(label)}</b>"
+    if state == "ready":
+        return _line(f"Model {name}: ready.")
+    if state == "loading":
+        return _line(f"Model {name}: loading {escape(detail)}… (the first start of a bundled model prepares it "
+                     "once: minutes; later starts take seconds). You can press Generate: it waits for it.")
+    if state == "failed":
+        return _line(f'Model {name}: <span style="color:#b00020">failed to load</span>: {escape(detail)}')
+    return _line(f"Model {name}: loads on the first request.")
+
+
 def notes_html(notes: list[str]) -> str:
     if not notes:
         return ""
@@ -61,6 +74,10 @@ def candidate_header_html(entry: dict) -> str:
     if entry.get("count", 1) > 1:
         bits.append(f"×{int(entry['count'])} identical")
     bits.append(reason)
+    if not (entry.get("code") or "").strip():
+        bits.append('<span style="color:#b00020">empty: no code was produced</span>')
+    if entry.get("tie_break"):
+        bits.append(escape(entry["tie_break"]))
     if entry.get("parses") is False:
         bits.append('<span style="color:#b00020">does not parse</span>')
     if entry.get("demoted"):
@@ -89,7 +106,9 @@ def heatmap_html(labels: list[str], matrix: list[list[float | None]]) -> str:
         cells = "".join(_cell(value, top) for value in row)
         rows.append(f"<tr><th>{escape(str(label))}</th>{cells}</tr>")
     return ('<div class="rd-heatmap"><div style="font-size:0.85em">Pairwise similarity of the distinct candidates '
-            "(rank order; darker = more alike, scaled to the largest value)</div>"
+            "in rank order: the share of all their distinct code tokens that both use (0 = none in common); the "
+            "diagonal, a candidate with itself, is left empty; darker = more alike, scaled to the largest value)"
+            "</div>"
             f'<table style="border-collapse:collapse;font-size:0.8em"><tr><th></th>{head}</tr>{"".join(rows)}</table></div>')
 
 

@@ -115,6 +115,8 @@ def build_request(prompt, k, budget_s, temperature, max_new_tokens, top_p=0.95, 
     if top_p == 0:
         raise InvalidRequest("top_p=0 is out of range: it must be in (0, 1]")
     seed = _as_int("seed", seed, -1, 2**63 - 1)
+    if temperature == 0:
+        k = 1  # greedy decoding has one answer: k rows would compute it k times (Pipeline.run says so)
     request = GenerationRequest(prompt=prompt, k=k, max_new_tokens=max_new_tokens, budget_s=budget_s,
                                 temperature=temperature, top_p=top_p, seed=None if seed == -1 else seed)
     request.validate()
@@ -257,7 +259,7 @@ class Pipeline:
             "ranking": {"available": rerank is not None,
                         "method": self.rank_settings.label() if rerank is not None else None},
             "static_analysis": {"available": self.analyzer is not None},
-            "notes": list(self.notes),
+            "notes": list(self.notes) + request_notes(request),
             "candidates": candidates,
             "similarity": {"labels": [f"#{c['rank']}" for c in candidates], "matrix": matrix},
             "stats": stats,
@@ -277,11 +279,15 @@ class Pipeline:
         for r in ranked:
             parts = r.as_dict()
             entry = _entry(r.rank, r.indices, cands, reports)
+            uses_logprobs = self.rank_settings.scorer not in ("gsc", "random")
             entry.update(score=parts["score"], scorer=r.scorer, demoted=r.demoted,
-                         score_parts={"consistency": parts["consistency"], "logprob_term": parts["logprob_term"],
+                         score_parts={"consistency": parts["consistency"],
+                                      "logprob_term": parts["logprob_term"] if uses_logprobs else None,
                                       "static_penalty": parts["static_penalty"], "mean_logprob": parts["mean_logprob"]})
             entries.append(entry)
-        return entries, [[_finite(v) for v in row] for row in matrix.tolist()]
+        _mark_ties(entries)
+        matrix = [[None if i == j else _finite(v) for j, v in enumerate(row)] for i, row in enumerate(matrix.tolist())]
+        return entries, matrix   # the diagonal (a candidate with itself) is left empty: it says nothing
 
     # --- streaming ---------------------------------------------------------------------------------------
     def stream(self, request: GenerationRequest, engine_for: Callable[[], Engine], lock: threading.Lock,
@@ -366,6 +372,15 @@ class _Mailbox:
             return self.final, self.error
 
 
+GREEDY_NOTE = ("temperature 0 is greedy decoding, which has one answer: one candidate was computed whatever k "
+               "asked for. Set a temperature above 0 for k different candidates to rank.")
+
+
+def request_notes(request: GenerationRequest) -> list[str]:
+    """What the user should know about how their request was served."""
+    return [GREEDY_NOTE] if request.temperature == 0 else []
+
+
 # --- dict builders -----------------------------------------------------------------------------------------
 def _progress(box: _Mailbox, request: GenerationRequest, model: dict, started: float, loading: str | None) -> dict:
     latest = box.latest
@@ -404,6 +419,19 @@ def _entry(rank: int, indices: list[int], cands, reports) -> dict:
         "n_warnings": len(report.warnings) if report is not None else None,
         "findings": findings,
     }
+
+
+def _mark_ties(entries: list[dict]) -> None:
+    """Say where equal scores were ordered by the tie rule (rerank.rank: higher mean log-probability, then
+    generation order), so that two equal numbers in a row explain themselves."""
+    for entry, other in zip(entries, entries[1:]):
+        if entry["score"] is not None and entry["score"] == other["score"] and entry["demoted"] == other["demoted"]:
+            entry["tie_break"] = other["tie_break"] = TIE_RULE
+    for entry in entries:
+        entry.setdefault("tie_break", None)
+
+
+TIE_RULE = "equal score: the higher mean log-probability ranks first, then the earlier row"
 
 
 def _unranked(result: GenerationResult, reports) -> list[dict]:

@@ -23,6 +23,17 @@ EXAMPLES = [
     'def fizzbuzz(n: int) -> list[str]:\n    """Return the FizzBuzz strings for 1..n: "Fizz" for multiples of 3,\n'
     '    "Buzz" for multiples of 5, "FizzBuzz" for both, the number otherwise."""\n',
 ]
+class IntactCode(gr.Code):
+    """gr.Code that shows its value as given: gr.Code strips leading whitespace, which took the indentation of a
+    completion's first line (on screen and in the copy button), so pasted code did not run."""
+
+    def postprocess(self, value: str | None) -> str | None:
+        return value
+
+    def get_block_name(self) -> str:
+        return "code"   # the same Svelte component in the page
+
+
 QUEUE_SIZE = 8          # requests that may wait for the engine; one more is refused ("queue is full, try again")
 ENGINE_CONCURRENCY = "engine"  # one concurrency group for every event that uses the engine
 
@@ -78,6 +89,8 @@ def build_demo(hub: EngineHub, pipeline: Pipeline, limits: Limits = Limits(), de
                 with gr.Row():
                     generate_btn = gr.Button("Generate", variant="primary", elem_id="generate")
                     stop_btn = gr.Button("Stop", variant="stop", elem_id="stop")
+        model_state = gr.HTML(render.model_state_html(hub.default_label, *hub.state()), elem_id="model-state")
+        state_timer = gr.Timer(1.0, active=hub.state()[0] != "ready")
         status = gr.HTML(render.status_html({}), elem_id="status")
         notes = gr.HTML(render.notes_html(pipeline.notes), elem_id="notes")
         slots = []
@@ -87,9 +100,12 @@ def build_demo(hub: EngineHub, pipeline: Pipeline, limits: Limits = Limits(), de
                 for index in range(limits.max_k):
                     with gr.Group(visible=False, elem_classes=["rd-slot"]) as group:
                         header = gr.HTML(elem_classes=["rd-header"])
-                        code = gr.Code(language="python", interactive=False, show_label=False,
-                                       elem_classes=["rd-code"], elem_id=f"candidate-{index}")
-                    slots.append((group, header, code))
+                        code = IntactCode(language="python", interactive=False, label="completion",
+                                          elem_classes=["rd-code"], elem_id=f"candidate-{index}")
+                        with gr.Accordion("Whole function (prompt + completion), to copy", open=False):
+                            whole = IntactCode(language="python", interactive=False, show_label=False,
+                                               elem_classes=["rd-whole"], elem_id=f"whole-{index}")
+                    slots.append((group, header, code, whole))
             with gr.Column(scale=2):
                 gr.Markdown("## Agreement")
                 heatmap = gr.HTML(elem_id="heatmap")
@@ -119,6 +135,15 @@ def build_demo(hub: EngineHub, pipeline: Pipeline, limits: Limits = Limits(), de
             stopped = runs.stop(_session(request))
             return '<div class="rd-status">Stopping…</div>' if stopped else gr.skip()
 
+        def on_model_state(label: str):
+            state, detail = hub.state(label)
+            return render.model_state_html(label, state, detail), gr.Timer(active=state in ("loading", "not loaded"))
+
+        state_timer.tick(on_model_state, inputs=[model], outputs=[model_state, state_timer], queue=False,
+                         show_progress="hidden", api_visibility="private")
+        model.change(on_model_state, inputs=[model], outputs=[model_state, state_timer], queue=False,
+                     show_progress="hidden", api_visibility="private")
+
         stop_btn.click(on_stop, inputs=None, outputs=[status], queue=False, api_name="stop_ui", api_visibility="private")
 
         def generate(prompt: str, k: int = defaults.k, budget_s: float = defaults.budget_s,
@@ -147,18 +172,19 @@ def _ui_updates(state: dict, prompt_text: str, n_slots: int) -> list:
     """Component values for one pipeline state, in the order of build_demo's outputs."""
     done = state.get("status") == "done"
     candidates = state.get("candidates") or []
-    values = [
+    values = [  # while a run goes on, the last run's notes, heatmap, statistics and JSON are cleared, not kept
         render.status_html(state),
-        render.notes_html(state.get("notes") or []) if done else gr.skip(),
-        render.heatmap_html(state["similarity"]["labels"], state["similarity"]["matrix"]) if done else gr.skip(),
-        render.stats_html(state.get("stats") or {}) if done else gr.skip(),
-        prompt_text if done else gr.skip(),
-        state if done else gr.skip(),
+        render.notes_html(state.get("notes") or []) if done else "",
+        render.heatmap_html(state["similarity"]["labels"], state["similarity"]["matrix"]) if done else "",
+        render.stats_html(state.get("stats") or {}) if done else "",
+        prompt_text,
+        state if done else None,
     ]
     for index in range(n_slots):
         if index < len(candidates):
             entry = candidates[index]
-            values += [gr.Group(visible=True), render.candidate_header_html(entry), entry["code"]]
+            values += [gr.Group(visible=True), render.candidate_header_html(entry), entry["code"],
+                       prompt_text + entry["code"]]
         else:
-            values += [gr.Group(visible=False), "", ""]
+            values += [gr.Group(visible=False), "", "", ""]
     return values

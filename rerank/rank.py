@@ -24,7 +24,8 @@ class RankedCandidate:
     for consensus_wucs (logprob_term = exp(mean token log-probability), the geometric-mean token
     probability); logprob_term - static_penalty for mean_logprob and sum_logprob; a seeded random
     draw - static_penalty for random. Unparsable candidates rank below all parsing ones (unless all fail)
-    whatever their score.
+    whatever their score. Equal scores are ordered by the higher mean token log-probability, then by the
+    earlier row.
     """
 
     rank: int                      # 1-based place, best first
@@ -130,7 +131,10 @@ def rank(texts: list[str], token_logprobs: list[list[float]] | None = None, repo
     if all(demoted):
         demoted = [False] * len(groups)  # all fail: the policy cannot tell them apart
 
-    order = sorted(range(len(groups)), key=lambda g: (demoted[g], -_sortable(score[g]), heads[g]))
+    # ties: the higher mean log-probability (the model's own preference), then the earlier row
+    order = sorted(range(len(groups)), key=lambda g: (demoted[g], -_sortable(score[g]),
+                                                      -_sortable(means[g] if means[g] is not None else math.nan),
+                                                      heads[g]))
     return [RankedCandidate(
         rank=place + 1, text=texts[heads[g]], indices=list(groups[g]), count=len(groups[g]),
         consistency=float(consistency[g]), logprob_term=float(logprob_term[g]),

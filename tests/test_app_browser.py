@@ -21,7 +21,7 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
 ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
 XSS = '<script>window.__xss=1</script><img src=x onerror="window.__xss=2">'
 PROMPT = f"# {XSS}\ndef greet(name):\n    return"
-LONG_PROMPT = 'def add(a, b):\n    """Return a + b."""\n'
+LONG_PROMPT = "total = 0\nfor i in range(10):\n"   # a script: no function body ends it
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +89,7 @@ def test_stop_button_stops_and_keeps_the_partial_ranking(page):
     budget.fill("30")
     budget.press("Enter")
     expect(page.locator("#budget input[type=range]")).to_have_value("30")
-    expect(page.locator("#prompt .cm-content")).to_contain_text("Return a + b.")
+    expect(page.locator("#prompt .cm-content")).to_contain_text("for i in range(10):")
     page.locator("#generate").click()
     expect(page.locator("#status")).to_contain_text("of 30 s budget", timeout=30_000)
     page.locator("#stop").click()

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -72,6 +73,28 @@ def test_run_ranks_and_reports(engine, analyzer):
     assert all(c["parses"] is not None and isinstance(c["findings"], list) for c in result["candidates"])
     assert len(result["similarity"]["matrix"]) == len(ranks)
     assert {"generation_s", "analysis_s", "ranking_s", "pipeline_s", "tokens_per_s"} <= set(result["stats"])
+
+
+def test_greedy_computes_one_candidate_and_says_why(engine, analyzer):
+    made = request(k=6, temperature=0)
+    assert made.k == 1   # k greedy rows would be one answer computed k times
+    result = Pipeline(analyzer=analyzer).run(engine, made)
+    assert result["request"]["k"] == 1 and len(result["candidates"]) == 1
+    assert result["notes"] == [service.GREEDY_NOTE] and "one answer" in service.GREEDY_NOTE
+
+
+def test_the_heatmap_leaves_the_diagonal_empty_and_scores_name_only_used_parts(engine, analyzer):
+    result = Pipeline(analyzer=analyzer).run(engine, request(k=6, max_new_tokens=4))
+    matrix = result["similarity"]["matrix"]
+    assert all(matrix[i][i] is None for i in range(len(matrix)))
+    assert all(c["score_parts"]["logprob_term"] is None for c in result["candidates"])   # gsc uses none
+
+
+def test_equal_scores_say_how_the_tie_was_broken():
+    entries = [{"score": 0.5, "demoted": False}, {"score": 0.5, "demoted": False}, {"score": 0.2, "demoted": False}]
+    service._mark_ties(entries)
+    assert entries[0]["tie_break"] == entries[1]["tie_break"] == service.TIE_RULE
+    assert entries[2]["tie_break"] is None
 
 
 def test_without_rerank_candidates_are_shown_unranked_and_it_says_so(engine, monkeypatch):
@@ -157,3 +180,29 @@ def test_drafter_model_without_a_draft_falls_back_to_auto_and_keeps_the_other_se
     assert hub.engine("pair").settings.drafter == "model"
     alone = hub.engine("alone").settings
     assert alone.drafter == "auto" and alone.acceptance == "residual"
+
+
+def test_a_busy_port_is_refused_in_the_apps_words():
+    import importlib.util
+    import socket
+
+    spec = importlib.util.spec_from_file_location("entry_point", Path(__file__).parent.parent / "app.py")   # app.py beside the package app/
+    entry_point = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(entry_point)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(SystemExit, match=f"--port {port} on 127.0.0.1 is not available.*--port N"):
+            entry_point.check_port("127.0.0.1", port)
+    entry_point.check_port("127.0.0.1", None)   # no --port: Gradio picks a free one
+
+
+def test_preload_prepares_the_default_in_the_background_and_says_so():
+    hub = EngineHub([ModelChoice("tiny", "tiny:0"), ModelChoice("broken", "tiny:x")])
+    assert hub.state() == ("not loaded", "")
+    hub.preload().join(timeout=60)
+    assert hub.state() == ("ready", "") and hub.is_loaded("tiny")
+    hub.preload("broken").join(timeout=60)
+    state, detail = hub.state("broken")
+    assert state == "failed" and "tiny:<seed>" in detail   # the loader's message, which names the fix

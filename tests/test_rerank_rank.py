@@ -147,3 +147,12 @@ def test_bad_input_names_the_value():
         rank(["x", "y"], reports=[Report()])
     assert rank([]) == []
     assert rank(["    return 1\n"])[0].consistency == 0.0
+
+
+def test_equal_scores_rank_the_likelier_candidate_first():
+    texts = ["    return a + b\n", "    return b + a\n"]   # the same tokens: equal consistency
+    ranked = rank(texts, token_logprobs=[[-2.0, -2.0], [-0.1, -0.1]])
+    assert ranked[0].score == ranked[1].score
+    assert ranked[0].indices == [1]                # higher mean log-probability first, not the earlier row
+    ranked = rank(texts, token_logprobs=[[-0.1, -0.1], [-2.0, -2.0]])
+    assert ranked[0].indices == [0]

@@ -1,0 +1,185 @@
+"""The Gradio Blocks UI and the named API endpoints, built from the objects it is given (no globals).
+
+Endpoints: `/generate` (JSON in the shape of app.service.Pipeline.run, streamed while it runs) and
+`/stop` (stops the caller's running generation; the run still returns what was produced).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import gradio as gr
+
+from app import render
+from app.models import EngineHub
+from app.service import (USER_ERRORS, Defaults, InternalError, Limits, Pipeline, RunControl, RunRegistry,
+                         as_reported, build_request)
+from gradio.events import Dependency
+
+EXAMPLES = [
+    'def is_palindrome(text: str) -> bool:\n    """Return True if text reads the same forwards and backwards,\n'
+    '    ignoring case and non-alphanumeric characters.\n    >>> is_palindrome("A man, a plan, a canal: Panama")\n'
+    '    True\n    """\n',
+    'from typing import List\n\n\ndef running_max(numbers: List[int]) -> List[int]:\n    """Return the list of running'
+    ' maxima of numbers.\n    >>> running_max([1, 3, 2, 5, 4])\n    [1, 3, 3, 5, 5]\n    """\n',
+    'def fizzbuzz(n: int) -> list[str]:\n    """Return the FizzBuzz strings for 1..n: "Fizz" for multiples of 3,\n'
+    '    "Buzz" for multiples of 5, "FizzBuzz" for both, the number otherwise."""\n',
+]
+class IntactCode(gr.Code):
+    """gr.Code that shows its value as given: gr.Code strips leading whitespace, which took the indentation of a
+    completion's first line (on screen and in the copy button), so pasted code did not run."""
+
+    def postprocess(self, value: str | None) -> str | None:
+        return value
+
+    def get_block_name(self) -> str:
+        return "code"
+    from typing import Callable, Literal, Sequence, Any, TYPE_CHECKING
+    from gradio.blocks import Block
+    if TYPE_CHECKING:
+        from gradio.components import Timer
+        from gradio.components.base import Component
+
+
+QUEUE_SIZE = 8          # requests that may wait for the engine; one more is refused ("queue is full, try again")
+ENGINE_CONCURRENCY = "engine"  # one concurrency group for every event that uses the engine
+
+
+def build_demo(hub: EngineHub, pipeline: Pipeline, limits: Limits = Limits(), defaults: Defaults = Defaults(),
+               runs: RunRegistry | None = None, queue_size: int = QUEUE_SIZE) -> gr.Blocks:
+    """The Blocks app: the form, Generate/Stop, live candidates, ranked results, heatmap, stats, and the API."""
+    runs = runs or RunRegistry()
+    defaults = defaults.clipped(limits)
+
+    def run_stream(prompt, k, budget_s, temperature, max_new_tokens, top_p, seed, model, session: str):
+        """Validate, then stream pipeline states; errors for people and programs are gr.Error."""
+        try:
+            request = build_request(prompt, k, budget_s, temperature, max_new_tokens, top_p, seed, limits)
+            choice = hub.choice(model)
+        except USER_ERRORS as err:
+            raise gr.Error(str(err), print_exception=False) from None
+        control = runs.start(session, RunControl(pipeline.idle_timeout_s))
+        try:
+            yield from pipeline.stream(request, lambda: hub.engine(choice.label), hub.generation_lock, control,
+                                       choice.as_dict(), loading=lambda: hub.loading)
+        except USER_ERRORS as err:
+            raise gr.Error(str(err), print_exception=False) from None
+        except Exception as err:  # noqa: BLE001 - ours, not the user's: logged, then said so
+            reported = as_reported(err)
+            raise gr.Error(str(reported), title="Internal error" if isinstance(reported, InternalError) else "Error",
+                           print_exception=False) from None
+        finally:
+            runs.finish(session, control)
+
+    with gr.Blocks(title="Ranked code drafts") as demo:
+        gr.Markdown("# Ranked code drafts\nk sampled completions of your prompt, checked statically and ranked "
+                    "by how much they agree with each other. Code is shown as text and never run.")
+        with gr.Row():
+            with gr.Column(scale=3):
+                prompt = gr.Code(value=EXAMPLES[0], language="python", label="Prompt", lines=12,
+                                 interactive=True, elem_id="prompt")
+                gr.Examples(EXAMPLES, inputs=[prompt], label="Example prompts",
+                            example_labels=["is_palindrome", "running_max", "fizzbuzz"])
+            with gr.Column(scale=2):
+                model = gr.Dropdown(hub.labels, value=hub.default_label, label="Model", elem_id="model")
+                k = gr.Slider(1, limits.max_k, value=defaults.k, step=1, precision=0, label="Candidates (k)",
+                              elem_id="k")
+                budget = gr.Slider(limits.min_budget_s, limits.max_budget_s, value=defaults.budget_s, step=1,
+                                   label="Time budget (s)", elem_id="budget")
+                with gr.Accordion("Advanced settings", open=False):
+                    temperature = gr.Slider(0, limits.max_temperature, value=defaults.temperature, step=0.05,
+                                            label="Temperature (0 = greedy)")
+                    max_new_tokens = gr.Slider(1, limits.max_new_tokens, value=defaults.max_new_tokens, step=1,
+                                               precision=0, label="Max new tokens per candidate")
+                    top_p = gr.Slider(0.05, 1.0, value=defaults.top_p, step=0.05, label="Top-p")
+                    seed = gr.Number(value=defaults.seed, precision=0, label="Seed (-1 = random)")
+                with gr.Row():
+                    generate_btn = gr.Button("Generate", variant="primary", elem_id="generate")
+                    stop_btn = gr.Button("Stop", variant="stop", elem_id="stop")
+        status = gr.HTML(render.status_html({}), elem_id="status")
+        notes = gr.HTML(render.notes_html(pipeline.notes), elem_id="notes")
+        slots = []
+        with gr.Row():
+            with gr.Column(scale=3):
+                gr.Markdown("## Candidates (best first)")
+                for index in range(limits.max_k):
+                    with gr.Group(visible=False, elem_classes=["rd-slot"]) as group:
+                        header = gr.HTML(elem_classes=["rd-header"])
+                        code = IntactCode(language="python", interactive=False, label="completion",
+                                          elem_classes=["rd-code"], elem_id=f"candidate-{index}")
+                        with gr.Accordion("Whole function (prompt + completion), to copy", open=False):
+                            whole = IntactCode(language="python", interactive=False, show_label=False,
+                                               elem_classes=["rd-whole"], elem_id=f"whole-{index}")
+                    slots.append((group, header, code, whole))
+            with gr.Column(scale=2):
+                gr.Markdown("## Agreement")
+                heatmap = gr.HTML(elem_id="heatmap")
+                gr.Markdown("## Run statistics")
+                stats = gr.HTML(elem_id="stats")
+                with gr.Accordion("Prompt as run", open=False):
+                    prompt_echo = gr.Code(language="python", interactive=False, show_label=False,
+                                          elem_id="prompt-echo")
+                with gr.Accordion("Raw JSON (what /generate returns)", open=False):
+                    raw = gr.JSON(elem_id="raw-json")
+        slot_outputs = [component for slot in slots for component in slot]
+        form = [prompt, k, budget, temperature, max_new_tokens, top_p, seed, model]
+
+        def on_generate(prompt_text, k_value, budget_value, temperature_value, tokens_value, top_p_value,
+                        seed_value, model_label, request: gr.Request):
+            echo = prompt_text
+            for state in run_stream(prompt_text, k_value, budget_value, temperature_value, tokens_value, top_p_value,
+                                    seed_value, model_label, _session(request)):
+                yield _ui_updates(state, echo, len(slots))
+
+        generate_btn.click(on_generate, inputs=form, outputs=[status, notes, heatmap, stats, prompt_echo, raw,
+                                                              *slot_outputs],
+                           api_name="generate_ui", api_visibility="private", concurrency_limit=1,
+                           concurrency_id=ENGINE_CONCURRENCY, show_progress="hidden")
+
+        def on_stop(request: gr.Request):
+            stopped = runs.stop(_session(request))
+            return '<div class="rd-status">Stopping…</div>' if stopped else gr.skip()
+
+        stop_btn.click(on_stop, inputs=None, outputs=[status], queue=False, api_name="stop_ui", api_visibility="private")
+
+        def generate(prompt: str, k: int = defaults.k, budget_s: float = defaults.budget_s,
+                     temperature: float = defaults.temperature, max_new_tokens: int = defaults.max_new_tokens,
+                     top_p: float = defaults.top_p, seed: int = defaults.seed, model: str = hub.default_label,
+                     request: gr.Request = None) -> Iterator[dict]:
+            """k ranked completions of `prompt` as JSON; streams partial results (status != "done") first."""
+            yield from run_stream(prompt, k, budget_s, temperature, max_new_tokens, top_p, seed, model,
+                                  _session(request))
+
+        def stop(request: gr.Request = None) -> bool:
+            """Stop this client's running /generate; it then returns the ranking of what was produced."""
+            return runs.stop(_session(request))
+
+        gr.api(generate, api_name="generate", concurrency_limit=1, concurrency_id=ENGINE_CONCURRENCY)
+        gr.api(stop, api_name="stop", queue=False)
+    demo.queue(max_size=queue_size, default_concurrency_limit=1)
+    return demo
+
+
+def _session(request: gr.Request | None) -> str:
+    return getattr(request, "session_hash", None) or "anonymous"
+
+
+def _ui_updates(state: dict, prompt_text: str, n_slots: int) -> list:
+    """Component values for one pipeline state, in the order of build_demo's outputs."""
+    done = state.get("status") == "done"
+    candidates = state.get("candidates") or []
+    values = [  # while a run goes on, the last run's notes, heatmap, statistics and JSON are cleared, not kept
+        render.status_html(state),
+        render.notes_html(state.get("notes") or []) if done else "",
+        render.heatmap_html(state["similarity"]["labels"], state["similarity"]["matrix"]) if done else "",
+        render.stats_html(state.get("stats") or {}) if done else "",
+        prompt_text,
+        state if done else None,
+    ]
+    for index in range(n_slots):
+        if index < len(candidates):
+            entry = candidates[index]
+            values += [gr.Group(visible=True), render.candidate_header_html(entry), entry["code"],
+                       prompt_text + entry["code"]]
+        else:
+            values += [gr.Group(visible=False), "", "", ""]
+    return values
