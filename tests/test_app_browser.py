@@ -95,3 +95,63 @@ def test_stop_button_stops_and_keeps_the_partial_ranking(page):
     page.locator("#stop").click()
     expect(page.locator("#status")).to_contain_text("Stopped", timeout=20_000)
     expect(page.locator(".rd-slot").first.locator(".rd-cand")).to_contain_text("#1 · score")
+
+
+METHOD_PROMPT = ('class Stack:\n    """A last-in, first-out stack."""\n\n    def __init__(self):\n        self.items = []\n\n'
+                 '    def pop(self):\n        """Remove and return the top item; raise IndexError when empty."""\n')
+
+
+@pytest.fixture(scope="module")
+def bundled_url():
+    if not Path(CHROMIUM).exists():
+        pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)")
+    from app.models import FAST_LABEL, menu
+    analyzer = StaticAnalyzer(AnalyzerSettings())
+    hub = EngineHub([c for c in menu() if c.label == FAST_LABEL])
+    hub.preload().join()
+    demo = build_demo(hub, Pipeline(analyzer=analyzer), Limits(max_k=4, max_budget_s=60, max_new_tokens=96),
+                      Defaults(k=3, budget_s=60, temperature=0.8, max_new_tokens=96, seed=0))
+    yield launch_local(demo)
+    demo.close()
+    analyzer.close()
+
+
+def clipboard_of_copy_button(page, box: str) -> str:
+    page.locator(f"{box} button[aria-label='Copy']").click()
+    return page.evaluate("navigator.clipboard.readText()")
+
+
+@pytest.mark.bundled
+def test_the_copied_top_candidate_is_whole_runnable_code(bundled_url):
+    """Regression (issue 11): gr.Code stripped the first line's indentation, on screen and in its copy button."""
+    import ast
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        context = browser.new_context(viewport={"width": 1400, "height": 1800})
+        context.grant_permissions(["clipboard-read", "clipboard-write"], origin=bundled_url)
+        page = context.new_page()
+        page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(bundled_url)
+                   else route.abort())
+        page.goto(bundled_url, wait_until="domcontentloaded")
+        expect(page.locator("#model-state")).to_contain_text("ready", timeout=30_000)
+        enter_prompt(page, METHOD_PROMPT)
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "copy_1_initial.png"), full_page=True)
+        page.locator("#generate").click()
+        expect(page.locator("#status")).to_contain_text("Generating", timeout=30_000)
+        expect(page.locator("#heatmap")).to_have_text("")          # the last run's parts are not shown
+        page.screenshot(path=str(ARTIFACTS / "copy_2_generating.png"), full_page=True)
+        page.locator("#status", has_text="Done").wait_for(timeout=120_000)
+        page.screenshot(path=str(ARTIFACTS / "copy_3_final.png"), full_page=True)
+
+        completion = clipboard_of_copy_button(page, "#candidate-0")
+        assert completion.startswith("        ")                  # the method body's indentation, intact
+        page.locator(".rd-slot").first.get_by_text("Whole function").click()
+        whole = clipboard_of_copy_button(page, "#whole-0")
+        assert whole == METHOD_PROMPT + completion
+        header = page.locator(".rd-slot").first.locator(".rd-cand").inner_text()
+        if "does not parse" not in header:
+            ast.parse(whole)                                        # pasted as is, it is valid Python
+        assert "def push" not in completion                         # the method ended where its body ended
+        browser.close()
