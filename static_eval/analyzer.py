@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from .coords import CandidateCoordinates
 from .diff import baseline, new_messages
 from .empty import empty_implementation
-from .findings import (ANALYSIS_ERROR, ANALYSIS_TIMEOUT, EMPTY_IMPLEMENTATION, ERROR, LINT_SKIPPED, SYNTAX_ERROR, TRUNCATED, WARNING,
-                       CandidateReport, Finding)
+from .findings import (ANALYSIS_ERROR, ANALYSIS_TIMEOUT, EMPTY_IMPLEMENTATION, ERROR, LINT_SKIPPED,
+                       PROMPT_SYNTAX_ERROR, SYNTAX_ERROR, TRUNCATED, WARNING, CandidateReport, Finding)
 from .lint import ERROR_CATEGORIES
 from .settings import AnalyzerSettings
 from .syntax import PythonSyntax, SyntaxProblem
@@ -124,6 +124,8 @@ class StaticAnalyzer:
             report.complete = not cut
         else:
             self._tree_checks(draft, len(prompt.encode("utf-8")), cut, facts)
+        if not report.parses and not facts.parses and not any(f.kind == SYNTAX_ERROR for f in report.findings):
+            report.findings.append(Finding(PROMPT_SYNTAX_ERROR, None, 1, 0, _prompt_problem(prompt), WARNING))
         if not report.complete:
             last_line = completion.count("\n") + 1
             report.findings.append(Finding(TRUNCATED, None, last_line, 0,
@@ -257,3 +259,15 @@ def _check_reasons(finish_reasons, count: int) -> list[str | None]:
         if reason not in FINISH_REASONS:
             raise ValueError(f"finish_reason={reason!r} is invalid: it must be one of {FINISH_REASONS}")
     return reasons
+
+
+def _prompt_problem(prompt: str) -> str:
+    """Why the prompt alone does not parse, in words: no completion can make the whole parse, and the candidate is
+    not blamed for it."""
+    bad = _BAD_CHARACTER.search(prompt)
+    if bad is not None:
+        line = prompt.count("\n", 0, bad.start()) + 1
+        what = f"it holds the invalid character {bad.group()!r} (U+{ord(bad.group()):04X}) on its line {line}"
+    else:
+        what = "it has a syntax error"
+    return f"the prompt itself does not parse ({what}): no completion can make it valid Python; fix the prompt"

@@ -13,6 +13,7 @@ EMPTY_IMPLEMENTATION = "empty-implementation"    # the candidate adds nothing th
 ANALYSIS_TIMEOUT = "analysis-timeout"            # the linter ran past its hard limit and was killed
 ANALYSIS_ERROR = "analysis-error"                # the linter crashed or could not read the code
 LINT_SKIPPED = "lint-skipped"                    # not linted (too large), so lint findings are unknown
+PROMPT_SYNTAX_ERROR = "prompt-syntax-error"      # the prompt alone does not parse: why a candidate cannot
 
 
 @dataclass(frozen=True)

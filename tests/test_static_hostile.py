@@ -85,3 +85,18 @@ def test_no_temporary_files_are_left(tmp_path):
 def test_findings_per_candidate_are_capped(analyzer):
     report = analyzer.analyze(PROMPT, ["    return " + "-" * 300 + "x\n"])[0]
     assert 1 <= len(report.findings) <= analyzer.settings.max_findings
+
+
+@pytest.mark.parametrize(("prompt", "completion"), [
+    ('def f(x):\x00\n    """NUL in the prompt."""\n', "    return x\n"),
+    ("def f(x:\n", "    return x\n"),                     # the prompt's own syntax error
+    ("def f(x):\n", "    return (x\n"),                   # the candidate's
+    ("def f(x):\n", "    return x\x00\n"),
+])
+def test_every_unparsable_candidate_says_why(analyzer, prompt, completion):
+    """Regression (issue 11): a prompt that does not parse gave `parses: false` with no finding at all."""
+    report = analyzer.analyze(prompt, [completion])[0]
+    assert not report.parses
+    assert {"syntax-error", "prompt-syntax-error"} & set(report.kinds)
+    if not report.prompt_parses:
+        assert "prompt-syntax-error" in report.kinds and "syntax-error" not in report.kinds   # not blamed
