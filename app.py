@@ -54,7 +54,8 @@ def build(args: argparse.Namespace):
     from static_eval import AnalyzerSettings, StaticAnalyzer
 
     from app.models import EngineHub, menu
-    from app.service import Limits, Pipeline
+    from app.requests import Limits
+    from app.service import Pipeline
     from app.ui import build_demo
     from engine import EngineSettings
 

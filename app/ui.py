@@ -11,8 +11,9 @@ import gradio as gr
 
 from app import render
 from app.models import EngineHub
-from app.service import (USER_ERRORS, Defaults, InternalError, Limits, Pipeline, RunControl, RunRegistry,
-                         as_reported, build_request)
+from app.requests import Defaults, Limits, build_request
+from app.runs import USER_ERRORS, InternalError, RunControl, RunRegistry, as_reported
+from app.service import Pipeline
 
 EXAMPLES = [
     'def is_palindrome(text: str) -> bool:\n    """Return True if text reads the same forwards and backwards,\n'

@@ -10,11 +10,12 @@ from rerank.scoring import finding_count, generalized_self_consistency, mean_log
 from rerank.settings import RankSettings
 from rerank.similarity import pairwise_similarity, token_probabilities, vectorize
 from rerank.tokens import code_token_spans
+from static_eval.findings import EMPTY_IMPLEMENTATION
 
 _NEEDS_LOGPROBS = ("wucs", "consensus_wucs", "mean_logprob", "sum_logprob")
 
 
-EMPTY_KIND = "empty-implementation"  # the finding kind static_eval gives a body that adds nothing that runs
+EMPTY_KIND = EMPTY_IMPLEMENTATION  # the finding kind static_eval gives a body that adds nothing that runs
 
 @dataclass
 class RankedCandidate:
@@ -74,6 +75,13 @@ def group_duplicates(texts: list[str]) -> list[list[int]]:
 def rank(texts: list[str], token_logprobs: list[list[float]] | None = None, reports: list | None = None,
          settings: RankSettings = RankSettings(), token_texts: list[list[str]] | None = None,
          ) -> list[RankedCandidate]:
+    """Order candidates best first (see `rank_with_similarity`, which also returns the similarity matrix)."""
+    return rank_with_similarity(texts, token_logprobs, reports, settings, token_texts)[0]
+
+
+def rank_with_similarity(texts: list[str], token_logprobs: list[list[float]] | None = None,
+                         reports: list | None = None, settings: RankSettings = RankSettings(),
+                         token_texts: list[list[str]] | None = None) -> tuple[list[RankedCandidate], np.ndarray]:
     """Order candidates best first by consistency (and log-probabilities, and static findings).
 
     Parameters
@@ -93,11 +101,13 @@ def rank(texts: list[str], token_logprobs: list[list[float]] | None = None, repo
     Returns
     -------
     ranked : list of RankedCandidate, length n_distinct
+    similarities : ndarray of shape (n_distinct, n_distinct)
+        Pairwise similarity of the distinct candidates in rank order, from the vectors the ranking used.
     """
     settings.validate()
     _check_inputs(texts, token_logprobs, reports, token_texts, settings)
     if not texts:
-        return []
+        return [], np.zeros((0, 0))
     groups = group_duplicates(texts)
     heads = [group[0] for group in groups]
     counts = np.array([len(group) for group in groups], dtype=np.float64)  # (n_groups,)
@@ -135,7 +145,7 @@ def rank(texts: list[str], token_logprobs: list[list[float]] | None = None, repo
     order = sorted(range(len(groups)), key=lambda g: (demoted[g], -_sortable(score[g]),
                                                       -_sortable(means[g] if means[g] is not None else math.nan),
                                                       heads[g]))
-    return [RankedCandidate(
+    ranked = [RankedCandidate(
         rank=place + 1, text=texts[heads[g]], indices=list(groups[g]), count=len(groups[g]),
         consistency=float(consistency[g]), logprob_term=float(logprob_term[g]),
         static_penalty=float(penalty[g]), score=float(score[g]), mean_logprob=means[g], parses=parses[g],
@@ -143,6 +153,7 @@ def rank(texts: list[str], token_logprobs: list[list[float]] | None = None, repo
         warnings=finding_count(group_reports[g], "warnings") if group_reports[g] is not None else 0,
         demoted=demoted[g], scorer=settings.label(),
     ) for place, g in enumerate(order)]
+    return ranked, similarities[np.ix_(order, order)]
 
 
 def _is_empty(report) -> bool:

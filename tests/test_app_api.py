@@ -11,7 +11,8 @@ from gradio_client.exceptions import AppError
 
 from app.local import launch_local
 from app.models import EngineHub, ModelChoice
-from app.service import Limits, Pipeline
+from app.requests import Limits
+from app.service import Pipeline
 from app.ui import build_demo
 from static_eval import AnalyzerSettings, StaticAnalyzer
 

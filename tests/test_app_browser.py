@@ -9,7 +9,8 @@ from playwright.sync_api import expect, sync_playwright
 
 from app.local import launch_local
 from app.models import EngineHub, ModelChoice
-from app.service import Defaults, Limits, Pipeline
+from app.requests import Defaults, Limits
+from app.service import Pipeline
 from app.ui import build_demo
 from static_eval import AnalyzerSettings, StaticAnalyzer
 

@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from app import service
+from app import results
 from app.models import DEFAULT_LABEL, FAST_LABEL, EngineHub, ModelChoice, menu
-from app.service import Defaults, Limits, Pipeline, RunControl, RunRegistry, build_request
+from app.requests import Defaults, Limits, build_request
+from app.runs import BusyError, RunControl, RunRegistry
+from app.service import Pipeline
 from engine import DEFAULT_DRAFT, DEFAULT_TARGET, load_engine
 from static_eval import AnalyzerSettings, StaticAnalyzer
 
@@ -80,7 +82,7 @@ def test_greedy_computes_one_candidate_and_says_why(engine, analyzer):
     assert made.k == 1   # k greedy rows would be one answer computed k times
     result = Pipeline(analyzer=analyzer).run(engine, made)
     assert result["request"]["k"] == 1 and len(result["candidates"]) == 1
-    assert result["notes"] == [service.GREEDY_NOTE] and "one answer" in service.GREEDY_NOTE
+    assert result["notes"] == [results.GREEDY_NOTE] and "one answer" in results.GREEDY_NOTE
 
 
 def test_the_heatmap_leaves_the_diagonal_empty_and_scores_name_only_used_parts(engine, analyzer):
@@ -92,21 +94,16 @@ def test_the_heatmap_leaves_the_diagonal_empty_and_scores_name_only_used_parts(e
 
 def test_equal_scores_say_how_the_tie_was_broken():
     entries = [{"score": 0.5, "demoted": False}, {"score": 0.5, "demoted": False}, {"score": 0.2, "demoted": False}]
-    service._mark_ties(entries)
-    assert entries[0]["tie_break"] == entries[1]["tie_break"] == service.TIE_RULE
+    results.mark_ties(entries)
+    assert entries[0]["tie_break"] == entries[1]["tie_break"] == results.TIE_RULE
     assert entries[2]["tie_break"] is None
 
 
-def test_without_rerank_candidates_are_shown_unranked_and_it_says_so(engine, monkeypatch):
-    monkeypatch.setattr(service, "rerank", None)  # as on an install without the rerank package
-    pipeline = Pipeline(analyzer=None)
-    result = pipeline.run(engine, request())
-    assert any("ranking unavailable" in note for note in result["notes"])
-    assert any("static analysis is off" in note for note in result["notes"])
-    assert result["ranking"] == {"available": False, "method": None}
-    assert [c["rank"] for c in result["candidates"]] == list(range(1, len(result["candidates"]) + 1))
-    assert all(c["score"] is None and c["findings"] == [] for c in result["candidates"])
-    assert result["similarity"]["matrix"] == []
+def test_without_an_analyzer_it_says_static_analysis_is_off(engine):
+    result = Pipeline(analyzer=None).run(engine, request())
+    assert result["notes"] == ["static analysis is off: no findings are shown"]
+    assert result["static_analysis"] == {"available": False}
+    assert all(c["findings"] == [] and c["parses"] is None for c in result["candidates"])
 
 
 def test_a_consumer_that_stops_reading_stops_the_engine():
@@ -133,7 +130,7 @@ def test_stream_reports_busy_when_the_engine_stays_taken(engine):
     lock = threading.Lock()
     lock.acquire()
     stream = Pipeline(busy_timeout_s=0.2).stream(request(), lambda: engine, lock, RunControl(), {"choice": "tiny"})
-    with pytest.raises(service.BusyError, match="busy.*retry"):
+    with pytest.raises(BusyError, match="busy.*retry"):
         list(stream)
     lock.release()
 

@@ -1,0 +1,100 @@
+"""What the app accepts from a request: its limits and defaults, and the validation that turns form or API fields
+into an engine GenerationRequest (InvalidRequest names the bad value and the allowed range)."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from engine import GenerationRequest, InvalidRequest
+
+# The default time budget (seconds) is the largest the form allows. Measured on the shared 2-core CPU
+# (bundled 1.5B + 0.5B draft, k=8, HumanEval/0, drafter auto): 2.6 tokens/s over all rows, so 100 s
+# gave 22-39 tokens per candidate and only 1 of 8 finished; a typical solution needs ~60. A budget
+# is a deadline, not a duration: a run ends as soon as all k candidates finish, so a long one costs
+# nothing when the machine is fast.
+DEFAULT_BUDGET_S = 120.0
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What the app accepts from a request (the engine's own limits are wider)."""
+
+    max_k: int = 16                  # candidates per request: 1..max_k
+    min_budget_s: float = 1.0        # seconds per request: min_budget_s..max_budget_s
+    max_budget_s: float = 120.0
+    max_new_tokens: int = 1024       # tokens per candidate: 1..max_new_tokens
+    max_temperature: float = 2.0     # 0 (greedy)..max_temperature
+    max_prompt_chars: int = 100_000  # a cheap bound before tokenizing; the engine checks the context in tokens
+
+    def __post_init__(self):
+        if not 1 <= self.max_k <= 32:
+            raise ValueError(f"max_k={self.max_k!r} is out of range: it must be an integer in 1..32")
+        if not 1 <= self.max_budget_s <= 3600:
+            raise ValueError(f"max_budget_s={self.max_budget_s!r} is out of range: it must be in 1..3600 seconds")
+
+
+@dataclass(frozen=True)
+class Defaults:
+    """The values a form starts with and an API call gets for the fields it leaves out."""
+
+    k: int = 8
+    budget_s: float = DEFAULT_BUDGET_S
+    temperature: float = 0.8
+    max_new_tokens: int = 256
+    top_p: float = 0.95
+    seed: int = -1                   # -1: a fresh random seed per request
+
+    def clipped(self, limits: Limits) -> "Defaults":
+        """These defaults inside the limits (a small --max-k or --max-budget lowers them)."""
+        return Defaults(min(self.k, limits.max_k), min(max(self.budget_s, limits.min_budget_s), limits.max_budget_s),
+                        self.temperature, min(self.max_new_tokens, limits.max_new_tokens), self.top_p, self.seed)
+
+
+def build_request(prompt, k, budget_s, temperature, max_new_tokens, top_p=0.95, seed=-1,
+                  limits: Limits = Limits()) -> GenerationRequest:
+    """A validated GenerationRequest; InvalidRequest (a ValueError) names the bad value and the allowed range."""
+    prompt = _check_prompt(prompt, limits)
+    k = _as_int("k", k, 1, limits.max_k)
+    budget_s = _as_number("budget_s", budget_s, limits.min_budget_s, limits.max_budget_s, "seconds")
+    temperature = _as_number("temperature", temperature, 0.0, limits.max_temperature, "0 means greedy")
+    max_new_tokens = _as_int("max_new_tokens", max_new_tokens, 1, limits.max_new_tokens)
+    top_p = _as_number("top_p", top_p, 0.0, 1.0, "nucleus mass")
+    if top_p == 0:
+        raise InvalidRequest("top_p=0 is out of range: it must be in (0, 1]")
+    seed = _as_int("seed", seed, -1, 2**63 - 1)
+    if temperature == 0:
+        k = 1  # greedy decoding has one answer: k rows would compute it k times (Pipeline.run says so)
+    request = GenerationRequest(prompt=prompt, k=k, max_new_tokens=max_new_tokens, budget_s=budget_s,
+                                temperature=temperature, top_p=top_p, seed=None if seed == -1 else seed)
+    request.validate()   # the engine's own checks (an empty prompt among them)
+    return request
+
+
+def _check_prompt(prompt, limits: Limits) -> str:
+    if not isinstance(prompt, str):
+        raise InvalidRequest(f"prompt must be text, got {type(prompt).__name__}")
+    try:
+        prompt.encode("utf-8")
+    except UnicodeEncodeError as err:  # lone surrogates: JSON can carry them, UTF-8 cannot
+        raise InvalidRequest(f"prompt is not valid UTF-8 text: character {err.start} is {prompt[err.start]!a}, a "
+                             "lone surrogate; send UTF-8 text") from None
+    if len(prompt) > limits.max_prompt_chars:
+        raise InvalidRequest(f"prompt is {len(prompt)} characters: it must be 1..{limits.max_prompt_chars} characters")
+    return prompt
+
+
+def _as_int(name: str, value, low: int, high: int) -> int:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)  # sliders and JSON numbers may send 8.0
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise InvalidRequest(f"{name}={value!r} is out of range: it must be an integer in {low}..{high}")
+    return value
+
+
+def _as_number(name: str, value, low: float, high: float, unit: str) -> float:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if not ok or not low <= value <= high:
+        raise InvalidRequest(f"{name}={value!r} is out of range: it must be a number in {low:g}..{high:g} ({unit})")
+    return float(value)
+
+
