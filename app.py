@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import socket
 import sys
 from pathlib import Path
@@ -33,7 +34,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="requests that may wait for the engine before new ones are refused (default 8)")
     parser.add_argument("--no-lint", action="store_true", help="static analysis without pylint (syntax only)")
     parser.add_argument("--share", action="store_true", help="create a public Gradio share link (off by default)")
-    return parser.parse_args(argv)
+    remote = parser.add_argument_group("candidates from a serving engine (vLLM, SGLang, llama-server)")
+    remote.add_argument("--backend", choices=("local", "openai"), default="local",
+                        help="local: this app's own engine (default); openai: an OpenAI-compatible /v1/completions "
+                             "server at --base-url")
+    remote.add_argument("--base-url", help="the server's OpenAI base URL, e.g. http://127.0.0.1:8080/v1")
+    remote.add_argument("--served-model", help="the model name the server serves (sent as `model`)")
+    remote.add_argument("--api-key-env", help="name of the environment variable holding the server's API key")
+    remote.add_argument("--fan-out", choices=("n", "requests"), default="n",
+                        help="n: one request with n=k (default); requests: k requests of n=1 (servers without n)")
+    remote.add_argument("--remote-concurrency", type=int, default=4,
+                        help="requests the app runs at once against the server (default 4; the server batches them)")
+    args = parser.parse_args(argv)
+    if args.backend == "openai" and not (args.base_url and args.served_model):
+        parser.error("--backend openai needs --base-url URL and --served-model NAME")
+    if args.api_key_env and not os.environ.get(args.api_key_env):
+        parser.error(f"--api-key-env {args.api_key_env}: that environment variable is not set")
+    return args
 
 
 def check_port(host: str, port: int | None) -> None:
@@ -49,22 +66,29 @@ def check_port(host: str, port: int | None) -> None:
                      "to take 7860 or the next free port.")
 
 
-def build(args: argparse.Namespace):
-    """(demo, analyzer, hub): every long-lived object of the app, made here once and passed in."""
+def build(args: argparse.Namespace) -> dict:
+    """Every long-lived object of the app (demo, analyzer, hub, pipeline, limits), made here once and passed in."""
     from static_eval import AnalyzerSettings, StaticAnalyzer
 
-    from app.models import EngineHub, menu
+    from app.models import EngineHub, menu, remote_menu
     from app.requests import Limits
     from app.service import Pipeline
     from app.ui import build_demo
     from engine import EngineSettings
 
     limits = Limits(max_k=args.max_k, max_budget_s=args.max_budget)
-    hub = EngineHub(menu(args.model, args.draft), args.cache_dir, EngineSettings(drafter=args.drafter),
-                    dtype=args.dtype)
+    if args.backend == "openai":
+        from engine.remote import RemoteSettings
+        remote = RemoteSettings(args.base_url, args.served_model,
+                                os.environ.get(args.api_key_env) if args.api_key_env else None, args.fan_out)
+        hub = EngineHub(remote_menu(remote), concurrency=args.remote_concurrency)
+    else:
+        hub = EngineHub(menu(args.model, args.draft), args.cache_dir, EngineSettings(drafter=args.drafter),
+                        dtype=args.dtype)
     analyzer = StaticAnalyzer(AnalyzerSettings(lint=not args.no_lint))
-    demo = build_demo(hub, Pipeline(analyzer=analyzer), limits, queue_size=args.queue_size)
-    return demo, analyzer, hub
+    pipeline = Pipeline(analyzer=analyzer)
+    demo = build_demo(hub, pipeline, limits, queue_size=args.queue_size)
+    return {"demo": demo, "analyzer": analyzer, "hub": hub, "pipeline": pipeline, "limits": limits}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -72,15 +96,19 @@ def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")  # model preparation steps
     logging.getLogger("httpx").setLevel(logging.WARNING)  # gradio's own start-up requests
     check_port(args.host, args.port)
-    demo, analyzer, hub = build(args)
+    from app.openai_api import mount_completions
+
+    built = build(args)
+    demo, analyzer, hub = built["demo"], built["analyzer"], built["hub"]
     hub.preload()  # the default model loads while the page is already up; the page shows its state
     try:
         demo.launch(server_name=args.host, server_port=args.port, share=args.share, quiet=True,
                     prevent_thread_lock=True)
+        mount_completions(demo, hub, built["pipeline"], built["limits"])   # POST /v1/completions, same server
         print(f"Ranked code drafts is running at {demo.local_url}"
               + (f" and {demo.share_url}" if demo.share_url else " (this machine only: --host 0.0.0.0 serves "
                  "your network, --share makes a public link)")
-              + f"; the API is /generate (see the README). Preparing {hub.default_label!r} in the background.",
+              + f"; APIs: Gradio /generate and OpenAI-style /v1/completions (see the README). Preparing {hub.default_label!r} in the background.",
               flush=True)
         demo.block_thread()
     finally:

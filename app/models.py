@@ -10,6 +10,7 @@ from typing import Callable
 
 from engine import (DEFAULT_DRAFT, DEFAULT_TARGET, Engine, EngineSettings, InvalidRequest, check_draft_fits,
                     load_any)
+from engine.remote import RemoteEngine, RemoteSettings
 
 log = logging.getLogger(__name__)
 
@@ -24,9 +25,16 @@ class ModelChoice:
     label: str               # what the menu shows and what API callers pass as `model`
     target: str              # model spec of the target (bundled:..., tiny:<seed>, a hub id, a local directory)
     draft: str | None = None  # model spec of the draft model, or None (model-free drafters only)
+    remote: RemoteSettings | None = None  # candidates from an OpenAI-compatible server instead (target: its URL)
 
     def as_dict(self) -> dict:
-        return {"choice": self.label, "target": self.target, "draft": self.draft}
+        return {"choice": self.label, "target": self.target, "draft": self.draft,
+                "backend": "openai" if self.remote else "local"}
+
+
+def remote_menu(settings: RemoteSettings) -> list[ModelChoice]:
+    """The one choice of an app whose candidates come from a server."""
+    return [ModelChoice(f"{settings.model} at {settings.base_url}", settings.base_url, None, settings)]
 
 
 def menu(model: str | None = None, draft: str | None = None) -> list[ModelChoice]:
@@ -46,18 +54,26 @@ class EngineHub:
     """Loads each offered engine on first use and keeps it; models shared by two choices are loaded once.
 
     The engine is not thread-safe, and two engines would share the CPU anyway, so `generation_lock`
-    admits one generation at a time across all choices.
+    admits one generation at a time across all choices; a hub whose choices are all remote servers admits
+    `concurrency` at once (the server batches them).
     """
 
     def __init__(self, choices: list[ModelChoice], cache_dir: Path | None = None,
-                 settings: EngineSettings | None = None, loader: Callable = load_any, dtype: str = "auto"):
+                 settings: EngineSettings | None = None, loader: Callable = load_any, dtype: str = "auto",
+                 concurrency: int = 1):
         if not choices:
             raise ValueError("choices is empty: offer at least one model")
+        if concurrency != 1 and not all(c.remote for c in choices):
+            raise ValueError(f"concurrency={concurrency} needs remote choices only: the local engine runs one "
+                             "generation at a time")
+        if not 1 <= concurrency <= 256:
+            raise ValueError(f"concurrency={concurrency} is out of range: it must be in 1..256")
+        self.concurrency = concurrency
         self.choices = {c.label: c for c in choices}
         self.default_label = choices[0].label
         self.cache_dir, self.settings, self._loader = cache_dir, settings or EngineSettings(), loader
         self.dtype = dtype  # weights of loaded models: auto (bf16 on a GPU or a CPU with native bf16), float32, ...
-        self.generation_lock = threading.Lock()
+        self.generation_lock = threading.BoundedSemaphore(concurrency)
         self.loading: str | None = None         # the spec being loaded now, for progress messages
         self._load_lock = threading.Lock()
         self._models: dict[str, tuple] = {}     # spec -> (model, tokenizer)
@@ -119,7 +135,9 @@ class EngineHub:
             return "loading", self.loading
         return "not loaded", ""
 
-    def _build(self, choice: ModelChoice) -> Engine:
+    def _build(self, choice: ModelChoice) -> Engine | RemoteEngine:
+        if choice.remote is not None:
+            return RemoteEngine(choice.remote)
         model, tokenizer = self._model(choice.target)
         draft_model = None
         if choice.draft:

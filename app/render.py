@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from html import escape
 
-REASONS = {"stop": "finished", "length": "hit max new tokens", "budget": "cut by the time budget", None: "growing"}
+REASONS = {"stop": "finished", "length": "hit max new tokens", "budget": "cut by the time budget",
+           "interrupted": "cut: the server's stream broke off", None: "growing"}
 
 
 def status_html(state: dict) -> str:

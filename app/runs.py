@@ -8,6 +8,7 @@ import time
 import uuid
 
 from engine import InvalidRequest, ModelSetupError
+from engine.remote import RemoteError
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +27,7 @@ class InternalError(RuntimeError):
         self.error_id = error_id
 
 
-USER_ERRORS = (InvalidRequest, BusyError, ModelSetupError)  # what the caller can act on, shown as is
+USER_ERRORS = (InvalidRequest, BusyError, ModelSetupError, RemoteError)  # what the caller can act on, shown as is
 
 
 def as_reported(err: BaseException) -> BaseException:

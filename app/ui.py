@@ -129,7 +129,7 @@ def build_demo(hub: EngineHub, pipeline: Pipeline, limits: Limits = Limits(), de
 
         generate_btn.click(on_generate, inputs=form, outputs=[status, notes, heatmap, stats, prompt_echo, raw,
                                                               *slot_outputs],
-                           api_name="generate_ui", api_visibility="private", concurrency_limit=1,
+                           api_name="generate_ui", api_visibility="private", concurrency_limit=hub.concurrency,
                            concurrency_id=ENGINE_CONCURRENCY, show_progress="hidden")
 
         def on_stop(request: gr.Request):
@@ -159,7 +159,7 @@ def build_demo(hub: EngineHub, pipeline: Pipeline, limits: Limits = Limits(), de
             """Stop this client's running /generate; it then returns the ranking of what was produced."""
             return runs.stop(_session(request))
 
-        gr.api(generate, api_name="generate", concurrency_limit=1, concurrency_id=ENGINE_CONCURRENCY)
+        gr.api(generate, api_name="generate", concurrency_limit=hub.concurrency, concurrency_id=ENGINE_CONCURRENCY)
         gr.api(stop, api_name="stop", queue=False)
     demo.queue(max_size=queue_size, default_concurrency_limit=1)
     return demo

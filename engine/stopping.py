@@ -50,12 +50,17 @@ class StopRules:
         row.token_ids.extend(tokens[:room])
         row.logprobs.extend(logprobs[:room])
         row.text = decode(row.token_ids)
-        longest_stop = max((len(s) for s in self.stops), default=0)
-        cuts = [earliest_stop(row.text, self.stops, max(0, old_text_len - longest_stop)),
-                self.body.cut(row.text) if self.body is not None else None]
-        cut = min((c for c in cuts if c is not None), default=None)
+        cut = self.cut(row.text, old_text_len)
         if cut is not None:
             self.cut_at(row, cut, decode)
+
+    def cut(self, text: str, old_text_len: int = 0) -> int | None:
+        """Where a text must end by a stop string or the end of the function body (the earlier), or None; text
+        before old_text_len was checked already (it holds no stop string). Local and remote rows use it alike."""
+        longest_stop = max((len(s) for s in self.stops), default=0)
+        cuts = [earliest_stop(text, self.stops, max(0, old_text_len - longest_stop)),
+                self.body.cut(text) if self.body is not None else None]
+        return min((c for c in cuts if c is not None), default=None)
 
     @staticmethod
     def cut_at(row: RowState, cut: int, decode) -> None:

@@ -13,6 +13,7 @@ MAX_NEW_TOKENS = 2048
 FINISH_STOP = "stop"      # an end-of-text token, a stop string or the end of the function body
 FINISH_LENGTH = "length"  # max_new_tokens reached
 FINISH_BUDGET = "budget"  # the deadline (or a cancel) came first: the text is unfinished
+FINISH_INTERRUPTED = "interrupted"  # a remote server's stream broke off: the text is what arrived
 
 
 class InvalidRequest(ValueError):

@@ -18,7 +18,7 @@ from .syntax import PythonSyntax, SyntaxProblem
 from .worker import TIMEOUT, LintWorker
 
 FINISH_REASONS = ("stop", "length", "budget", None)   # as the engine reports them
-CUT_REASONS = ("length", "budget")                      # the text may end anywhere, even mid-token
+CUT_REASONS = ("length", "budget", "interrupted")                  # the text may end anywhere, even mid-token
 ANALYSIS_FAILURES = ("fatal", "astroid-error", "parse-error")
 _BAD_CHARACTER = re.compile("[\x00\ud800-\udfff]")      # Python source can hold neither NUL nor lone surrogates
 

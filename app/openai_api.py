@@ -1,0 +1,141 @@
+"""Ranked drafts over the OpenAI completions protocol: `POST /v1/completions` on the app's own server.
+
+`n` is k; the choices come back best first, after static analysis and reranking, each with its rank, score, score
+parts and findings in an extra `ranked_drafts` field; `stream` sends the ranked choices as server-sent events once the
+ranking is done. Errors use OpenAI's error shape with the same messages as /generate. Editors that speak this
+protocol (and the official `openai` client) get ranked candidates without knowing about Gradio.
+"""
+from __future__ import annotations
+
+import json
+import re
+import time
+import uuid
+from dataclasses import replace
+
+import gradio as gr
+from fastapi import Request
+from fastapi.responses import JSONResponse, StreamingResponse
+
+from app.models import EngineHub
+from app.requests import Defaults, Limits, build_request
+from app.runs import USER_ERRORS, BusyError, RunControl, as_reported
+from app.service import Pipeline
+from engine import InvalidRequest
+from engine.remote import RemoteError
+
+# our finish reasons -> the protocol's ("length" for any text that did not end by itself)
+FINISH = {"stop": "stop", "length": "length", "budget": "length", "interrupted": "length"}
+
+
+def mount_completions(demo: gr.Blocks, hub: EngineHub, pipeline: Pipeline, limits: Limits = Limits(),
+                      defaults: Defaults = Defaults()) -> None:
+    """Add POST /v1/completions (and GET /v1/models) to a launched demo's server, ahead of Gradio's routes."""
+    defaults = defaults.clipped(limits)
+
+    def completions(body: dict) -> JSONResponse | StreamingResponse:
+        try:
+            choice, request = _parse(body, hub, limits, defaults)
+        except USER_ERRORS as err:
+            return _error(400, _protocol_names(str(err)), "invalid_request_error")
+        control = RunControl(pipeline.idle_timeout_s)
+        try:
+            final = None
+            for state in pipeline.stream(request, lambda: hub.engine(choice.label), hub.generation_lock, control,
+                                         choice.as_dict()):
+                final = state
+        except BusyError as err:
+            return _error(429, str(err), "server_busy", headers={"Retry-After": "5"})
+        except RemoteError as err:
+            return _error(502, str(err), "upstream_error")
+        except USER_ERRORS as err:
+            return _error(400, str(err), "invalid_request_error")
+        except Exception as err:  # noqa: BLE001 - ours: logged with an id, said so
+            return _error(500, str(as_reported(err)), "server_error")
+        response = _response(final, str(body.get("model") or choice.label))
+        if body.get("stream"):
+            return StreamingResponse(_events(response), media_type="text/event-stream")
+        return JSONResponse(response)
+
+    async def handler(http_request: Request):
+        try:
+            body = await http_request.json()
+        except (ValueError, UnicodeDecodeError):
+            return _error(400, "the body is not JSON: send a JSON object with at least `prompt`", "invalid_request_error")
+        if not isinstance(body, dict):
+            return _error(400, "the body must be a JSON object", "invalid_request_error")
+        from starlette.concurrency import run_in_threadpool
+        return await run_in_threadpool(completions, body)
+
+    def models():
+        return {"object": "list", "data": [{"id": label, "object": "model", "owned_by": "ranked-drafts"}
+                                           for label in hub.labels]}
+
+    routes = demo.app.router.routes
+    before = len(routes)
+    demo.app.add_api_route("/v1/completions", handler, methods=["POST"])
+    demo.app.add_api_route("/v1/models", models, methods=["GET"])
+    routes[:] = routes[before:] + routes[:before]   # ours first: no Gradio route may shadow them
+
+
+def _parse(body: dict, hub: EngineHub, limits: Limits, defaults: Defaults):
+    """(model choice, GenerationRequest) from an OpenAI completions body; InvalidRequest names the bad field."""
+    prompt = body.get("prompt")
+    if isinstance(prompt, list):
+        if len(prompt) != 1:
+            raise InvalidRequest(f"prompt is a list of {len(prompt)}: send one prompt per request")
+        prompt = prompt[0]
+    model = body.get("model")
+    choice = hub.choice(model if model in hub.choices else None)   # any name the app serves; others: the default
+    n = body.get("n", defaults.k)
+    if isinstance(n, int) and not isinstance(n, bool) and not 1 <= n <= limits.max_k:
+        raise InvalidRequest(f"n={n} is out of range: it must be an integer in 1..{limits.max_k} (the app's --max-k)")
+    stop = body.get("stop")
+    stop = (stop,) if isinstance(stop, str) else tuple(stop or ())
+    request = build_request(prompt, n, body.get("budget_s", defaults.budget_s),
+                            body.get("temperature", defaults.temperature),
+                            body.get("max_tokens", defaults.max_new_tokens), body.get("top_p", defaults.top_p),
+                            -1 if body.get("seed") is None else body.get("seed"), limits)
+    if stop:
+        request = replace(request, stop=stop)
+        request.validate()
+    return choice, request
+
+
+PROTOCOL_NAMES = {"k": "n", "max_new_tokens": "max_tokens"}   # /generate's field names -> this protocol's
+
+
+def _protocol_names(message: str) -> str:
+    """A validation message with the field named as the caller sent it."""
+    return re.sub(r"^(k|max_new_tokens)=", lambda m: PROTOCOL_NAMES[m.group(1)] + "=", message)
+
+
+def _response(final: dict, model: str) -> dict:
+    """The protocol's completion object: one choice per candidate (copies of one text side by side), best first."""
+    choices = []
+    for entry in final["candidates"]:
+        extra = {"rank": entry["rank"], "score": entry["score"], "score_parts": entry["score_parts"],
+                 "copies": entry["count"], "finish_reason": entry["finish_reason"], "parses": entry["parses"],
+                 "findings": entry["findings"], "tie_break": entry.get("tie_break")}
+        for _ in range(entry["count"]):
+            choices.append({"index": len(choices), "text": entry["code"], "logprobs": None,
+                            "finish_reason": FINISH.get(entry["finish_reason"], "stop"), "ranked_drafts": extra})
+    tokens = final["stats"].get("generated_tokens", 0)
+    return {"id": f"cmpl-{uuid.uuid4().hex[:24]}", "object": "text_completion", "created": int(time.time()),
+            "model": model, "choices": choices,
+            "usage": {"prompt_tokens": 0, "completion_tokens": tokens, "total_tokens": tokens},
+            "ranked_drafts": {"notes": final["notes"], "stats": final["stats"], "stopped": final["stopped"]}}
+
+
+def _events(response: dict):
+    """The ranked choices as server-sent events (one chunk per choice, best first), then [DONE]."""
+    for choice in response["choices"]:
+        chunk = {key: response[key] for key in ("id", "object", "created", "model")}
+        chunk["choices"] = [choice]
+        yield f"data: {json.dumps(chunk)}\n\n"
+    yield "data: [DONE]\n\n"
+
+
+def _error(status: int, message: str, kind: str, headers: dict | None = None) -> JSONResponse:
+    return JSONResponse({"error": {"message": message, "type": kind, "param": None, "code": None}},
+                        status_code=status, headers=headers)

@@ -1,0 +1,289 @@
+"""A remote candidate source: k completions of one prompt from an OpenAI-compatible server (`POST /v1/completions`:
+vLLM, SGLang, llama.cpp's llama-server), streamed, answering the same call as Engine.generate.
+
+The server samples; this side applies the engine's own stopping rules to the text as it arrives (stop strings and
+the end of the function body: one rule, engine/stopping.py), keeps the deadline (the streams are closed at the
+budget and what arrived is kept, flagged "budget"), and turns every way a server can fail into a RemoteError whose
+message names the server and the fix. A stream that breaks off midway keeps what arrived, flagged "interrupted".
+"""
+from __future__ import annotations
+
+import json
+import queue
+import threading
+import time
+from dataclasses import dataclass, field, replace
+from typing import Callable
+
+import httpx
+
+from engine.blocks import BodyEnd
+from engine.stopping import StopRules
+from engine.types import (FINISH_BUDGET, FINISH_INTERRUPTED, FINISH_LENGTH, FINISH_STOP, Candidate,
+                          GenerationRequest, GenerationResult, GenerationStats)
+
+FAN_OUT_CHOICES = ("n", "requests")
+# finish_reason spellings of the common servers -> ours (anything else that ends a choice counts as "stop")
+SERVER_FINISH = {"stop": FINISH_STOP, "eos": FINISH_STOP, "stop_sequence": FINISH_STOP, "length": FINISH_LENGTH,
+                 "max_tokens": FINISH_LENGTH, "abort": FINISH_INTERRUPTED, "cancelled": FINISH_INTERRUPTED}
+MAX_SERVER_STOPS = 4   # OpenAI's limit on `stop`; the rest are applied here only
+
+
+class RemoteError(RuntimeError):
+    """The server could not give candidates: the message says what happened and what to do."""
+
+
+@dataclass(frozen=True)
+class RemoteSettings:
+    """Where the candidates come from."""
+
+    base_url: str                  # the server's OpenAI base, e.g. http://127.0.0.1:8080/v1
+    model: str                     # the served model name sent as `model`
+    api_key: str | None = None     # sent as a Bearer token when set
+    fan_out: str = "n"             # "n": one request with n=k; "requests": k requests of n=1 (servers without n)
+    logprobs: bool = True          # ask for token log-probabilities (a server without them answers without)
+    connect_timeout_s: float = 5.0
+
+    def validate(self) -> None:
+        if not self.base_url.startswith(("http://", "https://")):
+            raise ValueError(f"base_url={self.base_url!r} is invalid: give http(s)://host:port/v1")
+        if self.fan_out not in FAN_OUT_CHOICES:
+            raise ValueError(f"fan_out={self.fan_out!r} is unknown: choose one of {', '.join(FAN_OUT_CHOICES)}")
+
+
+@dataclass
+class _Row:
+    """One candidate as it arrives."""
+
+    text: str = ""
+    logprobs: list[float] = field(default_factory=list)
+    token_ids: list[int] = field(default_factory=list)
+    token_texts: list[str] = field(default_factory=list)   # the text of each token, when the server gives it
+    finish_reason: str | None = None
+
+
+class RemoteEngine:
+    """Candidates from an OpenAI-compatible server, through the engine's interface (generate)."""
+
+    uses_local_model = False   # the app may run several of its requests at once (the server batches them)
+
+    def __init__(self, settings: RemoteSettings, transport: httpx.BaseTransport | None = None):
+        settings.validate()
+        self.settings = settings
+        headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
+        self._client = httpx.Client(base_url=settings.base_url.rstrip("/") + "/", headers=headers,
+                                    transport=transport, timeout=httpx.Timeout(None, connect=settings.connect_timeout_s))
+
+    def close(self) -> None:
+        self._client.close()
+
+    def generate(self, request: GenerationRequest, on_update: Callable[[GenerationResult], None] | None = None,
+                 should_stop: Callable[[], bool] | None = None) -> GenerationResult:
+        """request.k continuations; returns by the deadline with what arrived (the streams are closed there)."""
+        request.validate()
+        started = time.perf_counter()
+        deadline = started + request.budget_s
+        rows = [_Row() for _ in range(request.k)]
+        rules = StopRules(frozenset(), tuple(request.stop), request.max_new_tokens,
+                          BodyEnd.of(request.prompt) if request.stop_at_body_end else None)
+        events: queue.Queue = queue.Queue()
+        streams = [_Stream(self._client, body, rows_of, events)
+                   for body, rows_of in self._requests(request)]
+        for stream in streams:
+            stream.start()
+        try:
+            self._collect(rows, rules, streams, events, deadline, should_stop, on_update, started)
+        finally:
+            for stream in streams:
+                stream.close()
+        for row in rows:
+            row.finish_reason = row.finish_reason or FINISH_BUDGET
+        return _result(rows, started)
+
+    # --- requests and their streams -----------------------------------------------------------------------
+    def _requests(self, request: GenerationRequest) -> list[tuple[dict, list[int]]]:
+        """(JSON body, the rows its choices 0.. fill) of every request to send."""
+        body = {"model": self.settings.model, "prompt": request.prompt, "max_tokens": request.max_new_tokens,
+                "temperature": request.temperature, "top_p": request.top_p, "stream": True}
+        if request.stop:
+            body["stop"] = list(request.stop[:MAX_SERVER_STOPS])
+        if self.settings.logprobs:
+            body["logprobs"] = 1
+        if self.settings.fan_out == "n":
+            body["n"] = request.k
+            if request.seed is not None:
+                body["seed"] = request.seed
+            return [(body, list(range(request.k)))]
+        return [(body | ({"seed": request.seed + row} if request.seed is not None else {}), [row])
+                for row in range(request.k)]
+
+    def _collect(self, rows, rules, streams, events, deadline, should_stop, on_update, started) -> None:
+        """Apply what the streams send until every row is done, every stream ended, the deadline or a stop."""
+        errors: list[RemoteError] = []
+        while any(r.finish_reason is None for r in rows) and not (all(s.ended for s in streams) and events.empty()):
+            if time.perf_counter() >= deadline or (should_stop and should_stop()):
+                return
+            try:
+                event = events.get(timeout=min(0.05, max(deadline - time.perf_counter(), 0.001)))
+            except queue.Empty:
+                continue
+            kind, payload = event
+            if kind == "choice":
+                row_index, choice = payload
+                _apply(rows[row_index], choice, rules)
+            elif kind == "error":
+                errors.append(payload)
+            if on_update is not None and events.empty():
+                on_update(_result(rows, started))
+        if errors and not any(r.text for r in rows):
+            raise errors[0]   # nothing arrived: say why
+        for row in rows:      # a stream that ended or broke without finishing its rows
+            if row.finish_reason is None and errors:
+                row.finish_reason = FINISH_INTERRUPTED
+
+
+def _apply(row: _Row, choice: dict, rules: StopRules) -> None:
+    """Add one streamed choice delta to its row, then the engine's stopping rules."""
+    if row.finish_reason is not None:
+        return   # already ended here (a stop string or the body's end): the rest is ignored
+    old_len = len(row.text)
+    row.text += choice.get("text") or ""
+    pieces, values, ids = _logprobs_of(choice.get("logprobs"))
+    row.logprobs += values
+    row.token_ids += ids
+    row.token_texts += pieces
+    reason = choice.get("finish_reason")
+    if reason is not None:
+        row.finish_reason = SERVER_FINISH.get(str(reason).lower(), FINISH_STOP)
+    cut = rules.cut(row.text, old_len)
+    if cut is not None:
+        row.text, row.finish_reason = row.text[:cut], FINISH_STOP
+        kept = _tokens_within(row, cut)   # the tokens (and their log-probabilities) that lie in the kept text
+        row.logprobs, row.token_ids, row.token_texts = row.logprobs[:kept], row.token_ids[:kept], row.token_texts[:kept]
+
+
+def _tokens_within(row: _Row, cut: int) -> int:
+    """How many of the row's tokens lie within its first `cut` characters (by their texts, when the server gave
+    them; otherwise all are kept)."""
+    if len(row.token_texts) != len(row.logprobs):
+        return len(row.logprobs)
+    total, kept = 0, 0
+    for text in row.token_texts:
+        total += len(text)
+        if total > cut:
+            break
+        kept += 1
+    return kept
+
+
+def _logprobs_of(logprobs) -> tuple[list[str], list[float], list[int]]:
+    """(token texts, log-probabilities, token ids) from either spelling: OpenAI's completions ("tokens",
+    "token_logprobs") or llama-server's ("content": [{"token", "logprob", "id"}])."""
+    if not isinstance(logprobs, dict):
+        return [], [], []
+    if isinstance(logprobs.get("content"), list):
+        content = [c for c in logprobs["content"] if isinstance(c, dict)]
+        return ([str(c.get("token", "")) for c in content], [float(c.get("logprob", 0.0)) for c in content],
+                [int(c["id"]) for c in content if isinstance(c.get("id"), int)])
+    values = [float(v) for v in logprobs.get("token_logprobs") or [] if v is not None]
+    return [str(t) for t in logprobs.get("tokens") or []], values, []
+
+
+def _result(rows: list[_Row], started: float) -> GenerationResult:
+    stats = GenerationStats(wall_s=time.perf_counter() - started,
+                            generated_tokens=sum(len(r.logprobs) for r in rows))
+    return GenerationResult([Candidate(r.text, list(r.token_ids), list(r.logprobs), r.finish_reason) for r in rows],
+                            replace(stats))
+
+
+class _Stream:
+    """One streamed request, read in its own thread; its choices and its failure go to the events queue."""
+
+    def __init__(self, client: httpx.Client, body: dict, rows: list[int], events: queue.Queue):
+        self.client, self.body, self.rows, self.events = client, body, rows, events
+        self.ended = False
+        self._response: httpx.Response | None = None
+        self._closed = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="ranked-drafts-remote", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def close(self) -> None:
+        """Cancel the request (the server frees its slots when the connection closes)."""
+        self._closed.set()
+        response = self._response
+        if response is not None:
+            response.close()
+
+    def _run(self) -> None:
+        try:
+            with self.client.stream("POST", "completions", json=self.body) as response:
+                self._response = response
+                if self._closed.is_set():
+                    return
+                if response.status_code != 200:
+                    response.read()
+                    raise _http_error(response, self.client.base_url, self.body["model"])
+                for line in response.iter_lines():
+                    if self._closed.is_set():
+                        return
+                    if self._line(line):
+                        return
+            if not self._closed.is_set():
+                self.events.put(("error", RemoteError(f"the server at {self.client.base_url} ended the stream "
+                                                      "without [DONE]: the candidates may be cut")))
+        except RemoteError as err:
+            self.events.put(("error", err))
+        except (httpx.HTTPError, OSError, ValueError) as err:
+            if not self._closed.is_set():
+                self.events.put(("error", _transport_error(err, self.client.base_url)))
+        finally:
+            self.ended = True
+
+    def _line(self, line: str) -> bool:
+        """Handle one SSE line; True at [DONE]."""
+        if not line.startswith("data:"):
+            return False
+        data = line[5:].strip()
+        if data == "[DONE]":
+            return True
+        try:
+            chunk = json.loads(data)
+        except json.JSONDecodeError:
+            raise RemoteError(f"the server at {self.client.base_url} sent malformed JSON in its stream "
+                              f"({data[:80]!r}): is it an OpenAI-compatible /v1/completions?") from None
+        if isinstance(chunk, dict) and "error" in chunk:
+            raise RemoteError(f"the server at {self.client.base_url} reported an error mid-stream: {chunk['error']}")
+        for choice in chunk.get("choices") or []:
+            index = int(choice.get("index", 0))
+            if 0 <= index < len(self.rows):
+                self.events.put(("choice", (self.rows[index], choice)))
+        return False
+
+
+def _http_error(response: httpx.Response, base_url, model: str) -> RemoteError:
+    status, server = response.status_code, str(base_url)
+    detail = response.text[:200]
+    if status == 401 or status == 403:
+        return RemoteError(f"the server at {server} refused the request ({status}): give its API key with "
+                           f"--api-key-env VAR (the variable that holds it). Server said: {detail}")
+    if status == 404:
+        return RemoteError(f"the server at {server} does not serve model {model!r} or /completions (404): check "
+                           f"--served-model and --base-url (it ends in /v1). Server said: {detail}")
+    if status in (429, 503):
+        retry = response.headers.get("Retry-After")
+        return RemoteError(f"the server at {server} is overloaded ({status}); retry "
+                           + (f"after {retry} s" if retry else "in a moment") + f". Server said: {detail}")
+    if status == 400:
+        return RemoteError(f"the server at {server} rejected the request (400): {detail}")
+    return RemoteError(f"the server at {server} answered {status}: {detail}")
+
+
+def _transport_error(err: Exception, base_url) -> RemoteError:
+    if isinstance(err, httpx.ConnectError):
+        return RemoteError(f"no server answers at {base_url} ({err}): is it running, and is --base-url right?")
+    if isinstance(err, httpx.TimeoutException):
+        return RemoteError(f"the server at {base_url} did not answer in time ({type(err).__name__})")
+    return RemoteError(f"the connection to the server at {base_url} broke off ({type(err).__name__}: {err}); what "
+                       "arrived is kept")
