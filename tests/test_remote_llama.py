@@ -1,0 +1,151 @@
+"""The remote backend against a real OpenAI-compatible server: llama.cpp's llama-server (built from the official source
+by .ci/build_llama_server) on the bundled 0.5B's GGUF. Marked `llama`; CI builds the server first and runs them."""
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import openai
+import pytest
+
+from app.local import free_port, launch_local
+from app.models import EngineHub, remote_menu
+from app.openai_api import mount_completions
+from app.requests import Limits
+from app.service import Pipeline
+from app.ui import build_demo
+from engine import GenerationRequest
+from engine.loading import BUNDLED, bundled_gguf, default_cache_dir
+from engine.remote import RemoteEngine, RemoteError, RemoteSettings
+from engine.types import FINISH_BUDGET, FINISH_INTERRUPTED, FINISH_STOP
+from static_eval import AnalyzerSettings, StaticAnalyzer
+
+pytestmark = pytest.mark.llama
+
+BUILD = Path(__file__).resolve().parent.parent / ".ci" / "build_llama_server"
+PROMPT = ('from typing import List\n\n\ndef below_zero(operations: List[int]) -> bool:\n'
+          '    """Given deposits and withdrawals (a list of ints) starting from a zero balance, return True as soon\n'
+          '    as the balance falls below zero, else False.\n    >>> below_zero([1, 2, -4, 5])\n    True\n    """\n')
+
+
+def llama_server_binary() -> str:
+    path = os.environ.get("LLAMA_SERVER") or str(Path(os.environ.get("LLAMA_CPP_DIR", default_cache_dir() /
+                                                                      "llama.cpp-0.3.36")) / "build/bin/llama-server")
+    if not Path(path).exists():
+        pytest.skip(f"llama-server is not built: run {BUILD} (CI does), or set LLAMA_SERVER")
+    return path
+
+
+class LlamaServer:
+    """llama-server on the bundled 0.5B GGUF, 4 slots (n up to 4), on a free loopback port."""
+
+    def __init__(self, slots: int = 4):
+        gguf = bundled_gguf(BUNDLED["qwen2.5-coder-0.5b"], default_cache_dir(), progress=False)
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/v1"
+        # --no-repack: ggml's AMX repacking crashes on this machine's CPU
+        self.process = subprocess.Popen(
+            [llama_server_binary(), "-m", str(gguf), "--host", "127.0.0.1", "--port", str(self.port), "-np", str(slots),
+             "-c", str(1024 * slots), "-t", "2", "--no-repack", "--no-webui", "-a", "qwen-0.5b"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"llama-server exited: {self.process.stderr.read()[-2000:]}")
+            try:
+                if httpx.get(f"http://127.0.0.1:{self.port}/health", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.5)
+        self.stop()
+        raise RuntimeError("llama-server did not become healthy within 120 s")
+
+    def stop(self) -> None:
+        self.process.kill()
+        self.process.wait()
+
+
+@pytest.fixture(scope="module")
+def llama():
+    server = LlamaServer()
+    yield server
+    server.stop()
+
+
+def test_the_app_ranks_candidates_from_llama_server(llama):
+    """app --backend openai in front of llama-server: k candidates, analyzed and ranked, served best first."""
+    analyzer = StaticAnalyzer(AnalyzerSettings())
+    hub = EngineHub(remote_menu(RemoteSettings(llama.url, "qwen-0.5b")), concurrency=2)
+    pipeline = Pipeline(analyzer=analyzer)
+    limits = Limits(max_k=4, max_budget_s=120)
+    demo = build_demo(hub, pipeline, limits)
+    url = launch_local(demo)
+    mount_completions(demo, hub, pipeline, limits)
+    try:
+        client = openai.OpenAI(base_url=url + "v1", api_key="unused", max_retries=0)
+        completion = client.completions.create(model="x", prompt=PROMPT, n=4, max_tokens=160, temperature=0.8,
+                                               extra_body={"budget_s": 110})
+        ranks = [c.model_extra["ranked_drafts"]["rank"] for c in completion.choices]
+        assert len(completion.choices) == 4 and ranks == sorted(ranks)
+        texts = [c.text for c in completion.choices]
+        assert len(set(texts)) > 1                       # k samples, not one sample k times
+        best = completion.choices[0]
+        assert best.model_extra["ranked_drafts"]["parses"] is True and "return" in best.text
+        for text in texts:                               # the function-body rule, applied to remote text
+            assert "\ndef " not in text and "\nprint(" not in text and "\nassert" not in text
+    finally:
+        demo.close()
+        analyzer.close()
+
+
+def test_candidates_stream_in_as_they_are_sampled(llama):
+    seen = []
+    engine = RemoteEngine(RemoteSettings(llama.url, "qwen-0.5b"))
+    result = engine.generate(GenerationRequest(PROMPT, k=3, max_new_tokens=64, budget_s=110, temperature=0.8),
+                             on_update=lambda partial: seen.append(sum(len(c.text) for c in partial.candidates)))
+    assert len(seen) > 3 and seen == sorted(seen) and seen[0] < seen[-1]   # it grew, update by update
+    assert all(c.finish_reason in (FINISH_STOP, "length") for c in result.candidates)
+    assert all(c.logprobs and len(c.logprobs) == len(c.token_ids) for c in result.candidates)
+
+
+def test_the_deadline_cancels_the_request_and_keeps_what_arrived(llama):
+    engine = RemoteEngine(RemoteSettings(llama.url, "qwen-0.5b"))
+    started = time.monotonic()
+    result = engine.generate(GenerationRequest("# A long essay about Python, in comments.\n#", k=2,
+                                               max_new_tokens=2000, budget_s=2.0, temperature=0.8))
+    assert time.monotonic() - started < 3.5
+    assert all(c.finish_reason == FINISH_BUDGET for c in result.candidates)
+    assert any(c.text for c in result.candidates)
+    # the server freed its slots: the next request is answered at once
+    quick = engine.generate(GenerationRequest(PROMPT, k=2, max_new_tokens=4, budget_s=60))
+    assert all(c.finish_reason != FINISH_BUDGET for c in quick.candidates)
+
+
+def test_a_server_killed_mid_stream_keeps_what_arrived_and_the_next_request_is_told():
+    server = LlamaServer(slots=2)
+    engine = RemoteEngine(RemoteSettings(server.url, "qwen-0.5b"))
+    holder = {}
+
+    def run():
+        holder["result"] = engine.generate(GenerationRequest("# A long essay about Python, in comments.\n#", k=2,
+                                                             max_new_tokens=2000, budget_s=60, temperature=0.8),
+                                           on_update=lambda partial: holder.setdefault("first", time.monotonic()))
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while "first" not in holder and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(1.0)
+    server.stop()
+    thread.join(timeout=30)
+    result = holder["result"]
+    assert all(c.finish_reason == FINISH_INTERRUPTED for c in result.candidates)
+    assert any(c.text for c in result.candidates)
+    with pytest.raises(RemoteError, match="no server answers"):
+        engine.generate(GenerationRequest(PROMPT, k=1, budget_s=10))
