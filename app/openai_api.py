@@ -2,11 +2,13 @@
 
 `n` is k; the choices come back best first, after static analysis and reranking, each with its rank, score, score
 parts and findings in an extra `ranked_drafts` field; `stream` sends the ranked choices as server-sent events once the
-ranking is done. Errors use OpenAI's error shape with the same messages as /generate. Editors that speak this
+ranking is done; extra fields `budget_s` and `stop_at_body_end` (default true) are honoured. A client that
+disconnects stops its run. Errors use OpenAI's error shape with the same messages as /generate. Editors that speak this
 protocol (and the official `openai` client) get ranked candidates without knowing about Gradio.
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import time
@@ -16,12 +18,13 @@ from dataclasses import replace
 import gradio as gr
 from fastapi import Request
 from fastapi.responses import JSONResponse, StreamingResponse
+from starlette.concurrency import run_in_threadpool
 
 from app.models import EngineHub
 from app.requests import Defaults, Limits, build_request
 from app.runs import USER_ERRORS, BusyError, RunControl, as_reported
 from app.service import Pipeline
-from engine import InvalidRequest
+from engine import InvalidRequest, ModelSetupError
 from engine.remote import RemoteError
 
 # our finish reasons -> the protocol's ("length" for any text that did not end by itself)
@@ -33,12 +36,11 @@ def mount_completions(demo: gr.Blocks, hub: EngineHub, pipeline: Pipeline, limit
     """Add POST /v1/completions (and GET /v1/models) to a launched demo's server, ahead of Gradio's routes."""
     defaults = defaults.clipped(limits)
 
-    def completions(body: dict) -> JSONResponse | StreamingResponse:
+    def completions(body: dict, control: RunControl) -> JSONResponse | StreamingResponse:
         try:
             choice, request = _parse(body, hub, limits, defaults)
         except USER_ERRORS as err:
             return _error(400, _protocol_names(str(err)), "invalid_request_error")
-        control = RunControl(pipeline.idle_timeout_s)
         try:
             final = None
             for state in pipeline.stream(request, lambda: hub.engine(choice.label), hub.generation_lock, control,
@@ -48,6 +50,8 @@ def mount_completions(demo: gr.Blocks, hub: EngineHub, pipeline: Pipeline, limit
             return _error(429, str(err), "server_busy", headers={"Retry-After": "5"})
         except RemoteError as err:
             return _error(502, str(err), "upstream_error")
+        except ModelSetupError as err:
+            return _error(503, str(err), "server_error")
         except USER_ERRORS as err:
             return _error(400, str(err), "invalid_request_error")
         except Exception as err:  # noqa: BLE001 - ours: logged with an id, said so
@@ -64,8 +68,12 @@ def mount_completions(demo: gr.Blocks, hub: EngineHub, pipeline: Pipeline, limit
             return _error(400, "the body is not JSON: send a JSON object with at least `prompt`", "invalid_request_error")
         if not isinstance(body, dict):
             return _error(400, "the body must be a JSON object", "invalid_request_error")
-        from starlette.concurrency import run_in_threadpool
-        return await run_in_threadpool(completions, body)
+        control = RunControl(pipeline.idle_timeout_s)
+        watcher = asyncio.create_task(_stop_when_gone(http_request, control))
+        try:
+            return await run_in_threadpool(completions, body, control)
+        finally:
+            watcher.cancel()
 
     def models():
         return {"object": "list", "data": [{"id": label, "object": "model", "owned_by": "ranked-drafts"}
@@ -78,6 +86,16 @@ def mount_completions(demo: gr.Blocks, hub: EngineHub, pipeline: Pipeline, limit
     routes[:] = routes[before:] + routes[:before]   # ours first: no Gradio route may shadow them
 
 
+async def _stop_when_gone(http_request: Request, control: RunControl) -> None:
+    """Stop the run when the client disconnects (editors cancel a request at nearly every keystroke): the engine
+    is free for the next one within a step."""
+    while not control.stopped:
+        if await http_request.is_disconnected():
+            control.stop("the client disconnected")
+            return
+        await asyncio.sleep(0.25)
+
+
 def _parse(body: dict, hub: EngineHub, limits: Limits, defaults: Defaults):
     """(model choice, GenerationRequest) from an OpenAI completions body; InvalidRequest names the bad field."""
     prompt = body.get("prompt")
@@ -86,19 +104,25 @@ def _parse(body: dict, hub: EngineHub, limits: Limits, defaults: Defaults):
             raise InvalidRequest(f"prompt is a list of {len(prompt)}: send one prompt per request")
         prompt = prompt[0]
     model = body.get("model")
+    if model is not None and not isinstance(model, str):
+        raise InvalidRequest(f"model={model!r} is invalid: it must be a string")
     choice = hub.choice(model if model in hub.choices else None)   # any name the app serves; others: the default
     n = body.get("n", defaults.k)
     if isinstance(n, int) and not isinstance(n, bool) and not 1 <= n <= limits.max_k:
         raise InvalidRequest(f"n={n} is out of range: it must be an integer in 1..{limits.max_k} (the app's --max-k)")
     stop = body.get("stop")
-    stop = (stop,) if isinstance(stop, str) else tuple(stop or ())
+    stop = (stop,) if isinstance(stop, str) else stop
+    if stop is not None and not (isinstance(stop, (list, tuple)) and all(isinstance(s, str) and s for s in stop)):
+        raise InvalidRequest(f"stop={body.get('stop')!r} is invalid: give a string or a list of non-empty strings")
+    body_end = body.get("stop_at_body_end", True)
+    if not isinstance(body_end, bool):
+        raise InvalidRequest(f"stop_at_body_end={body_end!r} is invalid: it must be true or false")
     request = build_request(prompt, n, body.get("budget_s", defaults.budget_s),
                             body.get("temperature", defaults.temperature),
                             body.get("max_tokens", defaults.max_new_tokens), body.get("top_p", defaults.top_p),
                             -1 if body.get("seed") is None else body.get("seed"), limits)
-    if stop:
-        request = replace(request, stop=stop)
-        request.validate()
+    request = replace(request, stop=tuple(stop or ()), stop_at_body_end=body_end)
+    request.validate()
     return choice, request
 
 

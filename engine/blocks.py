@@ -12,10 +12,11 @@ import re
 from dataclasses import dataclass
 
 _CODE_EVENT = re.compile(r"[\n#'\"\\()\[\]{}]")
-_STRING_END = {quote: re.compile(r"\\.|" + re.escape(quote) + ("" if len(quote) == 3 else r"|\n"), re.DOTALL)
+_STRING_END = {quote: re.compile(r"\\(?:\r\n|.)|" + re.escape(quote) + ("" if len(quote) == 3 else r"|\n"), re.DOTALL)
                for quote in ("'", '"', "'''", '"""')}
 _INDENT = re.compile(r"[ \t\f]*")
 _DEF = re.compile(r"(?:async[ \t]+)?def[ \t]")
+_STRING_START = re.compile(r"[rRuUbBfF]{0,2}['\"]")   # a line that is a string: a docstring, not code
 _OPENERS, _CLOSERS = "([{", ")]}"
 
 
@@ -76,8 +77,8 @@ def scan_lines(text: str, state: ScanState = ScanState()) -> tuple[list[LineStar
         elif char in "'\"":
             quote = char * 3 if text.startswith(char * 3, event.start()) else char
             position = event.start() + len(quote)
-        elif char == "\\":
-            position += 1                    # an escaped newline continues the logical line
+        elif char == "\\":                 # an escaped newline (\n or \r\n) continues the logical line
+            position += 2 if text.startswith("\r\n", position) else 1
         elif char in _OPENERS:
             depth += 1
         elif char in _CLOSERS:
@@ -106,31 +107,52 @@ class BodyEnd:
     prompt: str
     def_indent: int | None     # None: the prompt is not inside a function, and nothing ends a body
     after_prompt: ScanState
+    body_done: bool = False    # the function already has code (not only a docstring) and the prompt ends a line
 
     @staticmethod
     def of(prompt: str) -> "BodyEnd":
         starts, state = scan_lines(prompt)
-        return BodyEnd(prompt, _enclosing_def_indent(prompt, starts), state)
+        found = _enclosing_def(prompt, starts)
+        if found is None:
+            return BodyEnd(prompt, None, state)
+        index, indent = found
+        has_code = any(not s.is_comment and not _STRING_START.match(prompt, s.offset) for s in starts[index + 1:])
+        return BodyEnd(prompt, indent, state, has_code and state.pending_line is not None)
 
     def cut(self, completion: str) -> int | None:
         """Index in completion where the text ends because the logical line that begins there leaves the body
         (the body's own newlines, blank lines included, stay: they are the tokens' text); None while the
-        completion is still inside the body."""
+        completion is still inside the body.
+
+        When the prompt ends after a function that already has code and the completion's first line is outside
+        it (the model starts the next function), the rule follows the function that line opens; a first line
+        that opens none leaves nothing to end. A function with only a docstring is still the one to complete:
+        a first line outside it ends the candidate at once (an empty implementation)."""
         if self.def_indent is None:
             return None
-        starts, _ = scan_lines(self.prompt + completion, self.after_prompt)
+        text = self.prompt + completion
+        starts, _ = scan_lines(text, self.after_prompt)
+        def_indent, first = self.def_indent, self.body_done
         for start in starts:
-            if start.offset >= len(self.prompt) and start.indent <= self.def_indent:
-                return max(start.line_offset - len(self.prompt), 0)
+            if start.offset < len(self.prompt):
+                continue
+            if start.indent <= def_indent:
+                if not first:
+                    return max(start.line_offset - len(self.prompt), 0)
+                if not _DEF.match(text, start.offset):
+                    return None
+                def_indent = start.indent
+            first = False
         return None
 
 
-def _enclosing_def_indent(prompt: str, starts: list[LineStart]) -> int | None:
-    """Indentation of the innermost `def` whose body the end of the prompt is still in."""
+def _enclosing_def(prompt: str, starts: list[LineStart]) -> tuple[int, int] | None:
+    """(index in starts, indentation) of the innermost `def` whose body the end of the prompt is still in."""
     lowest_after = None  # the lowest indentation of the code lines after the def being looked at
-    for start in reversed(starts):
+    for index in range(len(starts) - 1, -1, -1):
+        start = starts[index]
         if _DEF.match(prompt, start.offset) and (lowest_after is None or lowest_after > start.indent):
-            return start.indent
+            return index, start.indent
         if not start.is_comment:
             lowest_after = start.indent if lowest_after is None else min(lowest_after, start.indent)
     return None

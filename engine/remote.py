@@ -71,8 +71,9 @@ class RemoteEngine:
         settings.validate()
         self.settings = settings
         headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
-        self._client = httpx.Client(base_url=settings.base_url.rstrip("/") + "/", headers=headers,
-                                    transport=transport, timeout=httpx.Timeout(None, connect=settings.connect_timeout_s))
+        self._client = httpx.Client(base_url=settings.base_url.rstrip("/") + "/", headers=headers, transport=transport,
+                                    timeout=httpx.Timeout(None, connect=settings.connect_timeout_s),
+                                    limits=httpx.Limits(max_connections=None))   # k streams per request, no queueing
 
     def close(self) -> None:
         self._client.close()
@@ -137,9 +138,12 @@ class RemoteEngine:
                 on_update(_result(rows, started))
         if errors and not any(r.text for r in rows):
             raise errors[0]   # nothing arrived: say why
-        for row in rows:      # a stream that ended or broke without finishing its rows
-            if row.finish_reason is None and errors:
-                row.finish_reason = FINISH_INTERRUPTED
+        unfinished = [r for r in rows if r.finish_reason is None]
+        if unfinished and not errors and all(not r.text for r in unfinished):
+            raise RemoteError(f"the server at {self._client.base_url} sent {len(rows) - len(unfinished)} of the "
+                              f"{len(rows)} choices asked for: it may not support `n`; use --fan-out requests")
+        for row in unfinished:   # a stream that ended or broke without finishing its rows
+            row.finish_reason = FINISH_INTERRUPTED
 
 
 def _apply(row: _Row, choice: dict, rules: StopRules) -> None:
@@ -235,9 +239,12 @@ class _Stream:
                                                       "without [DONE]: the candidates may be cut")))
         except RemoteError as err:
             self.events.put(("error", err))
-        except (httpx.HTTPError, OSError, ValueError) as err:
+        except (httpx.HTTPError, OSError) as err:
             if not self._closed.is_set():
                 self.events.put(("error", _transport_error(err, self.client.base_url)))
+        except Exception as err:  # noqa: BLE001 - a chunk of an unexpected shape: said, never a silent death
+            self.events.put(("error", RemoteError(f"the server at {self.client.base_url} sent a stream this client "
+                                                  f"cannot read ({type(err).__name__}: {err})")))
         finally:
             self.ended = True
 
@@ -253,10 +260,15 @@ class _Stream:
         except json.JSONDecodeError:
             raise RemoteError(f"the server at {self.client.base_url} sent malformed JSON in its stream "
                               f"({data[:80]!r}): is it an OpenAI-compatible /v1/completions?") from None
-        if isinstance(chunk, dict) and "error" in chunk:
+        if not isinstance(chunk, dict):
+            raise RemoteError(f"the server at {self.client.base_url} sent {data[:80]!r} where a JSON object belongs")
+        if "error" in chunk:
             raise RemoteError(f"the server at {self.client.base_url} reported an error mid-stream: {chunk['error']}")
         for choice in chunk.get("choices") or []:
-            index = int(choice.get("index", 0))
+            if not isinstance(choice, dict) or not isinstance(choice.get("index", 0), int):
+                raise RemoteError(f"the server at {self.client.base_url} sent a choice of an unknown shape: "
+                                  f"{str(choice)[:80]}")
+            index = choice.get("index", 0)
             if 0 <= index < len(self.rows):
                 self.events.put(("choice", (self.rows[index], choice)))
         return False

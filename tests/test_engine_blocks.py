@@ -32,6 +32,14 @@ CASES = [  # (name, prompt, completion, the kept completion or None when the bod
     ("a prompt without a function never ends a body", "import os\nfiles = os.listdir('.')\n",
      "print(files)\nimport sys\n", None),
     ("an empty body ends at once", TOP_LEVEL, "\nx = 1\n", "\n"),
+    ("after a finished function, the next one the model writes", "import os\n\ndef f():\n    return 1\n\n",
+     "def g():\n    return 2\n\ndef h():\n", "def g():\n    return 2\n\n"),
+    ("after a finished method, the next method", "class A:\n    def f(self):\n        return 1\n\n    ",
+     "def g(self):\n        return 2\n\n    def h(self):\n", "def g(self):\n        return 2\n\n"),
+    ("after a finished function, a statement: nothing to end", "def f():\n    return 1\n\n", "print(f())\n", None),
+    ("CRLF backslash continuation stays inside", "def f():\r\n", "    x = 1 + \\\r\n2\r\n    return x\r\n", None),
+    ("CRLF escape inside a string stays inside", "def f():\r\n", "    s = 'a\\\r\nb'\r\n    return s\r\nx = 1\r\n",
+     "    s = 'a\\\r\nb'\r\n    return s\r\n"),
     ("tabs count as Python counts them", "if True:\n\tdef f():\n\t\tpass\n", "\t\treturn 1\n\tdef g():\n", "\t\treturn 1\n"),
 ]
 

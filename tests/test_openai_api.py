@@ -24,7 +24,7 @@ from static_eval import AnalyzerSettings, StaticAnalyzer
 
 PROMPT = 'def add(a, b):\n    """Return a + b."""\n'
 SCRIPT = "total = 0\nfor i in range(10):\n"
-LIMITS = Limits(max_k=6, max_budget_s=20, max_new_tokens=256)
+LIMITS = Limits(max_k=6, max_budget_s=20, max_new_tokens=2048)
 
 
 def serve(hub: EngineHub):
@@ -75,11 +75,23 @@ def test_streaming_sends_the_ranked_choices(client):
     ({"temperature": 5}, r"temperature=5 is out of range"),
     ({"max_tokens": 0}, r"max_tokens=0 is out of range"),
     ({"prompt": "   "}, r"prompt is empty"),
+    ({"stop": 5}, r"stop=5 is invalid"),
+    ({"model": ["x"]}, r"model=\['x'\] is invalid"),
 ])
 def test_bad_fields_are_refused_in_openais_error_shape(client, fields, message):
     with pytest.raises(openai.BadRequestError, match=message) as refused:
         client.completions.create(**({"model": "tiny", "prompt": SCRIPT, "max_tokens": 4} | fields))
     assert refused.value.body["type"] == "invalid_request_error"
+
+
+def test_a_client_that_disconnects_frees_the_engine(ours):
+    import httpx
+    body = {"prompt": SCRIPT, "n": 2, "max_tokens": 256, "temperature": 0.0, "budget_s": 20}
+    with pytest.raises(httpx.ReadTimeout):
+        httpx.post(ours + "v1/completions", json=body | {"max_tokens": 2000}, timeout=1.5)   # greedy tiny:0 runs on
+    started = time.monotonic()
+    quick = httpx.post(ours + "v1/completions", json=body | {"max_tokens": 4}, timeout=30)
+    assert quick.status_code == 200 and time.monotonic() - started < 10   # not the 20 s the first one asked for
 
 
 # --- the remote candidate source ------------------------------------------------------------------------------
@@ -143,6 +155,20 @@ def test_a_stream_cut_midway_keeps_what_arrived_and_marks_it():
 def test_refusals_are_said_in_words_that_name_the_fix(status, headers, message):
     with Misbehaving([[("status", status, headers)]]) as server:
         with pytest.raises(RemoteError, match=message):
+            RemoteEngine(RemoteSettings(server.url, "m")).generate(GenerationRequest(PROMPT, k=1, budget_s=10))
+
+
+def test_a_server_that_ignores_n_is_named():
+    one = _sse([{"index": 0, "text": "    return 1\n", "finish_reason": "stop"}])
+    with Misbehaving([one]) as server:
+        with pytest.raises(RemoteError, match="sent 1 of the 3 choices.*--fan-out requests"):
+            RemoteEngine(RemoteSettings(server.url, "m")).generate(GenerationRequest(PROMPT, k=3, budget_s=10))
+
+
+@pytest.mark.parametrize("payload", [b"data: null\n\n", b"data: []\n\n", b'data: {"choices": [{"index": null}]}\n\n'])
+def test_chunks_of_an_unknown_shape_are_named(payload):
+    with Misbehaving([[("raw", payload)]]) as server:
+        with pytest.raises(RemoteError, match="server at .* sent"):
             RemoteEngine(RemoteSettings(server.url, "m")).generate(GenerationRequest(PROMPT, k=1, budget_s=10))
 
 
