@@ -9,7 +9,7 @@ import torch
 
 import engine
 from engine import EngineSettings, GenerationRequest
-from engine.generate import forward
+from engine.generate import end_of_text_ids, forward
 from engine.kv_cache import RaggedKVCache
 from engine.types import FINISH_BUDGET, FINISH_STOP, FUNCTION_END_STOPS
 
@@ -45,7 +45,7 @@ def test_greedy_rows_equal_transformers_greedy(bundled):
                              pad_token_id=tokenizer.eos_token_id)
     expected = out[0, ids.shape[1]:].tolist()
     result = make(bundled).generate(GenerationRequest(HUMANEVAL_LIKE, k=3, max_new_tokens=24, temperature=0,
-                                                      budget_s=600, stop=()))
+                                                      budget_s=600, stop=(), stop_at_body_end=False))
     assert len(expected) == 24
     for candidate in result.candidates:
         assert candidate.token_ids == expected
@@ -60,7 +60,7 @@ def test_a_fixed_seed_reproduces_samples(bundled):
 
     def sample(seed):
         result = built.generate(GenerationRequest(HUMANEVAL_LIKE, k=2, max_new_tokens=10, temperature=0.8,
-                                                  seed=seed, budget_s=600, stop=()))
+                                                  seed=seed, budget_s=600, stop=(), stop_at_body_end=False))
         return [c.token_ids for c in result.candidates]
 
     first = sample(7)
@@ -94,3 +94,23 @@ def test_a_new_top_level_def_ends_the_candidate(bundled):
         assert candidate.finish_reason == FINISH_STOP
         assert "return a - b" in candidate.text
         assert not any(stop in candidate.text for stop in FUNCTION_END_STOPS)
+
+
+def test_qwens_end_of_text_tokens_end_a_row(bundled):
+    """Regression (issue 10): the converted config names only <|im_end|> (151645) as EOS, but the model ends a
+    completion with <|endoftext|> (151643); both, and every other special token, must end a row."""
+    model, tokenizer = bundled
+    ids = end_of_text_ids(model, tokenizer)
+    assert {151643, 151645} <= ids
+    assert tokenizer.convert_tokens_to_ids("<|fim_middle|>") in ids
+
+
+def test_a_method_stops_before_the_next_method(bundled):
+    """Regression (issue 10): methods never stopped (every candidate went on to invent push/peek)."""
+    prompt = ('class Stack:\n    def __init__(self):\n        self.items = []\n\n    def pop(self):\n'
+              '        """Remove and return the top item."""\n')
+    result = make(bundled).generate(GenerationRequest(prompt, k=3, max_new_tokens=96, temperature=0.8, seed=1,
+                                                      budget_s=600))
+    for candidate in result.candidates:
+        assert candidate.finish_reason == FINISH_STOP, candidate
+        assert "def " not in candidate.text and len(candidate.token_ids) < 96
