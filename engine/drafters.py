@@ -98,7 +98,8 @@ class ModelDrafter:
         self.cache: RaggedKVCache | None = None   # built by the first proposal
         self.rows: list[int] = []
         self.fed: list[list[int]] = []  # per row: the token behind each cached position
-        self.passes = 0
+        self.passes = 0                 # draft forwards of proposals (the controller's per-pass cost)
+        self.setup_passes, self.setup_s = 0, 0.0   # the prompt's prefill: once per request, not a per-pass cost
 
     def propose(self, context: DraftContext) -> Draft:
         batch = len(context.active_rows)
@@ -130,9 +131,10 @@ class ModelDrafter:
 
     def _prefill(self, active_rows: list[int]) -> None:
         """The prompt once (batch 1), fanned out to the active rows."""
+        started = time.perf_counter()
         self.cache = RaggedKVCache(self.model.config.num_hidden_layers, 1, self.device)
         self._forward(self.model, self.cache, torch.tensor([self.prompt_ids], device=self.device), keep_last=1)
-        self.passes += 1
+        self.setup_passes, self.setup_s = 1, time.perf_counter() - started
         self.cache.commit(torch.tensor([len(self.prompt_ids)], device=self.device))
         self.cache.select_rows(torch.zeros(len(active_rows), dtype=torch.long, device=self.device))
         self.rows = list(active_rows)

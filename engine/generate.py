@@ -103,6 +103,7 @@ class Engine:
         for row in run.rows:
             row.finish_reason = row.finish_reason or FINISH_BUDGET
         run.stats.drafter_choices = dict(controller.choices)
+        run.stats.draft_passes += sum(getattr(d, "setup_passes", 0) for d in drafters.values())  # prefills too
         return self._result(run)
 
     # --- one request ------------------------------------------------------------------------------
@@ -211,9 +212,10 @@ class Engine:
                 return lookup, 0.0, 0, plan.row_drafters(lookup.lengths.tolist(), batch)
         drafter = drafters[plan.fallback or plan.drafter]
         context.max_len = plan.length
-        passes_before, started = drafter.passes, time.perf_counter()
+        passes_before, setup_before, started = drafter.passes, getattr(drafter, "setup_s", 0.0), time.perf_counter()
         draft = drafter.propose(context)
-        seconds, passes = time.perf_counter() - started, drafter.passes - passes_before
+        seconds = time.perf_counter() - started - (getattr(drafter, "setup_s", 0.0) - setup_before)  # no prefill
+        passes = drafter.passes - passes_before
         if lookup is None:
             return draft, seconds, passes, plan.row_drafters(None, batch)
         return merge_drafts(lookup, draft), seconds, passes, plan.row_drafters(lookup.lengths.tolist(), batch)

@@ -111,7 +111,7 @@ def test_model_drafter_catches_up_rows_of_very_different_lengths(other_draft):
 def test_model_drafter_runs_nothing_until_asked(other_draft):
     """A request whose controller never picks the draft model does not pay for its prefill."""
     drafter = ModelDrafter(other_draft, [1, 2, 3], 1.0, 1.0, torch.Generator().manual_seed(0), forward)
-    assert drafter.passes == 0 and drafter.cache is None
+    assert drafter.passes == drafter.setup_passes == 0 and drafter.cache is None
 
 
 # --- rows served by different drafters in one step -----------------------------------------------------------
