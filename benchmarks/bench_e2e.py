@@ -101,7 +101,7 @@ def run_hf(model, tokenizer, prompt: str, k: int, args, eos_ids: frozenset[int])
     return seconds, tokens
 
 
-def run_llama(remote, prompt: str, k: int, args, seed: int) -> tuple[float, int]:
+def run_llama(remote, prompt: str, k: int, args) -> tuple[float, int]:
     request = GenerationRequest(prompt, k=k, max_new_tokens=args.max_new_tokens, budget_s=1e6,
                                 temperature=args.temperature_now, top_p=args.top_p)
     started = time.perf_counter()
@@ -152,7 +152,7 @@ def main(argv=None) -> dict:
                         elif method == "hf":
                             seconds, tokens = run_hf(model, tokenizer, prompt, k, args, eos_ids)
                         elif method == "llama" and remote is not None:
-                            seconds, tokens = run_llama(remote, prompt, k, args, args.seed + index)
+                            seconds, tokens = run_llama(remote, prompt, k, args)
                         else:
                             tally.note = tally.note or "not run"
                             continue
