@@ -2,6 +2,7 @@
 by .ci/build_llama_server) on the bundled 0.5B's GGUF. Marked `llama`; CI builds the server first and runs them."""
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import threading
@@ -13,16 +14,11 @@ import openai
 import pytest
 
 from app.local import free_port, launch_local
-from app.models import EngineHub, remote_menu
 from app.openai_api import mount_completions
-from app.requests import Limits
-from app.service import Pipeline
-from app.ui import build_demo
 from engine import GenerationRequest
 from engine.loading import BUNDLED, bundled_gguf, default_cache_dir
 from engine.remote import RemoteEngine, RemoteError, RemoteSettings
 from engine.types import FINISH_BUDGET, FINISH_INTERRUPTED, FINISH_STOP
-from static_eval import AnalyzerSettings, StaticAnalyzer
 
 pytestmark = pytest.mark.llama
 
@@ -78,14 +74,16 @@ def llama():
 
 
 def test_the_app_ranks_candidates_from_llama_server(llama):
-    """app --backend openai in front of llama-server: k candidates, analyzed and ranked, served best first."""
-    analyzer = StaticAnalyzer(AnalyzerSettings())
-    hub = EngineHub(remote_menu(RemoteSettings(llama.url, "qwen-0.5b")), concurrency=2)
-    pipeline = Pipeline(analyzer=analyzer)
-    limits = Limits(max_k=4, max_budget_s=120)
-    demo = build_demo(hub, pipeline, limits)
+    """`app.py --backend openai` in front of llama-server: k candidates, analyzed and ranked, served best first."""
+    spec = importlib.util.spec_from_file_location("entry_point", Path(__file__).parent.parent / "app.py")
+    entry_point = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(entry_point)
+    built = entry_point.build(entry_point.parse_args(["--backend", "openai", "--base-url", llama.url, "--served-model",
+                                                      "qwen-0.5b", "--max-k", "4", "--remote-concurrency", "2"]))
+    demo, analyzer = built["demo"], built["analyzer"]
+    assert built["hub"].concurrency == 2
     url = launch_local(demo)
-    mount_completions(demo, hub, pipeline, limits)
+    mount_completions(demo, built["hub"], built["pipeline"], built["limits"])
     try:
         client = openai.OpenAI(base_url=url + "v1", api_key="unused", max_retries=0)
         completion = client.completions.create(model="x", prompt=PROMPT, n=4, max_tokens=160, temperature=1.0,
