@@ -186,6 +186,7 @@ class SoakSettings:
     busy_every: int = 3            # every n-th (prompt, seed) group runs with one core kept busy (0: never)
     variants: tuple[str, ...] = tuple(v.name for v in VARIANTS)
     max_requests: int = 0          # stop after this many requests (0: all)
+    seed_offset: int = 0           # added to every request's seed (another run, other samples)
 
 
 def soak_prompts(humaneval: int) -> list[tuple[str, str]]:
@@ -221,7 +222,7 @@ def run_soak(model, tokenizer, draft_model, settings: SoakSettings, prompts: lis
                 stops = {"stop": ("\nif __name__",)} if kind == "script" else {}   # else the request's default
                 request = GenerationRequest(prompt, k=settings.k, max_new_tokens=settings.max_new_tokens,
                                             budget_s=settings.budget_s, temperature=settings.temperature,
-                                            top_p=settings.top_p, seed=1000 * seed + group, **stops)
+                                            top_p=settings.top_p, seed=settings.seed_offset + 1000 * seed + group, **stops)
                 reference = _one(engines[("none", "coupled")], request, None, False, clock, tallies["none"],
                                  special_ids, decode)
                 for variant in variants:
@@ -316,11 +317,13 @@ def main(argv=None) -> dict:
     parser.add_argument("--busy-every", type=int, default=defaults.busy_every)
     parser.add_argument("--variants", default=",".join(defaults.variants))
     parser.add_argument("--max-requests", type=int, default=0)
+    parser.add_argument("--seed-offset", type=int, default=0, help="added to every seed (another run's samples)")
     args = parser.parse_args(argv)
     settings = SoakSettings(model=args.model, draft=None if args.draft == "none" else args.draft, dtype=args.dtype,
                             k=args.k, max_new_tokens=args.max_new_tokens, temperature=args.temperature,
                             humaneval=args.humaneval, seeds=args.seeds, busy_every=args.busy_every,
-                            variants=tuple(args.variants.split(",")), max_requests=args.max_requests)
+                            variants=tuple(args.variants.split(",")), max_requests=args.max_requests,
+                            seed_offset=args.seed_offset)
     model, tokenizer = load_any(settings.model, progress=False, dtype=settings.dtype)
     draft_model = load_any(settings.draft, progress=False, dtype=settings.dtype)[0] if settings.draft else None
     started = time.perf_counter()
