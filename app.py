@@ -108,7 +108,8 @@ def main(argv: list[str] | None = None) -> None:
         print(f"Ranked code drafts is running at {demo.local_url}"
               + (f" and {demo.share_url}" if demo.share_url else " (this machine only: --host 0.0.0.0 serves "
                  "your network, --share makes a public link)")
-              + f"; APIs: Gradio /generate and OpenAI-style /v1/completions (see the README). Preparing {hub.default_label!r} in the background.",
+              + "; APIs: Gradio /generate and OpenAI-style /v1/completions (see the README). "
+              + f"Preparing {hub.default_label!r} in the background.",
               flush=True)
         demo.block_thread()
     finally:

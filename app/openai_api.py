@@ -65,7 +65,8 @@ def mount_completions(demo: gr.Blocks, hub: EngineHub, pipeline: Pipeline, limit
         try:
             body = await http_request.json()
         except (ValueError, UnicodeDecodeError):
-            return _error(400, "the body is not JSON: send a JSON object with at least `prompt`", "invalid_request_error")
+            return _error(400, "the body is not JSON: send a JSON object with at least `prompt`",
+                          "invalid_request_error")
         if not isinstance(body, dict):
             return _error(400, "the body must be a JSON object", "invalid_request_error")
         control = RunControl(pipeline.idle_timeout_s)

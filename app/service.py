@@ -75,7 +75,8 @@ class Pipeline:
                                       "static_penalty": parts["static_penalty"], "mean_logprob": parts["mean_logprob"]})
             entries.append(entry)
         mark_ties(entries)
-        matrix = [[None if i == j else finite(v) for j, v in enumerate(row)] for i, row in enumerate(similarities.tolist())]
+        matrix = [[None if i == j else finite(v) for j, v in enumerate(row)]
+                  for i, row in enumerate(similarities.tolist())]
         return entries, matrix
 
     # --- streaming ---------------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from engine.stopping import RowState, StopRules
 from engine.types import FINISH_STOP
 
 
-def restop(record: dict, candidate: dict, eos_ids: frozenset[int], decode) -> dict:
+def restop(candidate: dict, body: BodyEnd, eos_ids: frozenset[int], decode) -> dict:
     """The candidate as today's rules leave it (the same dict shape): tokens cut at the first special token (the
     text is then their decoding), then the text cut where it leaves the function's body (the tokens that lie
     wholly before the cut kept, as the engine does). The stored text is the source otherwise: older rules kept
@@ -33,7 +33,7 @@ def restop(record: dict, candidate: dict, eos_ids: frozenset[int], decode) -> di
     if special is not None:
         tokens, logprobs, finish = tokens[:special], logprobs[:special], FINISH_STOP
         text = decode(tokens)
-    cut = BodyEnd.of(record["prompt"]).cut(text)
+    cut = body.cut(text)
     if cut is not None:
         row = RowState(tokens, logprobs, text)
         StopRules.cut_at(row, cut, decode)
@@ -61,8 +61,9 @@ def main(argv=None) -> dict:
     records = [json.loads(line) for line in gzip.open(path, "rt", encoding="utf-8")]
     counts = {"candidates": 0, "changed": 0, "had_special_token": 0, "greedy_changed": 0}
     for record in records:
+        body = BodyEnd.of(record["prompt"])   # once per prompt, for its k candidates and the greedy one
         for i, candidate in enumerate(record["candidates"]):
-            fixed = restop(record, candidate, eos_ids, decode)
+            fixed = restop(candidate, body, eos_ids, decode)
             counts["candidates"] += 1
             counts["had_special_token"] += any(t in eos_ids for t in candidate["token_ids"])
             if fixed["text"] != candidate["text"]:
@@ -71,7 +72,7 @@ def main(argv=None) -> dict:
                     print(f"{record['task_id']} #{i}: ...{candidate['text'][-70:]!r}\n    -> ...{fixed['text'][-70:]!r}")
             record["candidates"][i] = fixed
         if record.get("greedy"):
-            fixed = restop(record, record["greedy"], eos_ids, decode)
+            fixed = restop(record["greedy"], body, eos_ids, decode)
             counts["greedy_changed"] += fixed["text"] != record["greedy"]["text"]
             record["greedy"] = fixed
         record["restopped"] = "engine/blocks.py body end + every special token ends a row (issue 10)"

@@ -9,8 +9,8 @@ from engine.tiny import TINY_PREFIX, load_tiny
 from engine.types import Candidate, GenerationRequest, GenerationResult, GenerationStats, InvalidRequest
 
 __all__ = ["Candidate", "DEFAULT_DRAFT", "DEFAULT_TARGET", "DRAFTER_CHOICES", "Engine", "EngineSettings",
-           "GenerationRequest", "GenerationResult", "GenerationStats", "InvalidRequest", "ModelSetupError", "load_engine",
-           "load_any", "check_same_vocabulary", "check_draft_fits"]
+           "GenerationRequest", "GenerationResult", "GenerationStats", "InvalidRequest", "ModelSetupError",
+           "load_engine", "load_any", "check_same_vocabulary", "check_draft_fits"]
 
 
 def load_any(spec: str, cache_dir: Path | None = None, progress: bool = True, dtype: str = "auto"):

@@ -52,7 +52,7 @@ def scan_lines(text: str, state: ScanState = ScanState()) -> tuple[list[LineStar
                 return starts, ScanState(len(text), quote, depth, pending)
             if isinstance(found, LineStart):
                 starts.append(found)
-            position, pending = max(position, pending + _INDENT.match(text, pending).end() - pending), None
+            position, pending = max(position, _INDENT.match(text, pending).end()), None   # past the indentation
         if quote:
             end = _STRING_END[quote].search(text, position)
             while end is not None and end.group().startswith("\\"):

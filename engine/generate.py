@@ -9,13 +9,13 @@ from typing import Callable
 import torch
 
 from engine.acceptance import speculative_accept
+from engine.blocks import BodyEnd
 from engine.controller import ControllerMemory, ControllerSettings, DraftController, StepPlan
 from engine.drafters import (Draft, DraftContext, Drafter, ModelDrafter, merge_drafts, prompt_lookup_drafter,
                              sibling_drafter)
 from engine.kv_cache import RaggedKVCache
 from engine.sampling import PositionUniforms, inverse_cdf, token_logprobs, warp_probs
 from engine.stopping import RowState, StopRules
-from engine.blocks import BodyEnd
 from engine.types import FINISH_BUDGET, GenerationRequest, GenerationResult, GenerationStats, InvalidRequest
 
 DRAFTER_CHOICES = ("none", "model", "prompt", "sibling", "auto")
@@ -111,8 +111,9 @@ class Engine:
         prompt_ids = self.tokenizer(request.prompt, add_special_tokens=False)["input_ids"]
         room = self.context_limit - request.max_new_tokens - self.settings.controller.max_length - 1
         if not prompt_ids or len(prompt_ids) > room:
-            raise InvalidRequest(f"prompt is {len(prompt_ids)} tokens: with max_new_tokens={request.max_new_tokens} it "
-                             f"must be 1..{max(room, 0)} tokens for this model's context of {self.context_limit}")
+            raise InvalidRequest(f"prompt is {len(prompt_ids)} tokens: with max_new_tokens={request.max_new_tokens} "
+                                 f"it must be 1..{max(room, 0)} tokens for this model's context of "
+                                 f"{self.context_limit}")
         seed = request.seed if request.seed is not None else random.SystemRandom().randrange(2**63)
         started = time.perf_counter()
         return _Run(request=request, prompt_ids=prompt_ids, rows=[RowState() for _ in range(request.k)],

@@ -18,9 +18,9 @@ from typing import Callable
 import httpx
 
 from engine.blocks import BodyEnd
-from engine.stopping import StopRules
-from engine.types import (FINISH_BUDGET, FINISH_INTERRUPTED, FINISH_LENGTH, FINISH_STOP, Candidate,
-                          GenerationRequest, GenerationResult, GenerationStats)
+from engine.stopping import RowState, StopRules
+from engine.types import (FINISH_BUDGET, FINISH_INTERRUPTED, FINISH_LENGTH, FINISH_STOP, GenerationRequest,
+                          GenerationResult, GenerationStats)
 
 FAN_OUT_CHOICES = ("n", "requests")
 # finish_reason spellings of the common servers -> ours (anything else that ends a choice counts as "stop")
@@ -52,14 +52,10 @@ class RemoteSettings:
 
 
 @dataclass
-class _Row:
-    """One candidate as it arrives."""
+class _Row(RowState):
+    """One candidate as it arrives: the engine's row, plus the text of each token when the server gives it."""
 
-    text: str = ""
-    logprobs: list[float] = field(default_factory=list)
-    token_ids: list[int] = field(default_factory=list)
-    token_texts: list[str] = field(default_factory=list)   # the text of each token, when the server gives it
-    finish_reason: str | None = None
+    token_texts: list[str] = field(default_factory=list)
 
 
 class RemoteEngine:
@@ -196,8 +192,7 @@ def _logprobs_of(logprobs) -> tuple[list[str], list[float], list[int]]:
 def _result(rows: list[_Row], started: float) -> GenerationResult:
     stats = GenerationStats(wall_s=time.perf_counter() - started,
                             generated_tokens=sum(len(r.logprobs) for r in rows))
-    return GenerationResult([Candidate(r.text, list(r.token_ids), list(r.logprobs), r.finish_reason) for r in rows],
-                            replace(stats))
+    return GenerationResult([r.as_candidate() for r in rows], replace(stats))
 
 
 class _Stream:
