@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass
@@ -162,6 +162,20 @@ class StepPlan:
         return [self.drafter if n > 0 else self.fallback for n in lookup_lengths]
 
 
+@dataclass
+class StepRecord:
+    """What one draft/verify round did: the engine fills it as the round goes, the controller learns from it."""
+
+    plan: StepPlan
+    rows: int                          # batch size of the round
+    row_drafters: list[str | None]     # which drafter served each row (None: it got no speculative tokens)
+    draft_s: float = 0.0               # seconds of the draft model's passes (lookups are free)
+    draft_passes: int = 0              # draft-model forward passes
+    verify_s: float = 0.0              # seconds of the rest of the round: lookups, verify forward, accept, commit
+    proposed: list[int] = field(default_factory=list)   # speculative tokens proposed per row
+    accepted: list[int] = field(default_factory=list)   # of those, accepted per row
+
+
 class DraftController:
     """Per step, picks the drafter(s) and length that maximise expected committed tokens per second."""
 
@@ -247,18 +261,15 @@ class DraftController:
         drafted = [o for o in options if o.drafter and o.length <= 3]
         return max(drafted, key=lambda o: o.expected_rate) if drafted else options[0]
 
-    def observe(self, plan: StepPlan, rows: int, seconds_target: float, row_lengths: list[int],
-                n_accepted: list[int], draft_seconds: float = 0.0, draft_passes: int = 0,
-                row_drafters: list[str | None] | None = None) -> None:
-        """Learn from one step: the verify cost, the draft-pass cost, each drafter's acceptance on its rows."""
-        width = max(row_lengths, default=0)
-        self.costs.record("target", rows, width + 1, seconds_target)
-        if plan.drafter is None or width == 0:
+    def observe(self, step: StepRecord) -> None:
+        """Learn from one round: the verify cost, the draft-pass cost, each drafter's acceptance on its rows."""
+        width = max(step.proposed, default=0)
+        self.costs.record("target", step.rows, width + 1, step.verify_s)
+        if step.plan.drafter is None or width == 0:
             return
-        served = row_drafters if row_drafters is not None else [plan.drafter] * rows
-        for name in {n for n in served if n is not None}:
-            mine = [i for i, n in enumerate(served) if n == name]
-            if name in self.model_drafters and draft_passes:
-                self.costs.record(name, rows, 1, draft_seconds / draft_passes)
-            self.acceptance[name].observe([row_lengths[i] for i in mine], [n_accepted[i] for i in mine])
-            self.bass[name].observe(plan.length, [n_accepted[i] for i in mine])
+        for name in {n for n in step.row_drafters if n is not None}:
+            mine = [i for i, n in enumerate(step.row_drafters) if n == name]
+            if name in self.model_drafters and step.draft_passes:
+                self.costs.record(name, step.rows, 1, step.draft_s / step.draft_passes)
+            self.acceptance[name].observe([step.proposed[i] for i in mine], [step.accepted[i] for i in mine])
+            self.bass[name].observe(step.plan.length, [step.accepted[i] for i in mine])

@@ -1,4 +1,6 @@
-"""Drafters behind one small protocol: propose draft tokens for every active row; observe what was accepted."""
+"""Drafters behind one small protocol: propose speculative tokens for every active row (they learn nothing back:
+the model drafter re-aligns its cache and the lookups index the committed tokens at their next proposal; the draft
+length and the acceptance estimates live in the controller)."""
 from __future__ import annotations
 
 import time
@@ -67,8 +69,6 @@ class Drafter(Protocol):
 
     def propose(self, context: DraftContext) -> Draft: ...
 
-    def observe(self, n_accepted: torch.Tensor) -> None: ...
-
 
 class ModelDrafter:
     """A small model of the target's family samples the draft autoregressively, with its own ragged cache.
@@ -88,7 +88,8 @@ class ModelDrafter:
 
     def __init__(self, model, prompt_ids: list[int], temperature: float, top_p: float,
                  randomness: PositionUniforms | torch.Generator | None, forward, min_confidence: float = 0.0,
-                 check_cache: bool = False):
+                 check_cache: bool = False, capacity: int = 256):
+        self.capacity = capacity              # cache positions per row the request can need (allocated at once)
         self.model, self.temperature, self.top_p, self.randomness = model, temperature, top_p, randomness
         self.min_confidence = min_confidence  # stop drafting once every row's newest draft token is less likely
         self.check_cache = check_cache        # verify the cache against the histories at every proposal (tests)
@@ -132,7 +133,7 @@ class ModelDrafter:
     def _prefill(self, active_rows: list[int]) -> None:
         """The prompt once (batch 1), fanned out to the active rows."""
         started = time.perf_counter()
-        self.cache = RaggedKVCache(self.model.config.num_hidden_layers, 1, self.device)
+        self.cache = RaggedKVCache(self.model.config.num_hidden_layers, 1, self.device, self.capacity)
         self._forward(self.model, self.cache, torch.tensor([self.prompt_ids], device=self.device), keep_last=1)
         self.setup_passes, self.setup_s = 1, time.perf_counter() - started
         self.cache.commit(torch.tensor([len(self.prompt_ids)], device=self.device))
@@ -180,9 +181,6 @@ class ModelDrafter:
             return sample(draft_probs, self.randomness)
         positions = [len(context.generated[r]) + step for r in context.active_rows]
         return inverse_cdf(draft_probs, self.randomness.at(context.active_rows, positions, 1)[:, 0])
-
-    def observe(self, n_accepted: torch.Tensor) -> None:
-        """Nothing to learn; the cache is re-aligned from the histories at the next proposal."""
 
     def _unsure(self, logits: torch.Tensor, draft_token: torch.Tensor) -> bool:
         """Every row's newest draft token has a draft probability (at temperature >= 1, so greedy drafts are
@@ -233,9 +231,6 @@ class LookupDrafter:
         for i, proposal in enumerate(proposals):
             tokens[i, :len(proposal)] = torch.tensor(proposal, dtype=torch.long)
         return Draft(tokens, torch.tensor([len(p) for p in proposals], dtype=torch.long))
-
-    def observe(self, n_accepted: torch.Tensor) -> None:
-        """Nothing to learn: the index grows from the committed tokens at the next proposal."""
 
     def _source_tokens(self, context: DraftContext, source: int) -> list[int]:
         return context.prompt_ids if source < 0 else context.generated[source]

@@ -10,7 +10,7 @@ import torch
 
 from engine.acceptance import speculative_accept
 from engine.blocks import BodyEnd
-from engine.controller import ControllerMemory, ControllerSettings, DraftController, StepPlan
+from engine.controller import ControllerMemory, ControllerSettings, DraftController, StepPlan, StepRecord
 from engine.drafters import (Draft, DraftContext, Drafter, ModelDrafter, merge_drafts, prompt_lookup_drafter,
                              sibling_drafter)
 from engine.kv_cache import RaggedKVCache
@@ -115,11 +115,12 @@ class Engine:
                                  f"it must be 1..{max(room, 0)} tokens for this model's context of "
                                  f"{self.context_limit}")
         seed = request.seed if request.seed is not None else random.SystemRandom().randrange(2**63)
+        capacity = len(prompt_ids) + request.max_new_tokens + self.settings.controller.max_length + 1  # per row
         started = time.perf_counter()
         return _Run(request=request, prompt_ids=prompt_ids, rows=[RowState() for _ in range(request.k)],
                     rules=StopRules(self.eos_ids, tuple(request.stop), request.max_new_tokens,
                                     BodyEnd.of(request.prompt) if request.stop_at_body_end else None),
-                    cache=RaggedKVCache(self.model.config.num_hidden_layers, 1, self.device),
+                    cache=RaggedKVCache(self.model.config.num_hidden_layers, 1, self.device, capacity),
                     generator=torch.Generator(self.device).manual_seed(seed), uniforms=PositionUniforms(seed),
                     deadline=started + request.budget_s,
                     started=started, stats=GenerationStats(), active=list(range(request.k)))
@@ -136,7 +137,8 @@ class Engine:
             coupled = self.settings.acceptance == "coupled"
             drafters["model"] = ModelDrafter(self.draft_model, run.prompt_ids, request.temperature,
                                              request.top_p, run.uniforms if coupled else run.generator, forward,
-                                             self.settings.controller.min_draft_confidence, self.settings.check_cache)
+                                             self.settings.controller.min_draft_confidence, self.settings.check_cache,
+                                             capacity=run.cache.capacity)
         return drafters
 
     def _prefill(self, run: _Run) -> None:
@@ -165,9 +167,9 @@ class Engine:
         # 1. draft: free lookups first, so the controller can weigh what they actually found
         lookups = {n: d.propose(context) for n, d in drafters.items() if not d.uses_model}
         plan = controller.plan(batch, {n: d.lengths.tolist() for n, d in lookups.items()})
-        draft, draft_seconds, draft_passes, row_drafters = self._draft(run, drafters, lookups, plan, context)
+        draft, step = self._draft(run, drafters, lookups, plan, context)
         if time.perf_counter() >= run.deadline:
-            run.stats.draft_passes += draft_passes  # drafted but never verified: the forwards were still spent
+            run.stats.draft_passes += step.draft_passes  # drafted but never verified: the forwards were still spent
             return
         # 2. verify: [pending, draft tokens] of every row in one target forward
         pending = torch.tensor([run.rows[r].token_ids[-1] for r in run.active], device=self.device)  # [B]
@@ -191,45 +193,47 @@ class Engine:
             run.rules.extend(run.rows[row_index], committed[i, :n].tolist(), committed_logprobs[i, :n].tolist(),
                              self._decode)
         # 5. adapt: costs and acceptance feed the next plan; the step's cost is all of it but the draft passes
-        accepted = n_accepted.tolist()
-        verify_seconds = time.perf_counter() - step_started - draft_seconds
-        controller.observe(plan, batch, verify_seconds, draft.lengths.tolist(), accepted, draft_seconds, draft_passes,
-                           row_drafters)
-        self._count(run, draft, accepted, draft_passes)
-        for drafter in drafters.values():
-            drafter.observe(n_accepted)
+        step.accepted = n_accepted.tolist()
+        step.verify_s = time.perf_counter() - step_started - step.draft_s
+        controller.observe(step)
+        self._count(run, step)
         self._drop_finished(run)
 
-    def _draft(self, run: _Run, drafters, lookups: dict[str, Draft], plan: StepPlan, context: DraftContext):
-        """The plan's draft, truncated to its length; a model drafter runs here (timed), alone or for the rows
-        the lookup found nothing for. Returns (draft, draft seconds, draft passes, drafter of each row)."""
+    def _draft(self, run: _Run, drafters, lookups: dict[str, Draft], plan: StepPlan,
+               context: DraftContext) -> tuple[Draft, StepRecord]:
+        """The plan's draft, truncated to its length, and the round's record so far; a model drafter runs here
+        (timed, its prefill excluded), alone or for the rows the lookup found nothing for."""
         batch = len(run.active)
         if plan.drafter is None:
-            return Draft.empty(batch, self.device), 0.0, 0, [None] * batch
+            return Draft.empty(batch, self.device), StepRecord(plan, batch, [None] * batch, proposed=[0] * batch)
         lookup = lookups.get(plan.drafter)
         if lookup is not None:
             lookup = Draft(lookup.tokens[:, :plan.length], lookup.lengths.clamp(max=plan.length))
             if plan.fallback is None:
-                return lookup, 0.0, 0, plan.row_drafters(lookup.lengths.tolist(), batch)
+                return lookup, self._record(plan, lookup, lookup)
         drafter = drafters[plan.fallback or plan.drafter]
         context.max_len = plan.length
         passes_before, setup_before, started = drafter.passes, getattr(drafter, "setup_s", 0.0), time.perf_counter()
         draft = drafter.propose(context)
-        seconds = time.perf_counter() - started - (getattr(drafter, "setup_s", 0.0) - setup_before)  # no prefill
-        passes = drafter.passes - passes_before
-        if lookup is None:
-            return draft, seconds, passes, plan.row_drafters(None, batch)
-        return merge_drafts(lookup, draft), seconds, passes, plan.row_drafters(lookup.lengths.tolist(), batch)
+        seconds = time.perf_counter() - started - (getattr(drafter, "setup_s", 0.0) - setup_before)
+        draft = draft if lookup is None else merge_drafts(lookup, draft)
+        return draft, self._record(plan, draft, lookup, seconds, drafter.passes - passes_before)
 
-    def _count(self, run: _Run, draft: Draft, accepted: list[int], draft_passes: int) -> None:
+    @staticmethod
+    def _record(plan: StepPlan, draft: Draft, lookup: Draft | None, draft_s: float = 0.0,
+                draft_passes: int = 0) -> StepRecord:
+        batch = int(draft.lengths.shape[0])
+        row_drafters = plan.row_drafters(None if lookup is None else lookup.lengths.tolist(), batch)
+        return StepRecord(plan, batch, row_drafters, draft_s, draft_passes, proposed=draft.lengths.tolist())
+
+    def _count(self, run: _Run, step: StepRecord) -> None:
         stats = run.stats
         stats.forward_passes += 1
-        stats.draft_passes += draft_passes
-        proposed = int(draft.lengths.sum())
-        stats.proposed_tokens += proposed
-        stats.accepted_tokens += sum(accepted)
-        stats.speculative_steps += 1 if proposed else 0
-        stats.drafted_rows += int((draft.lengths > 0).sum())
+        stats.draft_passes += step.draft_passes
+        stats.proposed_tokens += sum(step.proposed)
+        stats.accepted_tokens += sum(step.accepted)
+        stats.speculative_steps += 1 if any(step.proposed) else 0
+        stats.drafted_rows += sum(1 for n in step.proposed if n > 0)
         stats.generated_tokens = sum(len(r.token_ids) for r in run.rows)
 
     def _drop_finished(self, run: _Run) -> None:

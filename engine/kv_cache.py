@@ -17,6 +17,9 @@ class RaggedKVCache:
     """
 
     def __init__(self, n_layers: int, batch_size: int, device: torch.device, capacity: int = 256):
+        """capacity: positions per row; the engine passes the most a request can need (prompt + new tokens + the
+        longest draft + 1), so each layer's buffers are allocated once, at their first write. Should a caller
+        pass less, a buffer doubles when a write needs more."""
         self.keys: list[torch.Tensor | None] = [None] * n_layers    # each [B, H_kv, capacity, D]
         self.values: list[torch.Tensor | None] = [None] * n_layers  # each [B, H_kv, capacity, D]
         self.lengths = torch.zeros(batch_size, dtype=torch.long, device=device)  # [B] valid entries per row

@@ -33,7 +33,7 @@ class _PromptFacts:
 
 
 @dataclass
-class _Draft:
+class _Checked:
     """One candidate on its way through the analysis."""
 
     report: CandidateReport
@@ -68,9 +68,9 @@ class StaticAnalyzer:
         reasons = _check_reasons(finish_reasons, len(completions))
         with self._lock:
             facts = self._prompt_facts(prompt)
-            drafts = [self._check_syntax(prompt, c, r, facts) for c, r in zip(completions, reasons)]
-            self._lint(facts, drafts)
-        return [d.report for d in drafts]
+            checked = [self._check_syntax(prompt, c, r, facts) for c, r in zip(completions, reasons)]
+            self._lint(facts, checked)
+        return [c.report for c in checked]
 
     def close(self) -> None:
         """Stop the lint worker; analyze() after close() starts a new one."""
@@ -106,12 +106,12 @@ class StaticAnalyzer:
 
     # 2. syntax, completeness, empty implementations (tree-sitter, per candidate)
 
-    def _check_syntax(self, prompt: str, completion: str, reason: str | None, facts: _PromptFacts) -> _Draft:
+    def _check_syntax(self, prompt: str, completion: str, reason: str | None, facts: _PromptFacts) -> _Checked:
         started = time.perf_counter()
         code = prompt + completion
         coords = CandidateCoordinates(prompt, code)
         report = CandidateReport(parses=False, complete=True, prompt_parses=facts.parses)
-        draft = _Draft(report, code, coords)
+        item = _Checked(report, code, coords)
         cut = reason in CUT_REASONS and _ends_mid_statement(code)
         bad = _BAD_CHARACTER.search(code)
         if bad is not None and not facts.parses:
@@ -123,7 +123,7 @@ class StaticAnalyzer:
                                            f"invalid character {bad.group()!r} (U+{ord(bad.group()):04X})"))
             report.complete = not cut
         else:
-            self._tree_checks(draft, len(prompt.encode("utf-8")), cut, facts)
+            self._tree_checks(item, len(prompt.encode("utf-8")), cut, facts)
         if not report.parses and not facts.parses and not any(f.kind == SYNTAX_ERROR for f in report.findings):
             report.findings.append(Finding(PROMPT_SYNTAX_ERROR, None, 1, 0, _prompt_problem(prompt), WARNING))
         if not report.complete:
@@ -131,11 +131,11 @@ class StaticAnalyzer:
             report.findings.append(Finding(TRUNCATED, None, last_line, 0,
                                            f"the candidate is cut off (finish reason {reason!r}) mid-statement"))
         report.elapsed_s = time.perf_counter() - started
-        return draft
+        return item
 
-    def _tree_checks(self, draft: _Draft, boundary: int, cut: bool, facts: _PromptFacts) -> None:
-        report = draft.report
-        source = draft.code.encode("utf-8")
+    def _tree_checks(self, item: _Checked, boundary: int, cut: bool, facts: _PromptFacts) -> None:
+        report = item.report
+        source = item.code.encode("utf-8")
         parsed = self._syntax.parse(source)
         problems = parsed.problems() if parsed.has_error else []
         report.parses = not problems
@@ -143,7 +143,7 @@ class StaticAnalyzer:
         if not facts.parses:
             return                                  # the prompt is broken: blame nothing on the candidate
         for problem in problems[:self.settings.max_syntax_findings]:
-            report.findings.append(_syntax_finding(problem, draft.coords))
+            report.findings.append(_syntax_finding(problem, item.coords))
         if not report.parses:
             return
         empty = empty_implementation(parsed.added_code(boundary))
@@ -151,16 +151,16 @@ class StaticAnalyzer:
             report.findings.append(empty)
         if self._worker is None:
             return
-        if len(draft.code) > self.settings.max_lint_chars:
-            report.findings.append(Finding(LINT_SKIPPED, None, 1, 0, f"not linted: {len(draft.code)} characters "
+        if len(item.code) > self.settings.max_lint_chars:
+            report.findings.append(Finding(LINT_SKIPPED, None, 1, 0, f"not linted: {len(item.code)} characters "
                                            f"is over max_lint_chars={self.settings.max_lint_chars}", WARNING))
             return
-        draft.lintable = True
+        item.lintable = True
 
     # 3. lint (pylint in the warm worker, one run for the whole batch) and the context diff
 
-    def _lint(self, facts: _PromptFacts, drafts: list[_Draft]) -> None:
-        targets = [d for d in drafts if d.lintable]
+    def _lint(self, facts: _PromptFacts, checked: list[_Checked]) -> None:
+        targets = [c for c in checked if c.lintable]
         if not targets:
             return
         unique = list(dict.fromkeys(d.code for d in targets))   # identical candidates are linted once
@@ -174,13 +174,13 @@ class StaticAnalyzer:
             outcome = None
             detail = f"lint failed: {type(error).__name__}"
         share = (time.perf_counter() - started) / len(targets)
-        for draft in targets:
-            draft.report.elapsed_s += share
+        for item in targets:
+            item.report.elapsed_s += share
         if outcome is None or outcome.messages is None:
             kind = ANALYSIS_TIMEOUT if outcome is not None and outcome.failure == TIMEOUT else ANALYSIS_ERROR
             detail = outcome.detail if outcome is not None else detail
-            for draft in targets:
-                draft.report.findings.append(Finding(kind, None, 1, 0, detail, WARNING))
+            for item in targets:
+                item.report.findings.append(Finding(kind, None, 1, 0, detail, WARNING))
             return
         by_code = dict(zip(unique, outcome.messages))
         if lint_prompt:
@@ -188,22 +188,22 @@ class StaticAnalyzer:
             facts.baseline = baseline(prompt_messages)
             if any(m["symbol"] == "syntax-error" for m in prompt_messages):
                 facts.parses = False                # tree-sitter was more lenient than Python
-        for draft in targets:
-            draft.report.prompt_parses = facts.parses
+        for item in targets:
+            item.report.prompt_parses = facts.parses
             if facts.parses:
-                for message in new_messages(by_code[draft.code], facts.baseline):
-                    draft.report.findings.append(_lint_finding(message, draft))
-            if not draft.report.parses:             # Python rejects what tree-sitter let through (indentation):
-                draft.report.findings = [f for f in draft.report.findings if f.kind != EMPTY_IMPLEMENTATION]
-            del draft.report.findings[self.settings.max_findings:]
+                for message in new_messages(by_code[item.code], facts.baseline):
+                    item.report.findings.append(_lint_finding(message, item))
+            if not item.report.parses:             # Python rejects what tree-sitter let through (indentation):
+                item.report.findings = [f for f in item.report.findings if f.kind != EMPTY_IMPLEMENTATION]
+            del item.report.findings[self.settings.max_findings:]
 
 
-def _lint_finding(message: dict, draft: _Draft) -> Finding:
+def _lint_finding(message: dict, item: _Checked) -> Finding:
     symbol = message["symbol"]
     row = max(int(message.get("line") or 1) - 1, 0)
-    line, column = draft.coords.from_bytes(row, max(int(message.get("column") or 0), 0))
+    line, column = item.coords.from_bytes(row, max(int(message.get("column") or 0), 0))
     if symbol == "syntax-error":
-        draft.report.parses = False
+        item.report.parses = False
         return Finding(SYNTAX_ERROR, None, line, column, message["message"], ERROR)
     if symbol in ANALYSIS_FAILURES:
         return Finding(ANALYSIS_ERROR, None, line, column, message["message"], WARNING)

@@ -162,9 +162,6 @@ class ArgmaxOracleDrafter:
                                  .argmax() for r in context.active_rows])                   # [B]
         return Draft(guess[:, None], torch.ones(len(guess), dtype=torch.long))
 
-    def observe(self, n_accepted):
-        pass
-
 
 LATER_PROMPT = "abcabcabcabc abc abcabc"   # repetitive: lookups find drafts at every position
 
