@@ -11,6 +11,7 @@ from typing import Callable
 from engine import (DEFAULT_DRAFT, DEFAULT_TARGET, Engine, EngineSettings, InvalidRequest, check_draft_fits,
                     load_any)
 from engine.remote import RemoteEngine, RemoteSettings
+from engine.weights import WEIGHT_FORMATS, apply_weight_format
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +61,7 @@ class EngineHub:
 
     def __init__(self, choices: list[ModelChoice], cache_dir: Path | None = None,
                  settings: EngineSettings | None = None, loader: Callable = load_any, dtype: str = "auto",
-                 concurrency: int = 1):
+                 concurrency: int = 1, weights: str = "native"):
         if not choices:
             raise ValueError("choices is empty: offer at least one model")
         if concurrency != 1 and not all(c.remote for c in choices):
@@ -73,6 +74,9 @@ class EngineHub:
         self.default_label = choices[0].label
         self.cache_dir, self.settings, self._loader = cache_dir, settings or EngineSettings(), loader
         self.dtype = dtype  # weights of loaded models: auto (bf16 on a GPU or a CPU with native bf16), float32, ...
+        if weights not in WEIGHT_FORMATS:
+            raise ValueError(f"weights={weights!r} is unknown: choose one of {', '.join(WEIGHT_FORMATS)}")
+        self.weights = weights  # native, or int8 weight-only linear layers (engine/weights.py)
         self.generation_lock = threading.BoundedSemaphore(concurrency)
         self.loading: str | None = None         # the spec being loaded now, for progress messages
         self._load_lock = threading.Lock()
@@ -154,7 +158,8 @@ class EngineHub:
             self.loading, started = spec, time.perf_counter()
             log.info("loading %s (the first start of a bundled model prepares it: minutes, once)", spec)
             try:
-                self._models[spec] = self._loader(spec, self.cache_dir, dtype=self.dtype)
+                model, tokenizer = self._loader(spec, self.cache_dir, dtype=self.dtype)
+                self._models[spec] = (apply_weight_format(model, self.weights), tokenizer)
             finally:
                 self.loading = None
             log.info("loaded %s in %.1f s", spec, time.perf_counter() - started)

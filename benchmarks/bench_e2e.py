@@ -6,6 +6,7 @@ the prompt opened (engine/blocks.py; transformers gets it as a stopping criterio
 the remote source as it streams, and its stream is closed once every row is done). A method is timed from the call
 to the moment all k candidates are finished. Methods:
   ours_none, ours_prompt, ours_sibling, ours_model, ours_auto   our engine (--dtype), each drafter
+  ours_...@int8               the same on int8 weight-only linear layers (engine/weights.py) of target and draft
   hf                          transformers generate, k copies of the prompt in one batch, same dtype
   llama                       llama.cpp's llama-server (n=k: the prompt processed once, copied to k slots), on
                               the bundled GGUF (Q4_K_M), through engine/remote.py; needs --llama-server BIN
@@ -29,9 +30,11 @@ from benchmarks.soak import MID_LINE
 from engine import Engine, EngineSettings, GenerationRequest, load_any
 from engine.blocks import BodyEnd
 from engine.generate import end_of_text_ids
+from engine.weights import quantize_int8
 
 OURS = ("ours_none", "ours_prompt", "ours_sibling", "ours_model", "ours_auto")
 METHODS = OURS + ("hf", "llama")
+INT8 = "@int8"   # suffix of an ours_... method: int8 weight-only copies of the target and the draft
 
 
 @dataclass
@@ -120,14 +123,13 @@ def main(argv=None) -> dict:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     methods = args.methods.split(",")
-    unknown = set(methods) - set(METHODS)
+    unknown = {m for m in methods if m not in METHODS and m.removesuffix(INT8) not in OURS}
     if unknown:
-        parser.error(f"unknown methods {sorted(unknown)}: choose from {', '.join(METHODS)}")
+        parser.error(f"unknown methods {sorted(unknown)}: choose from {', '.join(METHODS)} (ours_...{INT8} too)")
     model, tokenizer = load_any(args.model, progress=False, dtype=args.dtype)
     draft = load_any(args.draft, progress=False, dtype=args.dtype)[0] if args.draft else None
     eos_ids = end_of_text_ids(model, tokenizer)
-    engines = {m: Engine(model, tokenizer, draft, EngineSettings(drafter=m.removeprefix("ours_")))
-               for m in methods if m in OURS and (m != "ours_model" or draft is not None)}
+    engines = our_engines(methods, model, tokenizer, draft, args)
     server, remote, notes = None, None, {}
     if "llama" in methods:
         server, remote, notes["llama"] = start_llama(args)
@@ -164,18 +166,34 @@ def main(argv=None) -> dict:
     return summary
 
 
+def our_engines(methods: list[str], model, tokenizer, draft, args) -> dict[str, Engine]:
+    """An engine per ours_... method; @int8 methods share int8 copies of the target and the draft."""
+    int8 = None
+    if any(m.endswith(INT8) for m in methods):
+        int8 = (quantize_int8(load_any(args.model, progress=False, dtype=args.dtype)[0]),
+                quantize_int8(load_any(args.draft, progress=False, dtype=args.dtype)[0]) if args.draft else None)
+    engines = {}
+    for method in methods:
+        name = method.removesuffix(INT8)
+        if name not in OURS or (name == "ours_model" and draft is None):
+            continue
+        target, drafting = int8 if method.endswith(INT8) else (model, draft)
+        engines[method] = Engine(target, tokenizer, drafting, EngineSettings(drafter=name.removeprefix("ours_")))
+    return engines
+
+
 def report(k: int, temperature: float, tallies: dict[str, Tally]) -> dict:
     base = tallies.get("ours_none")
     base_s = sum(base.seconds) if base and base.seconds else None
     print(f"\nk={k} T={temperature}")
-    print(f"{'method':<14}{'s/prompt':>10}{'tokens/s':>10}{'vs ours_none':>14}  note")
+    print(f"{'method':<19}{'s/prompt':>10}{'tokens/s':>10}{'vs ours_none':>14}  note")
     rows = {}
     for method, tally in tallies.items():
         row = tally.as_dict()
         total = sum(tally.seconds)
         row["speedup_vs_ours_none"] = round(base_s / total, 3) if base_s and total else None
         rows[method] = row
-        print(f"{method:<14}{row['mean_s_per_prompt'] or float('nan'):>10.2f}{row['tokens_per_s'] or float('nan'):>10.2f}"
+        print(f"{method:<19}{row['mean_s_per_prompt'] or float('nan'):>10.2f}{row['tokens_per_s'] or float('nan'):>10.2f}"
               f"{row['speedup_vs_ours_none'] or float('nan'):>14.3f}  {tally.note}")
     return {"k": k, "temperature": temperature, "methods": rows}
 

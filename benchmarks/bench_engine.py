@@ -2,7 +2,8 @@
 
 Example: python -m benchmarks.bench_engine --k 8 --temperature 0.8 --methods hf,ours_none,ours_auto
 A method suffixed "@peer" (e.g. hf@peer, ours_none@peer) runs on a second copy of the target loaded with
---peer-dtype (default float32), so a peer in fp32 and our engine in bf16 meet in one run.
+--peer-dtype (default float32), so a peer in fp32 and our engine in bf16 meet in one run. An ours_... method
+suffixed "@int8" runs on int8 weight-only copies of the target and the draft (engine/weights.py).
 Prints a table and, as its last line, one JSON object with every figure.
 """
 from __future__ import annotations
@@ -17,6 +18,7 @@ import torch
 
 from engine import DEFAULT_DRAFT, DEFAULT_TARGET, Engine, EngineSettings, GenerationRequest, load_any
 from engine.loading import pick_device
+from engine.weights import quantize_int8, weight_bytes
 
 METHODS = ("hf", "hf_assisted", "ours_none", "ours_model", "ours_prompt", "ours_sibling", "ours_auto")
 
@@ -111,14 +113,6 @@ def memory_bandwidth(megabytes: int = 512, repeats: int = 5) -> float:
     return 2 * source.numel() * 4 / best
 
 
-def weight_bytes_per_forward(model) -> int:
-    """Bytes of weights a decode step reads: every parameter except the input embedding (a gather)."""
-    embedding = model.get_input_embeddings().weight
-    tied = model.get_output_embeddings().weight.data_ptr() == embedding.data_ptr()
-    total = sum(p.numel() * p.element_size() for p in model.parameters())
-    return total if tied else total - embedding.numel() * embedding.element_size()
-
-
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     """The options every engine benchmark shares: the models, k and temperature lists, top-p, the seed."""
     parser.add_argument("--model", default=DEFAULT_TARGET)
@@ -140,7 +134,9 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     methods = args.methods.split(",")
-    unknown = {m.removesuffix("@peer") for m in methods} - set(METHODS)
+    unknown = {m for m in methods if m.removesuffix("@peer") not in METHODS
+               and not (m.endswith("@int8") and m.removesuffix("@int8").startswith("ours_")
+                        and m.removesuffix("@int8") in METHODS)}
     if unknown:
         parser.error(f"unknown methods {sorted(unknown)}: choose from {', '.join(METHODS)}")
 
@@ -149,19 +145,23 @@ def main(argv=None) -> None:
     needs_draft = any(m.split("@")[0] in ("hf_assisted", "ours_model", "ours_auto") for m in methods) and args.draft
     peer = load_any(args.model, dtype=args.peer_dtype)[0] if any(m.endswith("@peer") for m in methods) else None
     draft = load_any(args.draft, dtype=args.dtype)[0] if needs_draft else None
+    int8 = None
+    if any(m.endswith("@int8") for m in methods):
+        int8 = (quantize_int8(load_any(args.model, dtype=args.dtype)[0]),
+                quantize_int8(load_any(args.draft, dtype=args.dtype)[0]) if needs_draft else None)
     load_seconds = time.perf_counter() - started
     print(f"loaded {args.model}" + (f" + {args.draft}" if draft is not None else "") + f" in {load_seconds:.1f} s "
           f"(device {pick_device()}, {next(model.parameters()).dtype}, threads {torch.get_num_threads()})")
-    engines = {m: Engine(peer if m.endswith("@peer") else model, tokenizer,
-                         draft if m.split("@")[0] in ("ours_model", "ours_auto") else None,
+    models = {m: peer if m.endswith("@peer") else int8[0] if m.endswith("@int8") else model for m in methods}
+    drafts = {m: int8[1] if m.endswith("@int8") else draft for m in methods}
+    engines = {m: Engine(models[m], tokenizer, drafts[m] if m.split("@")[0] in ("ours_model", "ours_auto") else None,
                          EngineSettings(drafter=m.split("@")[0].removeprefix("ours_")))
                for m in methods if m.startswith("ours_")}
-    models = {m: peer if m.endswith("@peer") else model for m in methods}
     eos_ids = set(next(iter(engines.values())).eos_ids) if engines else {tokenizer.eos_token_id}
     prompts = humaneval_prompts(args.prompts)
 
     bandwidth = memory_bandwidth()
-    weight_bytes = weight_bytes_per_forward(model)
+    model_bytes = weight_bytes(model)
     rows = []
     for temperature in [float(t) for t in args.temperature.split(",")]:
         args.temperature_now = temperature
@@ -178,12 +178,17 @@ def main(argv=None) -> None:
     _print_table(rows)
     figures = {"model": args.model, "dtype": str(next(model.parameters()).dtype), "draft": args.draft if draft is not None else None,
                "peer_dtype": args.peer_dtype if peer is not None else None, "max_new_tokens": args.max_new_tokens, "prompts": len(prompts), "load_seconds": round(load_seconds, 1),
-               "memory_bandwidth_gb_s": round(bandwidth / 1e9, 2), "weight_gb_per_forward": round(weight_bytes / 1e9, 3),
-               "memory_bound_tokens_per_s_batch1": round(bandwidth / weight_bytes, 2),
+               "memory_bandwidth_gb_s": round(bandwidth / 1e9, 2), "weight_gb_per_forward": round(model_bytes / 1e9, 3),
+               "memory_bound_tokens_per_s_batch1": round(bandwidth / model_bytes, 2),
                "results": [r.as_dict() for r in rows], "ratios": _ratios(rows)}
-    batch1 = [r for r in rows if r.k == 1 and r.method == "ours_none"]
-    if batch1:
-        figures["fraction_of_memory_bound_at_batch1"] = round(batch1[0].tokens_per_s / (bandwidth / weight_bytes), 3)
+    for method in ("ours_none", "ours_none@int8"):   # each against the bytes of its own weight format
+        batch1 = [r for r in rows if r.k == 1 and r.method == method]
+        if batch1:
+            own_bytes = weight_bytes(models[method])
+            suffix = "" if method == "ours_none" else "_int8"
+            figures["weight_gb_per_forward" + suffix] = round(own_bytes / 1e9, 3)
+            figures["fraction_of_memory_bound_at_batch1" + suffix] = round(
+                batch1[0].tokens_per_s / (bandwidth / own_bytes), 3)
     print(json.dumps(figures))
 
 

@@ -46,6 +46,7 @@ class GenerationSettings:
     seed: int = 0                    # request seed = seed + problem index
     cache_dir: str | None = None     # engine's converted-model cache
     dtype: str = "auto"              # weights: auto (bf16 where the CPU has it), float32, bfloat16
+    weights: str = "native"          # native, or int8 weight-only linear layers (engine/weights.py)
     stop_at_body_end: bool = True    # a candidate ends where it leaves the function (engine/blocks.py)
 
 
@@ -133,7 +134,7 @@ def load_our_engine(gen: GenerationSettings, loaded=None):
     if loaded is not None:
         return Engine(loaded.model, loaded.tokenizer, loaded.draft_model, settings)
     return load_engine(gen.model, gen.draft, Path(gen.cache_dir) if gen.cache_dir else None, settings=settings,
-                       dtype=gen.dtype)
+                       dtype=gen.dtype, weights=gen.weights)
 
 
 def _request(problem: dict, gen: GenerationSettings, index: int):
@@ -487,6 +488,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     gen.add_argument("--seed", type=int, default=defaults.seed)
     gen.add_argument("--cache-dir", default=None, help="engine's converted-model cache")
     gen.add_argument("--dtype", default="auto", help="auto (bf16 on a CPU with native bf16), float32, bfloat16")
+    gen.add_argument("--weights", default="native", help="native (as --dtype) or int8 (weight-only linear layers)")
     gen.add_argument("--generate-only", action="store_true", help="generate, do not evaluate")
     gen.add_argument("--budget-curve", help="comma-separated budgets (s), e.g. 5,10,20,40: generate and score each")
     gen.add_argument("--curve-drafters", default="none,auto", help="drafters compared on the budget curve")
@@ -520,7 +522,8 @@ def main(argv: list[str] | None = None) -> dict:
     gen = GenerationSettings(model=args.model, draft=args.draft, drafter=args.drafter, k=args.k,
                              temperature=args.temperature, top_p=args.top_p, max_new_tokens=args.max_new_tokens,
                              budget_s=args.budget, greedy=not args.no_greedy, greedy_budget_s=args.greedy_budget,
-                             seed=args.seed, cache_dir=args.cache_dir, dtype=args.dtype)
+                             seed=args.seed, cache_dir=args.cache_dir, dtype=args.dtype,
+                             weights=args.weights)
     sandbox = SandboxSettings(timeout_s=args.timeout, memory_mb=args.memory_mb, workers=args.workers)
     settings = EvalSettings(bootstrap=args.bootstrap, static=args.static)
     if args.budget_curve:

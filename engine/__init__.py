@@ -7,10 +7,11 @@ from engine.generate import DRAFTER_CHOICES, Engine, EngineSettings
 from engine.loading import DEFAULT_DRAFT, DEFAULT_TARGET, ModelSetupError, load_model, pick_device
 from engine.tiny import TINY_PREFIX, load_tiny
 from engine.types import Candidate, GenerationRequest, GenerationResult, GenerationStats, InvalidRequest
+from engine.weights import WEIGHT_FORMATS, apply_weight_format
 
 __all__ = ["Candidate", "DEFAULT_DRAFT", "DEFAULT_TARGET", "DRAFTER_CHOICES", "Engine", "EngineSettings",
            "GenerationRequest", "GenerationResult", "GenerationStats", "InvalidRequest", "ModelSetupError",
-           "load_engine", "load_any", "check_same_vocabulary", "check_draft_fits"]
+           "WEIGHT_FORMATS", "load_engine", "load_any", "check_same_vocabulary", "check_draft_fits"]
 
 
 def load_any(spec: str, cache_dir: Path | None = None, progress: bool = True, dtype: str = "auto"):
@@ -42,12 +43,13 @@ def check_draft_fits(target: tuple, draft: tuple, target_spec: str, draft_spec: 
 
 
 def load_engine(model_spec: str = DEFAULT_TARGET, draft_spec: str | None = None, cache_dir: Path | None = None,
-                settings: EngineSettings | None = None, progress: bool = True, dtype: str = "auto") -> Engine:
-    """Load the target (and draft) model and build an Engine around them."""
+                settings: EngineSettings | None = None, progress: bool = True, dtype: str = "auto",
+                weights: str = "native") -> Engine:
+    """Load the target (and draft) model and build an Engine around them (weights: engine.weights.WEIGHT_FORMATS)."""
     model, tokenizer = load_any(model_spec, cache_dir, progress, dtype)
     draft_model = None
     if draft_spec:
         draft = load_any(draft_spec, cache_dir, progress, dtype)
         check_draft_fits((model, tokenizer), draft, model_spec, draft_spec)
-        draft_model = draft[0]
-    return Engine(model, tokenizer, draft_model, settings)
+        draft_model = apply_weight_format(draft[0], weights)
+    return Engine(apply_weight_format(model, weights), tokenizer, draft_model, settings)

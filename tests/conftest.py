@@ -1,7 +1,9 @@
 """Shared fixtures of the engine tests: tiny random-weight Qwen2 models, the byte tokenizer, a reference greedy decoder."""
 from __future__ import annotations
 
+import importlib.util
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -110,3 +112,12 @@ def slow_down():
     yield slow
     for handle in handles:
         handle.remove()
+
+
+@pytest.fixture(scope="session")
+def entry_point():
+    """The module app.py (beside the package app/, which `import app` would find instead)."""
+    spec = importlib.util.spec_from_file_location("entry_point", Path(__file__).parent.parent / "app.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

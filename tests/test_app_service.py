@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
@@ -169,6 +168,18 @@ def test_hub_loads_on_first_use_and_shares_models():
         hub.engine("x")
 
 
+def test_hub_loads_int8_weights_when_asked_and_the_command_line_offers_the_engines_formats(entry_point):
+    from engine.weights import WEIGHT_FORMATS, Int8Linear
+
+    assert entry_point.WEIGHTS == WEIGHT_FORMATS
+    assert entry_point.parse_args(["--weights", "int8"]).weights == "int8"
+    hub = EngineHub([ModelChoice("pair", "tiny:0", "tiny:1")], weights="int8")
+    engine = hub.engine("pair")
+    assert isinstance(engine.model.lm_head, Int8Linear) and isinstance(engine.draft_model.lm_head, Int8Linear)
+    with pytest.raises(ValueError, match="weights='int4' is unknown: choose one of native, int8"):
+        EngineHub([ModelChoice("pair", "tiny:0")], weights="int4")
+
+
 def test_drafter_model_without_a_draft_falls_back_to_auto_and_keeps_the_other_settings():
     from engine import EngineSettings
 
@@ -179,13 +190,9 @@ def test_drafter_model_without_a_draft_falls_back_to_auto_and_keeps_the_other_se
     assert alone.drafter == "auto" and alone.acceptance == "residual"
 
 
-def test_a_busy_port_is_refused_in_the_apps_words():
-    import importlib.util
+def test_a_busy_port_is_refused_in_the_apps_words(entry_point):
     import socket
 
-    spec = importlib.util.spec_from_file_location("entry_point", Path(__file__).parent.parent / "app.py")   # app.py beside the package app/
-    entry_point = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(entry_point)
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()

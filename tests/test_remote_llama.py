@@ -2,7 +2,6 @@
 by .ci/build_llama_server) on the bundled 0.5B's GGUF. Marked `llama`; CI builds the server first and runs them."""
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import threading
@@ -73,11 +72,8 @@ def llama():
     server.stop()
 
 
-def test_the_app_ranks_candidates_from_llama_server(llama):
+def test_the_app_ranks_candidates_from_llama_server(llama, entry_point):
     """`app.py --backend openai` in front of llama-server: k candidates, analyzed and ranked, served best first."""
-    spec = importlib.util.spec_from_file_location("entry_point", Path(__file__).parent.parent / "app.py")
-    entry_point = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(entry_point)
     built = entry_point.build(entry_point.parse_args(["--backend", "openai", "--base-url", llama.url, "--served-model",
                                                       "qwen-0.5b", "--max-k", "4", "--remote-concurrency", "2"]))
     demo, analyzer = built["demo"], built["analyzer"]

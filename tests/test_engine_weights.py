@@ -1,0 +1,62 @@
+"""Int8 weight-only layers: close to the layer they replace, half the bytes of bf16, and the engine runs on them."""
+import pytest
+import torch
+from torch import nn
+
+from engine import Engine, EngineSettings, GenerationRequest
+from engine.tiny import byte_tokenizer, tiny_model
+from engine.weights import Int8Linear, apply_weight_format, quantize_int8, weight_bytes
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_int8_linear_is_the_linear_within_rounding(dtype):
+    torch.manual_seed(0)
+    linear = nn.Linear(96, 40, bias=True).to(dtype)
+    x = torch.randn(3, 5, 96, dtype=dtype)
+    quantized = Int8Linear(linear)
+    with torch.inference_mode():
+        exact, approx = linear(x).float(), quantized(x).float()
+    assert approx.shape == exact.shape and quantized(x).dtype == dtype
+    # per-channel round to nearest: each weight is off by at most half a step, scale/2 = max|w|/254
+    bound = (x.float().abs().sum(-1, keepdim=True) * linear.weight.float().abs().amax(1) / 254).max()
+    assert (approx - exact).abs().max() <= bound * 1.05 + (0.05 if dtype == torch.bfloat16 else 1e-4)
+    assert (approx - exact).abs().max() > 0     # it really is another format (the test could fail)
+
+
+def test_a_quantized_model_reads_about_half_the_bytes_of_bf16_and_swaps_every_linear():
+    model = tiny_model(0, hidden=128).to(torch.bfloat16)
+    before = weight_bytes(model)
+    quantize_int8(model)
+    assert not any(isinstance(m, nn.Linear) for m in model.modules())
+    assert isinstance(model.lm_head, Int8Linear)
+    assert weight_bytes(model) < 0.6 * before
+    assert apply_weight_format(model, "int8") is model              # already int8: nothing to do
+    with pytest.raises(ValueError, match="weights='int4' is unknown: choose one of native, int8"):
+        apply_weight_format(model, "int4")
+
+
+def test_a_tied_head_gets_its_own_int8_copy_and_the_embedding_stays():
+    model = tiny_model(0)
+    model.config.tie_word_embeddings = True
+    model.lm_head.weight = model.model.embed_tokens.weight
+    table = model.model.embed_tokens.weight.detach().clone()
+    quantize_int8(model)
+    assert torch.equal(model.model.embed_tokens.weight, table)
+    assert isinstance(model.lm_head, Int8Linear) and model.config.tie_word_embeddings is False
+
+
+def test_the_engine_generates_on_int8_weights_close_to_the_original():
+    """Greedy on the tiny model (its logits are sharp): the int8 copy mostly picks the same tokens, and the
+    speculative engine on int8 weights gives regular decoding's tokens on the same int8 weights (the promise holds
+    for any weight format)."""
+    tokenizer = byte_tokenizer()
+    original, quantized = tiny_model(0), quantize_int8(tiny_model(0))
+    request = GenerationRequest("def add(a, b):\n    return", k=1, max_new_tokens=24, budget_s=60,
+                                temperature=0.0, seed=1, stop_at_body_end=False)
+    reference = Engine(original, tokenizer, settings=EngineSettings(drafter="none")).generate(request)
+    plain = Engine(quantized, tokenizer, settings=EngineSettings(drafter="none")).generate(request)
+    drafted = Engine(quantized, tokenizer, quantize_int8(tiny_model(0)),
+                     EngineSettings(drafter="model")).generate(request)
+    same = sum(a == b for a, b in zip(reference.candidates[0].token_ids, plain.candidates[0].token_ids))
+    assert same >= 0.75 * len(reference.candidates[0].token_ids)
+    assert drafted.candidates[0].token_ids == plain.candidates[0].token_ids
