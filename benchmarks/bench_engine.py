@@ -138,7 +138,8 @@ def main(argv=None) -> None:
                and not (m.endswith("@int8") and m.removesuffix("@int8").startswith("ours_")
                         and m.removesuffix("@int8") in METHODS)}
     if unknown:
-        parser.error(f"unknown methods {sorted(unknown)}: choose from {', '.join(METHODS)}")
+        parser.error(f"unknown methods {sorted(unknown)}: choose from {', '.join(METHODS)}, each optionally "
+                     "suffixed @peer, or an ours_... method suffixed @int8")
 
     started = time.perf_counter()
     model, tokenizer = load_any(args.model, dtype=args.dtype)
@@ -216,14 +217,14 @@ def _row_text(m: Measurement) -> str:
     d = m.as_dict()
     acc = f"{d['acceptance_rate']:.2f}" if d["acceptance_rate"] is not None else "-"
     dl = f"{d['mean_draft_length']:.2f}" if d["mean_draft_length"] is not None else "-"
-    return (f"{m.method:13s} k={m.k:<2d} T={m.temperature:<4} {m.tokens:6d} tok {m.seconds:8.2f} s "
+    return (f"{m.method:18s} k={m.k:<2d} T={m.temperature:<4} {m.tokens:6d} tok {m.seconds:8.2f} s "
             f"{m.tokens_per_s:8.2f} tok/s {m.ms_per_token_per_sequence:8.1f} ms/tok/seq  acc {acc:>5s}  len {dl:>5s}"
             f"  {m.choices or ''}")
 
 
 def _print_table(rows: list[Measurement]) -> None:
     print("\n" + "=" * 100)
-    print(f"{'method':13s} {'k':>3s} {'T':>4s} {'tokens':>7s} {'seconds':>9s} {'tok/s':>8s} {'ms/tok/seq':>11s} "
+    print(f"{'method':18s} {'k':>3s} {'T':>4s} {'tokens':>7s} {'seconds':>9s} {'tok/s':>8s} {'ms/tok/seq':>11s} "
           f"{'accept':>7s} {'draft len':>9s} {'x hf':>6s} {'x ours_none':>11s}  (x: tokens/s ratio in this run)")
     ratios = _ratios(rows)
     for m in rows:
@@ -232,7 +233,7 @@ def _print_table(rows: list[Measurement]) -> None:
         entry = ratios.get(key, {})
         vs_hf = entry.get("vs_hf") or entry.get("vs_hf@peer")
         vs_none = entry.get("vs_ours_none") or entry.get("vs_ours_none@peer")
-        print(f"{m.method:13s} {m.k:3d} {m.temperature:4.1f} {m.tokens:7d} {m.seconds:9.2f} {m.tokens_per_s:8.2f} "
+        print(f"{m.method:18s} {m.k:3d} {m.temperature:4.1f} {m.tokens:7d} {m.seconds:9.2f} {m.tokens_per_s:8.2f} "
               f"{m.ms_per_token_per_sequence:11.1f} {d['acceptance_rate'] if d['acceptance_rate'] is not None else '-':>7} "
               f"{d['mean_draft_length'] if d['mean_draft_length'] is not None else '-':>9} "
               f"{vs_hf if vs_hf else '-':>6} {vs_none if vs_none else '-':>11}")

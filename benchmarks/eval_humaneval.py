@@ -488,7 +488,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     gen.add_argument("--seed", type=int, default=defaults.seed)
     gen.add_argument("--cache-dir", default=None, help="engine's converted-model cache")
     gen.add_argument("--dtype", default="auto", help="auto (bf16 on a CPU with native bf16), float32, bfloat16")
-    gen.add_argument("--weights", default="native", help="native (as --dtype) or int8 (weight-only linear layers)")
+    gen.add_argument("--weights", default="native", choices=("native", "int8"), help="native (as --dtype) or int8 (weight-only linear layers)")
     gen.add_argument("--generate-only", action="store_true", help="generate, do not evaluate")
     gen.add_argument("--budget-curve", help="comma-separated budgets (s), e.g. 5,10,20,40: generate and score each")
     gen.add_argument("--curve-drafters", default="none,auto", help="drafters compared on the budget curve")

@@ -171,7 +171,8 @@ class StepRecord:
     row_drafters: list[str | None]     # which drafter served each row (None: it got no speculative tokens)
     draft_s: float = 0.0               # seconds of the draft model's passes (lookups are free)
     draft_passes: int = 0              # draft-model forward passes
-    verify_s: float = 0.0              # seconds of the rest of the round: lookups, verify forward, accept, commit
+    setup_s: float = 0.0               # seconds of a draft model's prompt prefill (its first round only)
+    verify_s: float = 0.0              # seconds of the rest: lookups, plan, verify forward, accept, commit
     proposed: list[int] = field(default_factory=list)   # speculative tokens proposed per row
     accepted: list[int] = field(default_factory=list)   # of those, accepted per row
 

@@ -192,9 +192,9 @@ class Engine:
             n = int(n_accepted[i]) + 1
             run.rules.extend(run.rows[row_index], committed[i, :n].tolist(), committed_logprobs[i, :n].tolist(),
                              self._decode)
-        # 5. adapt: costs and acceptance feed the next plan; the step's cost is all of it but the draft passes
+        # 5. adapt: costs and acceptance feed the next plan; the step's cost is all of it but the draft model's work
         step.accepted = n_accepted.tolist()
-        step.verify_s = time.perf_counter() - step_started - step.draft_s
+        step.verify_s = time.perf_counter() - step_started - step.draft_s - step.setup_s
         controller.observe(step)
         self._count(run, step)
         self._drop_finished(run)
@@ -215,16 +215,17 @@ class Engine:
         context.max_len = plan.length
         passes_before, setup_before, started = drafter.passes, getattr(drafter, "setup_s", 0.0), time.perf_counter()
         draft = drafter.propose(context)
-        seconds = time.perf_counter() - started - (getattr(drafter, "setup_s", 0.0) - setup_before)
+        setup_s = getattr(drafter, "setup_s", 0.0) - setup_before     # the prompt's prefill, on the first proposal
+        draft_s = time.perf_counter() - started - setup_s
         draft = draft if lookup is None else merge_drafts(lookup, draft)
-        return draft, self._record(plan, draft, lookup, seconds, drafter.passes - passes_before)
+        return draft, self._record(plan, draft, lookup, draft_s, drafter.passes - passes_before, setup_s)
 
     @staticmethod
-    def _record(plan: StepPlan, draft: Draft, lookup: Draft | None, draft_s: float = 0.0,
-                draft_passes: int = 0) -> StepRecord:
+    def _record(plan: StepPlan, draft: Draft, lookup: Draft | None, draft_s: float = 0.0, draft_passes: int = 0,
+                setup_s: float = 0.0) -> StepRecord:
         batch = int(draft.lengths.shape[0])
         row_drafters = plan.row_drafters(None if lookup is None else lookup.lengths.tolist(), batch)
-        return StepRecord(plan, batch, row_drafters, draft_s, draft_passes, proposed=draft.lengths.tolist())
+        return StepRecord(plan, batch, row_drafters, draft_s, draft_passes, setup_s, proposed=draft.lengths.tolist())
 
     def _count(self, run: _Run, step: StepRecord) -> None:
         stats = run.stats

@@ -20,11 +20,13 @@ class Int8Linear(nn.Module):
     def __init__(self, linear: nn.Linear):
         super().__init__()
         weight = linear.weight.detach().float()                                   # [out, in]
-        scales = weight.abs().amax(dim=1).clamp(min=torch.finfo(torch.float32).tiny) / 127.0   # [out]
+        tiny = torch.finfo(linear.weight.dtype).tiny
+        scales = (weight.abs().amax(dim=1) / 127.0).clamp(min=tiny).to(linear.weight.dtype)  # [out], as stored
         self.in_features, self.out_features = linear.in_features, linear.out_features
-        self.register_buffer("weight_int8", torch.round(weight / scales[:, None]).clamp(-127, 127)
+        # round against the stored scales, so each weight is off by at most half a step of its own scale
+        self.register_buffer("weight_int8", torch.round(weight / scales.float()[:, None]).clamp(-127, 127)
                              .to(torch.int8).contiguous())
-        self.register_buffer("scales", scales.to(linear.weight.dtype))
+        self.register_buffer("scales", scales)
         self.bias = None if linear.bias is None else nn.Parameter(linear.bias.detach(), requires_grad=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -40,13 +42,18 @@ class Int8Linear(nn.Module):
 
 def quantize_int8(model: nn.Module) -> nn.Module:
     """Swap every nn.Linear of the model (decoder layers and output head) for an Int8Linear, in place. A tied
-    output head gets its own int8 copy; the embedding keeps the original table."""
-    if getattr(model.config, "tie_word_embeddings", False):
-        model.config.tie_word_embeddings = False   # the head is no longer the embedding: never re-tie them
+    output head gets its own int8 copy; the embedding keeps the original table, and transformers is told the two
+    are no longer tied (else tie_weights() would hang the table on the int8 head as an unused `weight`)."""
     swaps = [(parent, name, child) for parent in model.modules() for name, child in parent.named_children()
              if isinstance(child, nn.Linear)]
+    swapped = {f"{name}.weight" for name, module in model.named_modules() if isinstance(module, nn.Linear)}
     for parent, name, child in swaps:
         setattr(parent, name, Int8Linear(child))
+    if getattr(model.config, "tie_word_embeddings", False):
+        model.config.tie_word_embeddings = False
+    tied = getattr(model, "all_tied_weights_keys", None)
+    if tied:
+        model.all_tied_weights_keys = {target: source for target, source in tied.items() if target not in swapped}
     model.weight_format = "int8"
     return model
 
@@ -57,6 +64,10 @@ def apply_weight_format(model: nn.Module | None, weights: str) -> nn.Module | No
         raise ValueError(f"weights={weights!r} is unknown: choose one of {', '.join(WEIGHT_FORMATS)}")
     if model is None or weights == "native" or getattr(model, "weight_format", "native") == weights:
         return model
+    device = next(model.parameters()).device
+    if device.type != "cpu":
+        raise ValueError(f"weights='int8' is for decoding on a CPU (its kernel is checked there only); the model is "
+                         f"on {device}: use weights='native'")
     return quantize_int8(model)
 
 

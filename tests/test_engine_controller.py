@@ -133,3 +133,34 @@ def test_a_new_batch_size_borrows_the_measured_slope_not_the_prior():
     costs.record("target", 8, 3, 0.16)               # +30% of a 1-token pass per extra token at 8 rows
     costs.record("target", 5, 1, 0.08)               # rows finished: only a plain pass measured at 5 rows
     assert costs.estimate("target", 5, 3) == pytest.approx(0.08 * (1 + 0.3 * 2))
+
+
+def test_the_draft_models_prefill_is_charged_to_neither_the_target_nor_the_draft_pass(target, tokenizer,
+                                                                                   other_draft):
+    """The round on which the draft model first drafts also runs its prompt prefill (slowed to 1 s here): the
+    controller's per-pass costs must not take that once-per-request second for a step cost."""
+    import time
+
+    from engine import Engine, EngineSettings, GenerationRequest
+
+    prompt = "def add(a, b):\n    return a + b\n\ndef sub(a, b):\n"
+    prompt_len = len(tokenizer(prompt, add_special_tokens=False)["input_ids"])
+
+    def slow_prefill(module, args, kwargs):
+        if kwargs["input_ids"].shape[1] >= prompt_len:
+            time.sleep(1.0)
+
+    handle = other_draft.register_forward_pre_hook(slow_prefill, with_kwargs=True)
+    try:
+        engine = Engine(target, tokenizer, other_draft,
+                        EngineSettings(drafter="model", controller=ControllerSettings(cost_aware=False)))
+        result = engine.generate(GenerationRequest(prompt, k=2, max_new_tokens=3, budget_s=60, temperature=0.0,
+                                                   stop_at_body_end=False))
+    finally:
+        handle.remove()
+    assert result.stats.draft_passes >= 1 and result.stats.wall_s > 1.0     # it drafted, and paid the prefill once
+    costs = engine.memory.costs
+    for kind in ("target", "model"):
+        for tokens in range(1, 10):
+            estimate = costs.estimate(kind, 2, tokens)
+            assert estimate is None or estimate < 0.5, (kind, tokens, estimate)
