@@ -1,6 +1,8 @@
 """The engine: one prompt, k rows, batched (speculative) sampling with a KV cache, stopping by the deadline."""
 from __future__ import annotations
 
+import functools
+import inspect
 import random
 import time
 from dataclasses import dataclass, field, replace
@@ -45,9 +47,15 @@ def forward(model, cache: RaggedKVCache, input_ids: torch.Tensor, keep_last: int
     q_len = input_ids.shape[1]
     with torch.inference_mode():
         out = model(input_ids=input_ids, attention_mask=cache.attention_mask(q_len, model.dtype),
-                    position_ids=cache.position_ids(q_len), cache=cache, use_cache=True,
-                    logits_to_keep=keep_last)
+                    position_ids=cache.position_ids(q_len), use_cache=True, logits_to_keep=keep_last,
+                    **{_cache_argument(type(model)): cache})
     return out.logits
+
+
+@functools.cache
+def _cache_argument(model_class) -> str:
+    """The name a model's forward takes its KV cache by: `cache` in transformers >= 5.2x, `past_key_values` before."""
+    return "cache" if "cache" in inspect.signature(model_class.forward).parameters else "past_key_values"
 
 
 @dataclass

@@ -98,3 +98,18 @@ def test_an_attention_implementation_that_ignores_the_mask_is_refused(tokenizer)
     model.config._attn_implementation = "flash_attention_2"   # what a GPU user may load a Hugging Face id with
     with pytest.raises(ValueError, match="attn_implementation='sdpa'"):
         Engine(model, tokenizer)
+
+
+def test_the_cache_goes_by_the_name_the_models_forward_takes():
+    """transformers 5.2x names the forward's cache argument `cache`; earlier 5.x (5.17 on the GPU machine) named
+    it `past_key_values` and silently ignored `cache` (attention then saw 1 key against a 119-position mask)."""
+    from transformers import Qwen2ForCausalLM
+
+    from engine.generate import _cache_argument
+
+    class OlderModel:
+        def forward(self, input_ids=None, attention_mask=None, position_ids=None, past_key_values=None, **kwargs):
+            return None
+
+    assert _cache_argument(OlderModel) == "past_key_values"
+    assert _cache_argument(Qwen2ForCausalLM) == "cache"
