@@ -13,7 +13,7 @@ def test_int8_linear_is_the_linear_within_rounding(dtype):
     torch.manual_seed(0)
     linear = nn.Linear(96, 40, bias=True).to(dtype)
     x = torch.randn(3, 5, 96, dtype=dtype)
-    quantized = Int8Linear(linear)
+    quantized = Int8Linear(linear, max_rows=None)          # int8 for any number of rows
     with torch.inference_mode():
         exact, approx = linear(x).float(), quantized(x).float()
     assert approx.shape == exact.shape and quantized(x).dtype == dtype
@@ -23,6 +23,18 @@ def test_int8_linear_is_the_linear_within_rounding(dtype):
     rounding = exact.abs() * 2 ** -7 if dtype == torch.bfloat16 else 1e-5        # the output's own rounding
     assert ((approx - exact).abs() <= bound * 1.01 + rounding + 1e-6).all()
     assert (approx - exact).abs().max() > 0     # it really is another format (the test could fail)
+
+
+def test_calls_of_more_rows_than_the_int8_kernel_pays_for_use_the_original_weight():
+    torch.manual_seed(0)
+    linear = nn.Linear(64, 32).to(torch.bfloat16)
+    hybrid, int8_only = Int8Linear(linear, max_rows=4), Int8Linear(linear, max_rows=None)
+    with torch.inference_mode():
+        for rows in (1, 4, 5, 16):
+            x = torch.randn(rows, 64, dtype=torch.bfloat16)
+            expected = linear(x) if rows > 4 else int8_only(x)
+            assert torch.equal(hybrid(x), expected), rows
+        assert not torch.equal(linear(x), int8_only(x))    # the two paths really differ (the test could fail)
 
 
 def test_a_quantized_model_reads_about_half_the_bytes_of_bf16_and_swaps_every_linear():
