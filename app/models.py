@@ -11,7 +11,7 @@ from typing import Callable
 from engine import (DEFAULT_DRAFT, DEFAULT_TARGET, Engine, EngineSettings, InvalidRequest, check_draft_fits,
                     load_any)
 from engine.remote import RemoteEngine, RemoteSettings
-from engine.weights import WEIGHT_FORMATS, apply_weight_format
+from engine.weights import apply_weight_format, check_weight_format
 
 log = logging.getLogger(__name__)
 
@@ -74,8 +74,7 @@ class EngineHub:
         self.default_label = choices[0].label
         self.cache_dir, self.settings, self._loader = cache_dir, settings or EngineSettings(), loader
         self.dtype = dtype  # weights of loaded models: auto (bf16 on a GPU or a CPU with native bf16), float32, ...
-        if weights not in WEIGHT_FORMATS:
-            raise ValueError(f"weights={weights!r} is unknown: choose one of {', '.join(WEIGHT_FORMATS)}")
+        check_weight_format(weights)   # refused at start-up, not at the first load
         self.weights = weights  # native, or int8 weight-only linear layers (engine/weights.py)
         self.generation_lock = threading.BoundedSemaphore(concurrency)
         self.loading: str | None = None         # the spec being loaded now, for progress messages

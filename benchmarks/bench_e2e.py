@@ -24,13 +24,12 @@ from dataclasses import dataclass, field
 
 import torch
 
-from benchmarks.bench_engine import add_run_arguments, humaneval_prompts
+from benchmarks.bench_engine import add_run_arguments, humaneval_prompts, int8_copies
 from benchmarks.soak import METHODS as METHOD_PROMPTS
 from benchmarks.soak import MID_LINE
 from engine import Engine, EngineSettings, GenerationRequest, load_any
 from engine.blocks import BodyEnd
 from engine.generate import end_of_text_ids
-from engine.weights import quantize_int8
 
 OURS = ("ours_none", "ours_prompt", "ours_sibling", "ours_model", "ours_auto")
 METHODS = OURS + ("hf", "llama")
@@ -168,10 +167,7 @@ def main(argv=None) -> dict:
 
 def our_engines(methods: list[str], model, tokenizer, draft, args) -> dict[str, Engine]:
     """An engine per ours_... method; @int8 methods share int8 copies of the target and the draft."""
-    int8 = None
-    if any(m.endswith(INT8) for m in methods):
-        int8 = (quantize_int8(load_any(args.model, progress=False, dtype=args.dtype)[0]),
-                quantize_int8(load_any(args.draft, progress=False, dtype=args.dtype)[0]) if args.draft else None)
+    int8 = int8_copies(args, bool(args.draft), progress=False) if any(m.endswith(INT8) for m in methods) else None
     engines = {}
     for method in methods:
         name = method.removesuffix(INT8)

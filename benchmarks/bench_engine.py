@@ -123,6 +123,12 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0)
 
 
+def int8_copies(args, with_draft: bool, progress: bool = True) -> tuple:
+    """Fresh int8 weight-only copies of --model and (with_draft) --draft; the native ones stay as loaded."""
+    return (quantize_int8(load_any(args.model, dtype=args.dtype, progress=progress)[0]),
+            quantize_int8(load_any(args.draft, dtype=args.dtype, progress=progress)[0]) if with_draft else None)
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_run_arguments(parser)
@@ -146,10 +152,7 @@ def main(argv=None) -> None:
     needs_draft = any(m.split("@")[0] in ("hf_assisted", "ours_model", "ours_auto") for m in methods) and args.draft
     peer = load_any(args.model, dtype=args.peer_dtype)[0] if any(m.endswith("@peer") for m in methods) else None
     draft = load_any(args.draft, dtype=args.dtype)[0] if needs_draft else None
-    int8 = None
-    if any(m.endswith("@int8") for m in methods):
-        int8 = (quantize_int8(load_any(args.model, dtype=args.dtype)[0]),
-                quantize_int8(load_any(args.draft, dtype=args.dtype)[0]) if needs_draft else None)
+    int8 = int8_copies(args, bool(needs_draft)) if any(m.endswith("@int8") for m in methods) else None
     load_seconds = time.perf_counter() - started
     print(f"loaded {args.model}" + (f" + {args.draft}" if draft is not None else "") + f" in {load_seconds:.1f} s "
           f"(device {pick_device()}, {next(model.parameters()).dtype}, threads {torch.get_num_threads()})")

@@ -213,7 +213,8 @@ class Engine:
         (timed, its prefill excluded), alone or for the rows the lookup found nothing for."""
         batch = len(run.active)
         if plan.drafter is None:
-            return Draft.empty(batch, self.device), StepRecord(plan, batch, [None] * batch, proposed=[0] * batch)
+            empty = Draft.empty(batch, self.device)
+            return empty, self._record(plan, empty, None)
         lookup = lookups.get(plan.drafter)
         if lookup is not None:
             lookup = Draft(lookup.tokens[:, :plan.length], lookup.lengths.clamp(max=plan.length))

@@ -70,10 +70,15 @@ def quantize_int8(model: nn.Module, max_rows: int | None = INT8_MAX_ROWS) -> nn.
     return model
 
 
-def apply_weight_format(model: nn.Module | None, weights: str) -> nn.Module | None:
-    """The model in the named weight format (see WEIGHT_FORMATS); None stays None."""
+def check_weight_format(weights: str) -> None:
+    """Raise ValueError naming the allowed formats unless `weights` is one of WEIGHT_FORMATS."""
     if weights not in WEIGHT_FORMATS:
         raise ValueError(f"weights={weights!r} is unknown: choose one of {', '.join(WEIGHT_FORMATS)}")
+
+
+def apply_weight_format(model: nn.Module | None, weights: str) -> nn.Module | None:
+    """The model in the named weight format (see WEIGHT_FORMATS); None stays None."""
+    check_weight_format(weights)
     if model is None or weights == "native" or getattr(model, "weight_format", "native") == weights:
         return model
     device = next(model.parameters()).device
