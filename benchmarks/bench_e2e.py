@@ -8,6 +8,7 @@ to the moment all k candidates are finished. Methods:
   ours_none, ours_prompt, ours_sibling, ours_model, ours_auto   our engine (--dtype), each drafter
   ours_...@int8               the same on int8 weight-only linear layers (engine/weights.py) of target and draft
   hf                          transformers generate, k copies of the prompt in one batch, same dtype
+  hf_assisted                 the same with the draft model as assistant (assisted generation: k=1 only)
   llama                       llama.cpp's llama-server (n=k: the prompt processed once, copied to k slots), on
                               the bundled GGUF (Q4_K_M), through engine/remote.py; needs --llama-server BIN
 Methods are interleaved prompt by prompt (the machine is shared and noisy: ratios within one run hold).
@@ -32,7 +33,7 @@ from engine.blocks import BodyEnd
 from engine.generate import end_of_text_ids
 
 OURS = ("ours_none", "ours_prompt", "ours_sibling", "ours_model", "ours_auto")
-METHODS = OURS + ("hf", "llama")
+METHODS = OURS + ("hf", "hf_assisted", "llama")
 INT8 = "@int8"   # suffix of an ours_... method: int8 weight-only copies of the target and the draft
 
 
@@ -79,7 +80,8 @@ def run_ours(engine: Engine, prompt: str, k: int, args, seed: int) -> tuple[floa
     return time.perf_counter() - started, sum(len(c.token_ids) for c in result.candidates)
 
 
-def run_hf(model, tokenizer, prompt: str, k: int, args, eos_ids: frozenset[int]) -> tuple[float, int]:
+def run_hf(model, tokenizer, prompt: str, k: int, args, eos_ids: frozenset[int], assistant=None) -> tuple[float, int]:
+    """transformers generate on k copies of the prompt (with `assistant`: assisted generation, batch 1 only)."""
     from transformers import StoppingCriteriaList
 
     ids = tokenizer(prompt, return_tensors="pt", add_special_tokens=False).input_ids.to(model.device)
@@ -93,7 +95,7 @@ def run_hf(model, tokenizer, prompt: str, k: int, args, eos_ids: frozenset[int])
         out = model.generate(batch, attention_mask=torch.ones_like(batch), max_new_tokens=args.max_new_tokens,
                              pad_token_id=tokenizer.pad_token_id or tokenizer.eos_token_id,
                              eos_token_id=sorted(eos_ids), stopping_criteria=StoppingCriteriaList([criterion]),
-                             **sampling)
+                             **sampling, **({"assistant_model": assistant} if assistant is not None else {}))
     seconds = time.perf_counter() - started
     tokens = 0
     for row in out[:, ids.shape[1]:].tolist():
@@ -146,6 +148,11 @@ def main(argv=None) -> dict:
                             seconds, tokens = run_ours(engines[method], prompt, k, args, args.seed + index)
                         elif method == "hf":
                             seconds, tokens = run_hf(model, tokenizer, prompt, k, args, eos_ids)
+                        elif method == "hf_assisted" and draft is not None and k == 1:
+                            seconds, tokens = run_hf(model, tokenizer, prompt, k, args, eos_ids, assistant=draft)
+                        elif method == "hf_assisted":
+                            tally.note = "needs --draft" if draft is None else "transformers assists batch 1 only"
+                            continue
                         elif method == "llama" and remote is not None:
                             seconds, tokens = run_llama(remote, prompt, k, args)
                         else:
