@@ -30,6 +30,7 @@ from engine import DEFAULT_DRAFT, DEFAULT_TARGET, Engine, EngineSettings, Genera
 from engine.blocks import BodyEnd
 from engine.generate import end_of_text_ids
 from engine.types import FINISH_BUDGET, FINISH_LENGTH, FINISH_STOP
+from engine.weights import apply_weight_format
 
 SLACK_S = 0.5            # bookkeeping and scheduling noise on top of one forward pass, on a shared 2-core machine
 MAX_TAIL_CHARS = 48      # the part of one token a cut may keep beyond decode(tokens)
@@ -176,6 +177,7 @@ class SoakSettings:
     model: str = DEFAULT_TARGET
     draft: str | None = DEFAULT_DRAFT
     dtype: str = "float32"         # the token-for-token promise holds exactly in fp32
+    weights: str = "native"        # engine.weights.WEIGHT_FORMATS (int8: layers pick weights by the call's rows)
     k: int = 4
     max_new_tokens: int = 64
     temperature: float = 0.8
@@ -308,6 +310,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--model", default=defaults.model)
     parser.add_argument("--draft", default=defaults.draft, help="draft model spec; 'none' for no draft model")
     parser.add_argument("--dtype", default=defaults.dtype)
+    parser.add_argument("--weights", default=defaults.weights, help="native or int8 (engine/weights.py)")
     parser.add_argument("--k", type=int, default=defaults.k)
     parser.add_argument("--max-new-tokens", type=int, default=defaults.max_new_tokens)
     parser.add_argument("--temperature", type=float, default=defaults.temperature)
@@ -319,12 +322,13 @@ def main(argv=None) -> dict:
     parser.add_argument("--seed-offset", type=int, default=0, help="added to every seed (another run's samples)")
     args = parser.parse_args(argv)
     settings = SoakSettings(model=args.model, draft=None if args.draft == "none" else args.draft, dtype=args.dtype,
-                            k=args.k, max_new_tokens=args.max_new_tokens, temperature=args.temperature,
+                            weights=args.weights, k=args.k, max_new_tokens=args.max_new_tokens, temperature=args.temperature,
                             humaneval=args.humaneval, seeds=args.seeds, busy_every=args.busy_every,
                             variants=tuple(args.variants.split(",")), max_requests=args.max_requests,
                             seed_offset=args.seed_offset)
     model, tokenizer = load_any(settings.model, progress=False, dtype=settings.dtype)
     draft_model = load_any(settings.draft, progress=False, dtype=settings.dtype)[0] if settings.draft else None
+    model, draft_model = (apply_weight_format(m, settings.weights) for m in (model, draft_model))
     started = time.perf_counter()
     tallies = run_soak(model, tokenizer, draft_model, settings, soak_prompts(settings.humaneval),
                        log=lambda line: print(line, file=sys.stderr, flush=True))
