@@ -6,7 +6,7 @@ the prompt opened (engine/blocks.py; transformers gets it as a stopping criterio
 the remote source as it streams, and its stream is closed once every row is done). A method is timed from the call
 to the moment all k candidates are finished. Methods:
   ours_none, ours_prompt, ours_sibling, ours_model, ours_auto   our engine (--dtype), each drafter
-  ours_...@int8               the same on int8 weight-only linear layers (engine/weights.py) of target and draft
+  ours_...@int8, ...@int4     the same on copies of target and draft in that weight format (engine/weights.py)
   hf                          transformers generate, k copies of the prompt in one batch, same dtype
   hf_assisted                 the same with the draft model as assistant (assisted generation: k=1 only)
   llama                       llama.cpp's llama-server (n=k: the prompt processed once, copied to k slots), on
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from benchmarks.bench_engine import add_run_arguments, humaneval_prompts, int8_copies
+from benchmarks.bench_engine import add_run_arguments, humaneval_prompts, low_byte_copies, weight_format_of
 from benchmarks.soak import METHODS as METHOD_PROMPTS
 from benchmarks.soak import MID_LINE
 from engine import Engine, EngineSettings, GenerationRequest, load_any
@@ -34,7 +34,6 @@ from engine.generate import end_of_text_ids
 
 OURS = ("ours_none", "ours_prompt", "ours_sibling", "ours_model", "ours_auto")
 METHODS = OURS + ("hf", "hf_assisted", "llama")
-INT8 = "@int8"   # suffix of an ours_... method: int8 weight-only copies of the target and the draft
 
 
 @dataclass
@@ -124,9 +123,10 @@ def main(argv=None) -> dict:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     methods = args.methods.split(",")
-    unknown = {m for m in methods if m not in METHODS and m.removesuffix(INT8) not in OURS}
+    unknown = {m for m in methods if m not in METHODS and not (weight_format_of(m) and m.split("@")[0] in OURS)}
     if unknown:
-        parser.error(f"unknown methods {sorted(unknown)}: choose from {', '.join(METHODS)} (ours_...{INT8} too)")
+        parser.error(f"unknown methods {sorted(unknown)}: choose from {', '.join(METHODS)} (ours_...@int8 or "
+                     "@int4 too)")
     model, tokenizer = load_any(args.model, progress=False, dtype=args.dtype)
     draft = load_any(args.draft, progress=False, dtype=args.dtype)[0] if args.draft else None
     eos_ids = end_of_text_ids(model, tokenizer)
@@ -173,14 +173,14 @@ def main(argv=None) -> dict:
 
 
 def our_engines(methods: list[str], model, tokenizer, draft, args) -> dict[str, Engine]:
-    """An engine per ours_... method; @int8 methods share int8 copies of the target and the draft."""
-    int8 = int8_copies(args, bool(args.draft), progress=False) if any(m.endswith(INT8) for m in methods) else None
+    """An engine per ours_... method; methods of one weight format (@int8, @int4) share copies of target and draft."""
+    low_byte = low_byte_copies(args, methods, bool(args.draft), progress=False)
     engines = {}
     for method in methods:
-        name = method.removesuffix(INT8)
+        name = method.split("@")[0]
         if name not in OURS or (name == "ours_model" and draft is None):
             continue
-        target, drafting = int8 if method.endswith(INT8) else (model, draft)
+        target, drafting = low_byte[weight_format_of(method)] if weight_format_of(method) else (model, draft)
         engines[method] = Engine(target, tokenizer, drafting, EngineSettings(drafter=name.removeprefix("ours_")))
     return engines
 

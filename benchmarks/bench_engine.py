@@ -3,7 +3,7 @@
 Example: python -m benchmarks.bench_engine --k 8 --temperature 0.8 --methods hf,ours_none,ours_auto
 A method suffixed "@peer" (e.g. hf@peer, ours_none@peer) runs on a second copy of the target loaded with
 --peer-dtype (default float32), so a peer in fp32 and our engine in bf16 meet in one run. An ours_... method
-suffixed "@int8" runs on int8 weight-only copies of the target and the draft (engine/weights.py).
+suffixed "@int8" or "@int4" runs on copies of the target and the draft in that weight format (engine/weights.py).
 Prints a table and, as its last line, one JSON object with every figure.
 """
 from __future__ import annotations
@@ -18,9 +18,10 @@ import torch
 
 from engine import DEFAULT_DRAFT, DEFAULT_TARGET, Engine, EngineSettings, GenerationRequest, load_any
 from engine.loading import pick_device
-from engine.weights import quantize_int8, weight_bytes
+from engine.weights import apply_weight_format, weight_bytes
 
 METHODS = ("hf", "hf_assisted", "ours_none", "ours_model", "ours_prompt", "ours_sibling", "ours_auto")
+LOW_BYTE_FORMATS = ("int8", "int4")   # an ours_... method suffixed @int8 or @int4 runs on copies in that format
 
 
 @dataclass
@@ -123,10 +124,19 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0)
 
 
-def int8_copies(args, with_draft: bool, progress: bool = True) -> tuple:
-    """Fresh int8 weight-only copies of --model and (with_draft) --draft; the native ones stay as loaded."""
-    return (quantize_int8(load_any(args.model, dtype=args.dtype, progress=progress)[0]),
-            quantize_int8(load_any(args.draft, dtype=args.dtype, progress=progress)[0]) if with_draft else None)
+def low_byte_copies(args, methods: list[str], with_draft: bool, progress: bool = True) -> dict[str, tuple]:
+    """{format: (target, draft or None)}: fresh copies of --model and (with_draft) --draft in each weight format a
+    method names by its suffix (ours_none@int4: "int4"); the native ones stay as loaded."""
+    wanted = {m.rsplit("@", 1)[1] for m in methods if "@" in m and m.rsplit("@", 1)[1] in LOW_BYTE_FORMATS}
+    return {fmt: (apply_weight_format(load_any(args.model, dtype=args.dtype, progress=progress)[0], fmt),
+                  apply_weight_format(load_any(args.draft, dtype=args.dtype, progress=progress)[0], fmt)
+                  if with_draft else None) for fmt in sorted(wanted)}
+
+
+def weight_format_of(method: str) -> str | None:
+    """"int8" for ours_auto@int8, None for a method on the weights as loaded (or @peer)."""
+    suffix = method.rsplit("@", 1)[1] if "@" in method else None
+    return suffix if suffix in LOW_BYTE_FORMATS else None
 
 
 def main(argv=None) -> None:
@@ -141,23 +151,23 @@ def main(argv=None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     methods = args.methods.split(",")
     unknown = {m for m in methods if m.removesuffix("@peer") not in METHODS
-               and not (m.endswith("@int8") and m.removesuffix("@int8").startswith("ours_")
-                        and m.removesuffix("@int8") in METHODS)}
+               and not (weight_format_of(m) and m.split("@")[0].startswith("ours_") and m.split("@")[0] in METHODS)}
     if unknown:
         parser.error(f"unknown methods {sorted(unknown)}: choose from {', '.join(METHODS)}, each optionally "
-                     "suffixed @peer, or an ours_... method suffixed @int8")
+                     "suffixed @peer, or an ours_... method suffixed @int8 or @int4")
 
     started = time.perf_counter()
     model, tokenizer = load_any(args.model, dtype=args.dtype)
     needs_draft = any(m.split("@")[0] in ("hf_assisted", "ours_model", "ours_auto") for m in methods) and args.draft
     peer = load_any(args.model, dtype=args.peer_dtype)[0] if any(m.endswith("@peer") for m in methods) else None
     draft = load_any(args.draft, dtype=args.dtype)[0] if needs_draft else None
-    int8 = int8_copies(args, bool(needs_draft)) if any(m.endswith("@int8") for m in methods) else None
+    low_byte = low_byte_copies(args, methods, bool(needs_draft))
     load_seconds = time.perf_counter() - started
     print(f"loaded {args.model}" + (f" + {args.draft}" if draft is not None else "") + f" in {load_seconds:.1f} s "
           f"(device {pick_device()}, {next(model.parameters()).dtype}, threads {torch.get_num_threads()})")
-    models = {m: peer if m.endswith("@peer") else int8[0] if m.endswith("@int8") else model for m in methods}
-    drafts = {m: int8[1] if m.endswith("@int8") else draft for m in methods}
+    models = {m: peer if m.endswith("@peer") else low_byte[weight_format_of(m)][0] if weight_format_of(m) else model
+              for m in methods}
+    drafts = {m: low_byte[weight_format_of(m)][1] if weight_format_of(m) else draft for m in methods}
     engines = {m: Engine(models[m], tokenizer, drafts[m] if m.split("@")[0] in ("ours_model", "ours_auto") else None,
                          EngineSettings(drafter=m.split("@")[0].removeprefix("ours_")))
                for m in methods if m.startswith("ours_")}
@@ -185,11 +195,11 @@ def main(argv=None) -> None:
                "memory_bandwidth_gb_s": round(bandwidth / 1e9, 2), "weight_gb_per_forward": round(model_bytes / 1e9, 3),
                "memory_bound_tokens_per_s_batch1": round(bandwidth / model_bytes, 2),
                "results": [r.as_dict() for r in rows], "ratios": _ratios(rows)}
-    for method in ("ours_none", "ours_none@int8"):   # each against the bytes of its own weight format
-        batch1 = [r for r in rows if r.k == 1 and r.method == method]
+    for method in ("ours_none",) + tuple(f"ours_none@{fmt}" for fmt in LOW_BYTE_FORMATS):   # each against the
+        batch1 = [r for r in rows if r.k == 1 and r.method == method]                        # bytes of its format
         if batch1:
             own_bytes = weight_bytes(models[method])
-            suffix = "" if method == "ours_none" else "_int8"
+            suffix = "" if method == "ours_none" else "_" + weight_format_of(method)
             figures["weight_gb_per_forward" + suffix] = round(own_bytes / 1e9, 3)
             figures["fraction_of_memory_bound_at_batch1" + suffix] = round(
                 batch1[0].tokens_per_s / (bandwidth / own_bytes), 3)

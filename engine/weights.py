@@ -1,39 +1,50 @@
-"""Weight formats for CPU decoding: int8 weight-only linear layers (half the bytes of bf16 per step).
+"""Weight formats for CPU decoding: fewer bytes per step where decoding is memory-bound.
 
 Decoding a few rows is memory-bound: each step reads every weight once, so the time per step follows the bytes of
-the weights. `quantize_int8(model)` replaces every linear layer of the decoder and the output head with an
-`Int8Linear`: per output channel, symmetric int8 weights and one scale (round to nearest), multiplied by
-`torch._weight_int8pack_mm` with activations in the model's dtype. The embedding table stays as it is (a lookup
-reads one row per token). Accuracy is measured, not assumed: benchmarks/eval_humaneval.py --weights int8.
+the weights. Two formats replace the linear layers of the decoder and the output head (the embedding table stays:
+a lookup reads one row per token):
 
-That kernel does not scale with the rows of a call: measured here (bundled 1.5B, one forward, 300 cached tokens,
-bf16 activations), int8 against bf16 is 2.11x faster at 1 row, 1.33-1.49x at 4, but 0.85x at 8 and 0.46x at 32
-(8 rows x 4 tokens). So each layer keeps its original weight too (1.5x the memory of bf16 alone) and a call with more
-than INT8_MAX_ROWS token rows uses it: the int8 bytes serve the memory-bound tail, the dense ones full batches.
+- int8: `Int8Linear`, per output channel symmetric int8 and one scale (round to nearest), multiplied by
+  `torch._weight_int8pack_mm`. Lossy by at most half a step per weight.
+- int4: `Int4Linear` for every layer whose weights already lie on a 4-bit grid per group of 32 (as a Q4_K GGUF
+  stores them: 32 weights share one step and one offset, 16 levels; the bundled models come from such files), so
+  the int4 codes hold exactly the values the GGUF holds; `Int8Linear` for the other layers (the GGUF's 5-, 6- and
+  8-bit tensors, or any model's full-precision ones). `torch._weight_int4pack_mm_for_cpu` multiplies.
+
+Neither kernel scales with the rows of a call. Measured here (`python -m benchmarks.bench_kernels`: layers of
+8960 x 1536 streamed from memory, bf16 activations), ms per call at 1 / 2 / 4 / 8 / 16 rows: bf16 1.80 / 1.33 /
+1.43 / 2.03 / 2.20, int8 0.81 / 0.86 / 1.13 / 2.32 / 3.79, int4 0.38 / 0.49 / 0.66 / 1.37 / 2.61. So each layer keeps its original weight too and a call of more token rows than its
+kernel pays for (INT8_MAX_ROWS, INT4_MAX_ROWS) uses it: the small formats serve the memory-bound tail and small
+batches, the dense weights full verify passes. Accuracy is measured, not assumed: benchmarks/eval_humaneval.py
+--weights int8|int4.
 """
 from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
 
 import torch
 from torch import nn
 
-WEIGHT_FORMATS = ("native", "int8")   # native: the weights as loaded (--dtype); int8: Int8Linear layers
+WEIGHT_FORMATS = ("native", "int8", "int4")   # native: as loaded (--dtype); int8: Int8Linear layers; int4: Int4Linear
+                                              # where the weights are 4-bit already, Int8Linear elsewhere
 INT8_MAX_ROWS = 4   # token rows per call (batch x tokens per row) up to which the int8 kernel is the faster one
+INT4_MAX_ROWS = 8   # the same for the int4 kernel
+INT4_GROUP = 32     # weights per group of one step and one offset (a Q4_K sub-block)
+INT4_OUT_MULTIPLE = 16   # the int4 kernel packs output features in blocks of 16
+GRID_TOLERANCE = 0.05   # RMS distance to the fitted grid, in steps of (max - min) / 15, below which a layer is 4-bit
+                        # already (measured: ~0.01 for a Q4_K tensor loaded in bf16, 0.0000 in fp32; ~0.27 others)
+
+logger = logging.getLogger(__name__)
 
 
-class Int8Linear(nn.Module):
-    """y = x @ (q * scale).T + bias, with q the int8 weights [out, in] and scale [out] in the activations' dtype;
-    a call of more than `max_rows` token rows uses the original weight instead (None: always int8)."""
+class _LowByteLinear(nn.Module):
+    """A linear layer whose weights are also held in a smaller format: a call of up to `max_rows` token rows uses
+    the small format's kernel (`_small`), a larger one the original weight (None: always the small format)."""
 
-    def __init__(self, linear: nn.Linear, max_rows: int | None = INT8_MAX_ROWS):
+    def __init__(self, linear: nn.Linear, max_rows: int | None):
         super().__init__()
-        weight = linear.weight.detach().float()                                   # [out, in]
-        tiny = torch.finfo(linear.weight.dtype).tiny
-        scales = (weight.abs().amax(dim=1) / 127.0).clamp(min=tiny).to(linear.weight.dtype)  # [out], as stored
         self.in_features, self.out_features = linear.in_features, linear.out_features
-        # round against the stored scales, so each weight is off by at most half a step of its own scale
-        self.register_buffer("weight_int8", torch.round(weight / scales.float()[:, None]).clamp(-127, 127)
-                             .to(torch.int8).contiguous())
-        self.register_buffer("scales", scales)
         self.max_rows = max_rows
         # the original weight (a tied head's is the embedding table itself: no copy); not saved with the model
         self.register_buffer("weight_dense", None if max_rows is None else linear.weight.detach(), persistent=False)
@@ -44,29 +55,132 @@ class Int8Linear(nn.Module):
         if self.weight_dense is not None and flat.shape[0] > self.max_rows:
             out = torch.nn.functional.linear(flat, self.weight_dense, self.bias)      # [M, out], as the original
         else:
-            out = torch._weight_int8pack_mm(flat.to(self.scales.dtype), self.weight_int8, self.scales)  # [M, out]
+            out = self._small(flat)                                                   # [M, out]
             out = out if self.bias is None else out + self.bias
         return out.to(x.dtype).reshape(*x.shape[:-1], self.out_features)
+
+    def _small(self, flat: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
+class Int8Linear(_LowByteLinear):
+    """y = x @ (q * scale).T + bias, with q the int8 weights [out, in] and scale [out] in the activations' dtype."""
+
+    def __init__(self, linear: nn.Linear, max_rows: int | None = INT8_MAX_ROWS):
+        super().__init__(linear, max_rows)
+        weight = linear.weight.detach().float()                                   # [out, in]
+        tiny = torch.finfo(linear.weight.dtype).tiny
+        scales = (weight.abs().amax(dim=1) / 127.0).clamp(min=tiny).to(linear.weight.dtype)  # [out], as stored
+        # round against the stored scales, so each weight is off by at most half a step of its own scale
+        self.register_buffer("weight_int8", torch.round(weight / scales.float()[:, None]).clamp(-127, 127)
+                             .to(torch.int8).contiguous())
+        self.register_buffer("scales", scales)
+
+    def _small(self, flat: torch.Tensor) -> torch.Tensor:
+        return torch._weight_int8pack_mm(flat.to(self.scales.dtype), self.weight_int8, self.scales)
+
+
+@dataclass
+class FourBitGrid:
+    """Weights [out, in] as low + code * step per group of `group` weights along `in`; codes 0..15."""
+
+    codes: torch.Tensor      # [out, in] int32
+    step: torch.Tensor       # [out, in / group] float32
+    low: torch.Tensor        # [out, in / group] float32
+    group: int
+    distance: float          # RMS of weight - fit, in units of (max - min) / 15 of each group
+
+    @classmethod
+    def fit(cls, weight: torch.Tensor, group: int = INT4_GROUP) -> "FourBitGrid | None":
+        """The best 4-bit grid per group: the step is (max - min) / s for the s in 15..1 that fits best (a Q4_K
+        block need not use all 16 levels: measured, 21% of the bundled 1.5B's groups span 14 steps). None when
+        `in` is not a multiple of `group`. Spans below 14 are tried only when most groups already fit."""
+        out_features, in_features = weight.shape
+        if in_features % group:
+            return None
+        groups = weight.detach().float().reshape(-1, group)                      # [R, group]
+        low, high = groups.amin(dim=1), groups.amax(dim=1)                        # [R]
+        unit = ((high - low) / 15).clamp(min=torch.finfo(torch.float32).tiny)     # [R]
+        step, error = unit.clone(), _grid_error(groups, low, unit)                # [R], [R] in units of `unit`
+        for span in range(14, 0, -1):
+            todo = (error > GRID_TOLERANCE / 2).nonzero().squeeze(1)             # groups not on a grid yet
+            if todo.numel() == 0 or (span < 14 and todo.numel() > groups.shape[0] // 2):
+                break   # all fit, or this tensor is not 4-bit (no need to try every span on it)
+            trial = ((high[todo] - low[todo]) / span).clamp(min=unit[todo])
+            trial_error = _grid_error(groups[todo], low[todo], trial) * trial / unit[todo]
+            better = trial_error < error[todo]
+            step[todo[better]], error[todo[better]] = trial[better], trial_error[better]
+        codes = torch.round((groups - low[:, None]) / step[:, None]).clamp(0, 15).to(torch.int32)
+        shape = (out_features, in_features // group)
+        return cls(codes.reshape(out_features, in_features), step.reshape(shape), low.reshape(shape), group,
+                   float(error.pow(2).mean().sqrt()))
+
+
+def _grid_error(groups: torch.Tensor, low: torch.Tensor, step: torch.Tensor) -> torch.Tensor:
+    """RMS distance of each group's weights to the grid low + k * step, in steps: [R, G], [R], [R] -> [R]."""
+    position = (groups - low[:, None]) / step[:, None]
+    return (position - position.round()).pow(2).mean(dim=1).sqrt()
+
+
+class Int4Linear(_LowByteLinear):
+    """y = x @ W.T + bias with W = (code - 8) * scale + zero per group of weights (scale = the grid's step,
+    zero = low + 8 steps, in the activations' dtype), packed for `torch._weight_int4pack_mm_for_cpu`."""
+
+    def __init__(self, linear: nn.Linear, grid: FourBitGrid, max_rows: int | None = INT4_MAX_ROWS):
+        super().__init__(linear, max_rows)
+        self.group = grid.group
+        scales_and_zeros = torch.stack([grid.step, grid.low + 8 * grid.step], dim=-1)      # [out, in/G, 2]
+        self.register_buffer("weight_int4", torch._convert_weight_to_int4pack_for_cpu(grid.codes, 1))
+        self.register_buffer("scales_and_zeros", scales_and_zeros.transpose(0, 1).contiguous()
+                             .to(linear.weight.dtype))                                    # [in/G, out, 2]
+
+    def _small(self, flat: torch.Tensor) -> torch.Tensor:
+        return torch._weight_int4pack_mm_for_cpu(flat.to(self.scales_and_zeros.dtype), self.weight_int4, self.group,
+                                                 self.scales_and_zeros)
+
+
 def quantize_int8(model: nn.Module, max_rows: int | None = INT8_MAX_ROWS) -> nn.Module:
-    """Swap every nn.Linear of the model (decoder layers and output head) for an Int8Linear, in place. A tied
-    output head gets its own int8 copy; the embedding keeps the original table, and transformers is told the two
-    are no longer tied (else tie_weights() would hang the table on the int8 head as an unused `weight`)."""
+    """Swap every nn.Linear of the model (decoder layers and output head) for an Int8Linear, in place."""
+    return _swap_linears(model, "int8", lambda linear: Int8Linear(linear, max_rows))
+
+
+def quantize_int4(model: nn.Module, int4_max_rows: int | None = INT4_MAX_ROWS,
+                  int8_max_rows: int | None = INT8_MAX_ROWS) -> nn.Module:
+    """Swap every nn.Linear of the model for an Int4Linear where its weights lie on a 4-bit grid already (within
+    GRID_TOLERANCE), else for an Int8Linear, in place; logs how many of each."""
+    counts = {"int4": 0, "int8": 0}
+
+    def swap(linear: nn.Linear) -> nn.Module:
+        grid = FourBitGrid.fit(linear.weight) if linear.out_features % INT4_OUT_MULTIPLE == 0 else None
+        if grid is not None and grid.distance <= GRID_TOLERANCE:
+            counts["int4"] += 1
+            return Int4Linear(linear, grid, int4_max_rows)
+        counts["int8"] += 1
+        return Int8Linear(linear, int8_max_rows)
+
+    _swap_linears(model, "int4", swap)
+    logger.info("weights int4: %d linear layers on a 4-bit grid (int4), %d not (int8)", counts["int4"], counts["int8"])
+    return model
+
+
+def _swap_linears(model: nn.Module, weight_format: str, make) -> nn.Module:
+    """Replace every nn.Linear by make(linear). A tied output head gets its own copy; the embedding keeps the
+    original table, and transformers is told the two are no longer tied (else tie_weights() would hang the table
+    on the new head as an unused `weight`)."""
     swaps = [(parent, name, child) for parent in model.modules() for name, child in parent.named_children()
              if isinstance(child, nn.Linear)]
     swapped = {f"{name}.weight" for name, module in model.named_modules() if isinstance(module, nn.Linear)}
     for parent, name, child in swaps:
-        setattr(parent, name, Int8Linear(child, max_rows))
+        setattr(parent, name, make(child))
     if getattr(model.config, "tie_word_embeddings", False):
         model.config.tie_word_embeddings = False
     tied = getattr(model, "all_tied_weights_keys", None)
     if tied:
         model.all_tied_weights_keys = {target: source for target, source in tied.items() if target not in swapped}
-    model.weight_format = "int8"
+    model.weight_format = weight_format
     return model
 
 
@@ -79,13 +193,16 @@ def check_weight_format(weights: str) -> None:
 def apply_weight_format(model: nn.Module | None, weights: str) -> nn.Module | None:
     """The model in the named weight format (see WEIGHT_FORMATS); None stays None."""
     check_weight_format(weights)
-    if model is None or weights == "native" or getattr(model, "weight_format", "native") == weights:
+    current = "native" if model is None else getattr(model, "weight_format", "native")
+    if model is None or weights == current:
         return model
+    if current != "native":
+        raise ValueError(f"the model is already in weights={current!r}; load a fresh copy for weights={weights!r}")
     device = next(model.parameters()).device
     if device.type != "cpu":
-        raise ValueError(f"weights='int8' is for decoding on a CPU (its kernel is checked there only); the model is "
-                         f"on {device}: use weights='native'")
-    return quantize_int8(model)
+        raise ValueError(f"weights={weights!r} is for decoding on a CPU (its kernels are checked there only); the "
+                         f"model is on {device}: use weights='native'")
+    return quantize_int8(model) if weights == "int8" else quantize_int4(model)
 
 
 def weight_bytes(model: nn.Module) -> int:

@@ -1,11 +1,14 @@
-"""Int8 weight-only layers: close to the layer they replace, half the bytes of bf16, and the engine runs on them."""
+"""Weight-only layers: int8 close to the layer it replaces, int4 exact on weights that are 4-bit already (as a
+Q4 GGUF's), fewer bytes than bf16, and the engine runs on them."""
 import pytest
 import torch
 from torch import nn
 
 from engine import Engine, EngineSettings, GenerationRequest
+from engine.controller import ControllerSettings
 from engine.tiny import byte_tokenizer, tiny_model
-from engine.weights import Int8Linear, apply_weight_format, quantize_int8, weight_bytes
+from engine.weights import (FourBitGrid, Int4Linear, Int8Linear, apply_weight_format, quantize_int4, quantize_int8,
+                            weight_bytes)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
@@ -45,10 +48,12 @@ def test_a_quantized_model_reads_about_half_the_bytes_of_bf16_and_swaps_every_li
     assert isinstance(model.lm_head, Int8Linear)
     assert weight_bytes(model) < 0.6 * before
     assert apply_weight_format(model, "int8") is model              # already int8: nothing to do
-    with pytest.raises(ValueError, match="weights='int4' is unknown: choose one of native, int8"):
+    with pytest.raises(ValueError, match="weights='int3' is unknown: choose one of native, int8, int4"):
+        apply_weight_format(model, "int3")
+    with pytest.raises(ValueError, match="already in weights='int8'; load a fresh copy for weights='int4'"):
         apply_weight_format(model, "int4")
-    with pytest.raises(ValueError, match="weights='int8' is for decoding on a CPU.*on meta"):
-        apply_weight_format(tiny_model(0).to("meta"), "int8")
+    with pytest.raises(ValueError, match="weights='int4' is for decoding on a CPU.*on meta"):
+        apply_weight_format(tiny_model(0).to("meta"), "int4")
 
 
 def test_a_tied_head_gets_its_own_int8_copy_and_transformers_does_not_tie_it_back():
@@ -87,3 +92,94 @@ def test_the_engine_generates_on_int8_weights_close_to_the_original():
     same = sum(a == b for a, b in zip(reference.candidates[0].token_ids, plain.candidates[0].token_ids))
     assert same >= 0.75 * len(reference.candidates[0].token_ids)
     assert drafted.candidates[0].token_ids == plain.candidates[0].token_ids
+
+
+def on_a_4bit_grid(out_features: int, in_features: int, seed: int = 0, group: int = 32) -> torch.Tensor:
+    """Weights as a Q4_K GGUF holds them: per group of 32, low + code * step, codes 0..15; a fifth of the groups
+    use only codes 0..14 and some only 2..13 (a block need not span all 16 levels)."""
+    generator = torch.Generator().manual_seed(seed)
+    groups = out_features * in_features // group
+    top = torch.full((groups, 1), 15)
+    top[torch.rand(groups, 1, generator=generator) < 0.2] = 14
+    codes = (torch.rand(groups, group, generator=generator) * (top + 1)).floor().clamp(max=top)
+    codes[:, 0], codes[:, 1] = 0, top[:, 0]                     # the group's span is known: 0..top
+    codes[:7] = codes[:7].clamp(2, 13)                          # a few groups span fewer levels
+    step = torch.rand(groups, 1, generator=generator) * 0.01 + 0.001
+    low = -step * (torch.rand(groups, 1, generator=generator) * 4 + 6)
+    return (low + codes * step).reshape(out_features, in_features)
+
+
+def test_the_grid_fit_recovers_4bit_weights_exactly_and_tells_other_weights_apart():
+    weight = on_a_4bit_grid(48, 128)
+    grid = FourBitGrid.fit(weight)
+    fitted = grid.low.repeat_interleave(32, 1) + grid.codes * grid.step.repeat_interleave(32, 1)
+    assert grid.distance < 1e-4 and torch.allclose(fitted, weight, atol=1e-6)
+    assert int(grid.codes.min()) >= 0 and int(grid.codes.max()) <= 15
+    in_bf16 = FourBitGrid.fit(weight.to(torch.bfloat16))       # bf16 rounding moves the weights a little
+    assert in_bf16.distance < 0.02
+    assert FourBitGrid.fit(torch.randn(48, 128)).distance > 0.2  # full-precision weights are not on a grid
+    assert FourBitGrid.fit(torch.randn(48, 100)) is None         # rows not a multiple of the group
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_int4_linear_computes_the_layer_of_4bit_weights(dtype):
+    linear = nn.Linear(128, 48, bias=True)
+    with torch.no_grad():
+        linear.weight.copy_(on_a_4bit_grid(48, 128, seed=1))
+    linear = linear.to(dtype)
+    layer = Int4Linear(linear, FourBitGrid.fit(linear.weight), max_rows=None)
+    x = torch.randn(2, 3, 128, dtype=dtype)
+    with torch.inference_mode():
+        exact, approx = linear(x).float(), layer(x).float()
+    assert layer(x).dtype == dtype and approx.shape == exact.shape
+    tolerance = 1e-4 if dtype == torch.float32 else 2 ** -6 * exact.abs().max()   # bf16: the output's rounding
+    assert (approx - exact).abs().max() <= tolerance
+
+
+def test_int4_for_the_layers_on_a_grid_int8_for_the_rest_and_the_dense_weight_for_large_calls():
+    model = tiny_model(0, hidden=128).to(torch.bfloat16)
+    grid_layer = model.model.layers[0].mlp.up_proj
+    with torch.no_grad():
+        grid_layer.weight.copy_(on_a_4bit_grid(*grid_layer.weight.shape, seed=2))
+    dense_up = grid_layer.weight.detach().clone()
+    before = weight_bytes(model)
+    apply_weight_format(model, "int4")
+    assert model.weight_format == "int4" and not any(isinstance(m, nn.Linear) for m in model.modules())
+    int4 = model.model.layers[0].mlp.up_proj
+    assert isinstance(int4, Int4Linear)
+    assert isinstance(model.model.layers[0].mlp.down_proj, Int8Linear) and isinstance(model.lm_head, Int8Linear)
+    assert weight_bytes(model) < 0.6 * before
+    with torch.inference_mode():
+        for rows in (1, 8, 9, 16):
+            x = torch.randn(rows, 128, dtype=torch.bfloat16)
+            expected = torch.nn.functional.linear(x, dense_up) if rows > 8 else int4._small(x).to(x.dtype)
+            assert torch.equal(int4(x), expected), rows
+        assert not torch.equal(torch.nn.functional.linear(x, dense_up), int4._small(x))   # two paths (could fail)
+
+
+def test_the_engine_gives_regular_decodings_tokens_on_int4_weights():
+    tokenizer = byte_tokenizer()
+    request = GenerationRequest("def add(a, b):\n    return", k=2, max_new_tokens=24, budget_s=60,
+                                temperature=0.8, seed=3, stop_at_body_end=False)
+    target = quantize_int4(snapped_to_a_4bit_grid(tiny_model(0, hidden=128)), None, None)   # no dense fallback
+    assert all(isinstance(m, Int4Linear) for m in target.model.layers.modules() if hasattr(m, "weight_dense"))
+    assert isinstance(target.lm_head, Int8Linear)       # 257 outputs: not a multiple of the kernel's 16
+    plain = Engine(target, tokenizer, settings=EngineSettings(drafter="none")).generate(request)
+    # a draft model of the same weights: long drafts, verified many tokens per row at once (other call shapes)
+    drafted = Engine(target, tokenizer, quantize_int4(snapped_to_a_4bit_grid(tiny_model(0, hidden=128)), None, None),
+                     EngineSettings(drafter="model", controller=ControllerSettings(cost_aware=False,
+                                                                                 min_draft_confidence=0.0))
+                     ).generate(request)
+    assert [c.token_ids for c in drafted.candidates] == [c.token_ids for c in plain.candidates]
+    assert drafted.stats.accepted_tokens > 10
+
+
+def snapped_to_a_4bit_grid(model: nn.Module) -> nn.Module:
+    """Every linear layer's weights moved to their nearest 4-bit grid point (the model then is 4-bit, as a Q4's)."""
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, nn.Linear):
+                grid = FourBitGrid.fit(module.weight)
+                module.weight.copy_(grid.low.repeat_interleave(grid.group, 1)
+                                    + grid.codes * grid.step.repeat_interleave(grid.group, 1))
+    return model
