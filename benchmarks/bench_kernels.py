@@ -29,7 +29,7 @@ def layers(count: int, out_features: int, in_features: int, dtype: torch.dtype) 
     for _ in range(count):
         linear = nn.Linear(in_features, out_features, bias=False)
         with torch.no_grad():
-            grid = FourBitGrid.fit(linear.weight)
+            grid = FourBitGrid.fit(linear.weight, tolerance=None)
             values = grid.low.repeat_interleave(grid.group, 1) + grid.codes * grid.step.repeat_interleave(grid.group, 1)
             linear.weight.copy_(values)
         linear = linear.to(dtype)

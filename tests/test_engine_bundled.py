@@ -114,3 +114,35 @@ def test_a_method_stops_before_the_next_method(bundled):
     for candidate in result.candidates:
         assert candidate.finish_reason == FINISH_STOP, candidate
         assert "def " not in candidate.text and len(candidate.token_ids) < 96
+
+
+GGUF_TO_HF = {"attn_q": "self_attn.q_proj", "attn_k": "self_attn.k_proj", "attn_v": "self_attn.v_proj",
+              "attn_output": "self_attn.o_proj", "ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj",
+              "ffn_down": "mlp.down_proj"}
+
+
+def test_int4_weights_go_exactly_to_the_layers_the_gguf_stores_in_4_bits():
+    """--weights int4 on the bundled 0.5B: Int4Linear for each tensor the GGUF holds as Q4_K (and no other), each
+    computing its layer as the loaded weights do; the rest (Q5_0, Q6_K, Q8_0) int8."""
+    from gguf import GGUFReader
+
+    from engine.loading import BUNDLED, bundled_gguf, default_cache_dir
+    from engine.weights import Int4Linear, Int8Linear, quantize_int4
+
+    gguf = bundled_gguf(BUNDLED["qwen2.5-coder-0.5b"], default_cache_dir(), progress=False)
+    four_bit = set()
+    for tensor in GGUFReader(str(gguf)).tensors:
+        parts = tensor.name.split(".")                       # blk.<i>.<kind>.weight
+        if tensor.tensor_type.name == "Q4_K" and parts[0] == "blk" and parts[2] in GGUF_TO_HF:
+            four_bit.add(f"model.layers.{parts[1]}.{GGUF_TO_HF[parts[2]]}")
+    model = quantize_int4(engine.load_any("bundled:qwen2.5-coder-0.5b", progress=False)[0])
+    int4 = {name for name, module in model.named_modules() if isinstance(module, Int4Linear)}
+    int8 = {name for name, module in model.named_modules() if isinstance(module, Int8Linear)}
+    assert four_bit and int4 == four_bit                    # 12 of the 24 ffn_down tensors
+    assert len(int4) + len(int8) == 24 * 7 + 1
+    torch.manual_seed(0)
+    layer = dict(model.named_modules())[sorted(int4)[0]]
+    x = torch.randn(4, layer.in_features, dtype=layer.weight_dense.dtype)
+    with torch.inference_mode():
+        dense, small = torch.nn.functional.linear(x, layer.weight_dense).float(), layer._small(x).float()
+    assert (small - dense).abs().max() <= 2 ** -6 * dense.abs().max()   # the same layer, up to bf16 rounding

@@ -117,8 +117,12 @@ def test_the_grid_fit_recovers_4bit_weights_exactly_and_tells_other_weights_apar
     assert int(grid.codes.min()) >= 0 and int(grid.codes.max()) <= 15
     in_bf16 = FourBitGrid.fit(weight.to(torch.bfloat16))       # bf16 rounding moves the weights a little
     assert in_bf16.distance < 0.02
-    assert FourBitGrid.fit(torch.randn(48, 128)).distance > 0.2  # full-precision weights are not on a grid
+    assert FourBitGrid.fit(torch.randn(48, 128)) is None        # full-precision weights are not on a grid,
+    assert FourBitGrid.fit(torch.randn(48, 128), tolerance=None).distance > 0.2   # far from the best fit
     assert FourBitGrid.fit(torch.randn(48, 100)) is None         # rows not a multiple of the group
+    mixed = weight.clone()
+    mixed[40:] = torch.randn(8, 128) * 0.02                      # a sixth of the groups off the grid
+    assert FourBitGrid.fit(mixed) is None                        # the whole tensor is judged, not a sample
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
@@ -179,7 +183,7 @@ def snapped_to_a_4bit_grid(model: nn.Module) -> nn.Module:
     with torch.no_grad():
         for module in model.modules():
             if isinstance(module, nn.Linear):
-                grid = FourBitGrid.fit(module.weight)
+                grid = FourBitGrid.fit(module.weight, tolerance=None)
                 module.weight.copy_(grid.low.repeat_interleave(grid.group, 1)
                                     + grid.codes * grid.step.repeat_interleave(grid.group, 1))
     return model
