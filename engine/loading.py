@@ -167,6 +167,14 @@ def _converted_is_valid(directory: Path) -> bool:
     return info.get("format") == CONVERTED_FORMAT and all((directory / f).exists() for f in info.get("files", []))
 
 
+def owned_model_dir(model) -> Path | None:
+    """The directory a model was loaded from when it is one of ours (a bundled model's converted copy, where the
+    engine may keep derived files such as int4 grids); None for a hub id or a user's directory."""
+    source = getattr(model.config, "_name_or_path", "") or ""
+    directory = Path(source) if source else None
+    return directory if directory is not None and _converted_is_valid(directory) else None
+
+
 def convert_gguf(gguf_path: Path, out_dir: Path) -> None:
     """De-quantize a GGUF once with transformers and save weights + tokenizer for fast later starts."""
     from transformers import AutoModelForCausalLM, AutoTokenizer

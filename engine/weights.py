@@ -22,9 +22,12 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 from torch import nn
+
+from engine.loading import owned_model_dir
 
 WEIGHT_FORMATS = ("native", "int8", "int4")   # native: as loaded (--dtype); int8: Int8Linear layers; int4: Int4Linear
                                               # where the weights are 4-bit already, Int8Linear elsewhere
@@ -175,22 +178,68 @@ def quantize_int8(model: nn.Module, max_rows: int | None = INT8_MAX_ROWS) -> nn.
 
 
 def quantize_int4(model: nn.Module, int4_max_rows: int | None = INT4_MAX_ROWS,
-                  int8_max_rows: int | None = INT8_MAX_ROWS) -> nn.Module:
+                  int8_max_rows: int | None = INT8_MAX_ROWS, cache_dir: Path | None = None) -> nn.Module:
     """Swap every nn.Linear of the model for an Int4Linear where its weights lie on a 4-bit grid already (within
-    GRID_TOLERANCE), else for an Int8Linear, in place; logs how many of each."""
-    counts = {"int4": 0, "int8": 0}
+    GRID_TOLERANCE), else for an Int8Linear, in place; logs how many of each. With `cache_dir`, the grids are read
+    from there when an earlier call saved them (fitting the bundled 1.5B takes about a minute here) and saved."""
+    cache_file = None if cache_dir is None else Path(cache_dir) / GRID_CACHE.format(
+        dtype=str(next(model.parameters()).dtype).removeprefix("torch."))
+    cached = _load_grids(cache_file)
+    names = {id(module): name for name, module in model.named_modules()}
+    grids: dict[str, FourBitGrid | None] = {}
 
     def swap(linear: nn.Linear) -> nn.Module:
-        grid = FourBitGrid.fit(linear.weight) if linear.out_features % INT4_OUT_MULTIPLE == 0 else None
-        if grid is not None:
-            counts["int4"] += 1
-            return Int4Linear(linear, grid, int4_max_rows)
-        counts["int8"] += 1
-        return Int8Linear(linear, int8_max_rows)
+        name = names[id(linear)]
+        if name in cached:
+            grid = cached[name]
+        else:
+            grid = FourBitGrid.fit(linear.weight) if linear.out_features % INT4_OUT_MULTIPLE == 0 else None
+        grids[name] = grid
+        return Int8Linear(linear, int8_max_rows) if grid is None else Int4Linear(linear, grid, int4_max_rows)
 
     _swap_linears(model, "int4", swap)
-    logger.info("weights int4: %d linear layers on a 4-bit grid (int4), %d not (int8)", counts["int4"], counts["int8"])
+    if cache_file is not None and grids.keys() != cached.keys():
+        _save_grids(cache_file, grids)
+    four_bit = sum(grid is not None for grid in grids.values())
+    logger.info("weights int4: %d linear layers on a 4-bit grid (int4), %d not (int8)%s", four_bit,
+                len(grids) - four_bit, " (grids from the cache)" if cached else "")
     return model
+
+
+GRID_CACHE = "int4-grids-v1-{dtype}.pt"   # quantize_int4's fits, in a converted model's directory
+
+
+def _save_grids(path: Path, grids: dict[str, "FourBitGrid | None"]) -> None:
+    """Save the fits (codes two to a byte), atomically; a failure to write only costs the next start a refit."""
+    stored = {name: None if grid is None else {
+        "codes": grid.codes[:, 0::2] | (grid.codes[:, 1::2] << 4), "step": grid.step, "low": grid.low,
+        "group": grid.group, "distance": grid.distance} for name, grid in grids.items()}
+    partial = path.with_name(path.name + ".partial")
+    try:
+        torch.save(stored, partial)
+        partial.replace(path)
+    except OSError as err:
+        logger.warning("could not save the int4 grids to %s: %s", path, err)
+
+
+def _load_grids(path: Path | None) -> dict[str, "FourBitGrid | None"]:
+    """The fits _save_grids saved at `path`; {} when there are none or the file is unreadable (then: refit)."""
+    if path is None or not path.exists():
+        return {}
+    try:
+        stored = torch.load(path, weights_only=True)
+        grids = {}
+        for name, entry in stored.items():
+            if entry is None:
+                grids[name] = None
+                continue
+            packed = entry["codes"]                                              # [out, in / 2] uint8
+            codes = torch.stack([packed & 15, packed >> 4], dim=-1).reshape(packed.shape[0], -1)
+            grids[name] = FourBitGrid(codes, entry["step"], entry["low"], entry["group"], entry["distance"])
+        return grids
+    except Exception as err:  # noqa: BLE001 - a damaged cache must not stop the model from loading
+        logger.warning("ignoring the int4 grid cache %s (%s): fitting again", path, err)
+        return {}
 
 
 def _swap_linears(model: nn.Module, weight_format: str, make) -> nn.Module:
@@ -229,7 +278,9 @@ def apply_weight_format(model: nn.Module | None, weights: str) -> nn.Module | No
     if device.type != "cpu":
         raise ValueError(f"weights={weights!r} is for decoding on a CPU (its kernels are checked there only); the "
                          f"model is on {device}: use weights='native'")
-    return quantize_int8(model) if weights == "int8" else quantize_int4(model)
+    if weights == "int8":
+        return quantize_int8(model)
+    return quantize_int4(model, cache_dir=owned_model_dir(model))
 
 
 def weight_bytes(model: nn.Module) -> int:

@@ -187,3 +187,22 @@ def snapped_to_a_4bit_grid(model: nn.Module) -> nn.Module:
                 module.weight.copy_(grid.low.repeat_interleave(grid.group, 1)
                                     + grid.codes * grid.step.repeat_interleave(grid.group, 1))
     return model
+
+
+def test_int4_grids_are_saved_once_and_reused_and_a_damaged_cache_is_refitted(tmp_path, caplog):
+    first = quantize_int4(snapped_to_a_4bit_grid(tiny_model(0, hidden=128)), cache_dir=tmp_path)
+    saved = list(tmp_path.iterdir())
+    assert [p.name for p in saved] == ["int4-grids-v1-float32.pt"]
+    with caplog.at_level("INFO", logger="engine.weights"):
+        again = quantize_int4(snapped_to_a_4bit_grid(tiny_model(0, hidden=128)), cache_dir=tmp_path)
+    assert "grids from the cache" in caplog.text
+    for (name, a), b in zip(first.named_modules(), again.modules()):
+        assert type(a) is type(b), name
+        if isinstance(a, Int4Linear):
+            assert torch.equal(a.weight_int4, b.weight_int4) and torch.equal(a.scales_and_zeros, b.scales_and_zeros)
+    saved[0].write_bytes(b"not a torch file")
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="engine.weights"):
+        refitted = quantize_int4(snapped_to_a_4bit_grid(tiny_model(0, hidden=128)), cache_dir=tmp_path)
+    assert "ignoring the int4 grid cache" in caplog.text
+    assert torch.equal(refitted.model.layers[0].mlp.up_proj.weight_int4, first.model.layers[0].mlp.up_proj.weight_int4)
