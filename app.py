@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 DRAFTERS = ("none", "model", "prompt", "sibling", "auto")  # engine.DRAFTER_CHOICES, without importing torch for --help
-WEIGHTS = ("native", "int8", "int4")                       # engine.weights.WEIGHT_FORMATS, likewise
+WEIGHTS = ("auto", "native", "int8", "int4")               # engine.weights.WEIGHT_FORMATS, likewise
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -23,11 +23,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="how the engine drafts (default: auto, a cost model picks per step)")
     parser.add_argument("--dtype", choices=("auto", "float32", "bfloat16", "float16"), default="auto",
                         help="model weights (default: auto, bf16 on a GPU or a CPU with native bf16, else fp32)")
-    parser.add_argument("--weights", choices=WEIGHTS, default="native",
-                        help="weight format of local models' linear layers on a CPU: native (as --dtype, default), "
-                             "int8 (weight-only, half the bytes of bf16), or int4 (4 bits where the weights are "
-                             "4-bit already, as the bundled models' Q4_K layers; int8 elsewhere): faster decoding "
-                             "of few rows")
+    parser.add_argument("--weights", choices=WEIGHTS, default="auto",
+                        help="weight format of local models' linear layers: auto (default: int4 for a bf16 model on "
+                             "a CPU, else native), native (as --dtype), int8 (weight-only, half the bytes of bf16), "
+                             "or int4 (4 bits where the weights are 4-bit already, as the bundled models' Q4_K "
+                             "layers, int8 elsewhere): fewer bytes per step, faster decoding of few rows on a CPU")
     parser.add_argument("--host", default="127.0.0.1", help="interface to listen on (default: 127.0.0.1, this "
                                                             "machine only)")
     parser.add_argument("--port", type=int, default=None, help="port (default: 7860 or the next free one)")

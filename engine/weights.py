@@ -29,8 +29,9 @@ from torch import nn
 
 from engine.loading import owned_model_dir
 
-WEIGHT_FORMATS = ("native", "int8", "int4")   # native: as loaded (--dtype); int8: Int8Linear layers; int4: Int4Linear
-                                              # where the weights are 4-bit already, Int8Linear elsewhere
+WEIGHT_FORMATS = ("auto", "native", "int8", "int4")   # native: as loaded (--dtype); int8: Int8Linear layers;
+                                                      # int4: Int4Linear where the weights are 4-bit already,
+                                                      # Int8Linear elsewhere; auto: int4 for a bf16 model on a CPU
 INT8_MAX_ROWS = 4   # token rows per call (batch x tokens per row) up to which the int8 kernel is the faster one
 INT4_MAX_ROWS = 8   # the same for the int4 kernel
 INT4_GROUP = 32     # weights per group of one step and one offset (a Q4_K sub-block)
@@ -269,6 +270,8 @@ def check_weight_format(weights: str) -> None:
 def apply_weight_format(model: nn.Module | None, weights: str) -> nn.Module | None:
     """The model in the named weight format (see WEIGHT_FORMATS); None stays None."""
     check_weight_format(weights)
+    if weights == "auto":
+        weights = auto_weight_format(model)
     current = "native" if model is None else getattr(model, "weight_format", "native")
     if model is None or weights == current:
         return model
@@ -281,6 +284,16 @@ def apply_weight_format(model: nn.Module | None, weights: str) -> nn.Module | No
     if weights == "int8":
         return quantize_int8(model)
     return quantize_int4(model, cache_dir=owned_model_dir(model))
+
+
+def auto_weight_format(model: nn.Module | None) -> str:
+    """What weights="auto" means for this model: int4 for a bf16 model on a CPU (decoding there is memory-bound and
+    bf16 already rounds; measured faster at up to 8 rows, HumanEval in the README), else its weights as loaded (a
+    GPU's kernels, or fp32: the reference format, where a seed's tokens are exact across drafters)."""
+    if model is None:
+        return "native"
+    parameter = next(model.parameters())
+    return "int4" if parameter.device.type == "cpu" and parameter.dtype == torch.bfloat16 else "native"
 
 
 def weight_bytes(model: nn.Module) -> int:

@@ -48,7 +48,7 @@ def test_a_quantized_model_reads_about_half_the_bytes_of_bf16_and_swaps_every_li
     assert isinstance(model.lm_head, Int8Linear)
     assert weight_bytes(model) < 0.6 * before
     assert apply_weight_format(model, "int8") is model              # already int8: nothing to do
-    with pytest.raises(ValueError, match="weights='int3' is unknown: choose one of native, int8, int4"):
+    with pytest.raises(ValueError, match="weights='int3' is unknown: choose one of auto, native, int8, int4"):
         apply_weight_format(model, "int3")
     with pytest.raises(ValueError, match="already in weights='int8'; load a fresh copy for weights='int4'"):
         apply_weight_format(model, "int4")
@@ -206,3 +206,12 @@ def test_int4_grids_are_saved_once_and_reused_and_a_damaged_cache_is_refitted(tm
         refitted = quantize_int4(snapped_to_a_4bit_grid(tiny_model(0, hidden=128)), cache_dir=tmp_path)
     assert "ignoring the int4 grid cache" in caplog.text
     assert torch.equal(refitted.model.layers[0].mlp.up_proj.weight_int4, first.model.layers[0].mlp.up_proj.weight_int4)
+
+
+def test_auto_weights_are_int4_for_a_bf16_model_on_a_cpu_and_as_loaded_otherwise():
+    assert apply_weight_format(tiny_model(0).to(torch.bfloat16), "auto").weight_format == "int4"
+    fp32 = tiny_model(0)                                   # the reference format: left exact
+    assert apply_weight_format(fp32, "auto") is fp32 and getattr(fp32, "weight_format", "native") == "native"
+    on_meta = tiny_model(0).to(torch.bfloat16).to("meta")  # not a CPU: no CPU kernels
+    assert apply_weight_format(on_meta, "auto") is on_meta
+    assert apply_weight_format(None, "auto") is None
