@@ -12,11 +12,11 @@ a lookup reads one row per token):
   8-bit tensors, or any model's full-precision ones). `torch._weight_int4pack_mm_for_cpu` multiplies.
 
 Neither kernel scales with the rows of a call. Measured here (`python -m benchmarks.bench_kernels`: layers of
-8960 x 1536 streamed from memory, bf16 activations), ms per call at 1 / 2 / 4 / 8 / 16 rows: bf16 1.80 / 1.33 /
-1.43 / 2.03 / 2.20, int8 0.81 / 0.86 / 1.13 / 2.32 / 3.79, int4 0.38 / 0.49 / 0.66 / 1.37 / 2.61. So each layer keeps its original weight too and a call of more token rows than its
-kernel pays for (INT8_MAX_ROWS, INT4_MAX_ROWS) uses it: the small formats serve the memory-bound tail and small
-batches, the dense weights full verify passes. Accuracy is measured, not assumed: benchmarks/eval_humaneval.py
---weights int8|int4.
+8960 x 1536 streamed from memory, bf16 activations), ms per call at 1 / 2 / 4 / 8 / 16 rows: bf16 1.88 / 1.89 /
+1.97 / 2.13 / 2.71, int8 1.10 / 1.05 / 1.61 / 3.11 / 5.65, int4 0.42 / 0.52 / 0.78 / 1.49 / 2.91. So each layer
+keeps its original weight too and a call of more token rows than its kernel pays for (INT8_MAX_ROWS,
+INT4_MAX_ROWS) uses it: the small formats serve the memory-bound tail and small batches, the dense weights full
+verify passes. Accuracy is measured, not assumed: benchmarks/eval_humaneval.py --weights int8|int4 (README).
 """
 from __future__ import annotations
 
