@@ -36,8 +36,6 @@ def layers(count: int, out_features: int, in_features: int, dtype: torch.dtype) 
         made["dense"].append(linear)
         made["int8"].append(Int8Linear(linear, max_rows=None))
         made["int4"].append(Int4Linear(linear, FourBitGrid.fit(linear.weight), max_rows=None))
-        for module in (made["int8"][-1], made["int4"][-1]):
-            module.weight_dense = None
     return made
 
 

@@ -8,8 +8,9 @@ a lookup reads one row per token):
   `torch._weight_int8pack_mm`. Lossy by at most half a step per weight.
 - int4: `Int4Linear` for every layer whose weights already lie on a 4-bit grid per group of 32 (as a Q4_K GGUF
   stores them: 32 weights share one step and one offset, 16 levels; the bundled models come from such files), so
-  the int4 codes hold exactly the values the GGUF holds; `Int8Linear` for the other layers (the GGUF's 5-, 6- and
-  8-bit tensors, or any model's full-precision ones). `torch._weight_int4pack_mm_for_cpu` multiplies.
+  the int4 codes are exactly the GGUF's (step and offset rounded to the model's dtype); `Int8Linear` for the
+  other layers (the GGUF's 5-, 6- and 8-bit tensors, or any model's full-precision ones).
+  `torch._weight_int4pack_mm_for_cpu` multiplies.
 
 Neither kernel scales with the rows of a call. Measured here (`python -m benchmarks.bench_kernels`: layers of
 8960 x 1536 streamed from memory, bf16 activations), ms per call at 1 / 2 / 4 / 8 / 16 rows: bf16 1.88 / 1.89 /
@@ -21,6 +22,7 @@ verify passes. Accuracy is measured, not assumed: benchmarks/eval_humaneval.py -
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -191,7 +193,7 @@ def quantize_int4(model: nn.Module, int4_max_rows: int | None = INT4_MAX_ROWS,
 
     def swap(linear: nn.Linear) -> nn.Module:
         name = names[id(linear)]
-        if name in cached:
+        if name in cached and _fits(cached[name], linear):
             grid = cached[name]
         else:
             grid = FourBitGrid.fit(linear.weight) if linear.out_features % INT4_OUT_MULTIPLE == 0 else None
@@ -207,7 +209,8 @@ def quantize_int4(model: nn.Module, int4_max_rows: int | None = INT4_MAX_ROWS,
     return model
 
 
-GRID_CACHE = "int4-grids-v1-{dtype}.pt"   # quantize_int4's fits, in a converted model's directory
+GRID_CACHE = "int4-grids-v1-{dtype}.pt"   # quantize_int4's fits, in a converted model's directory; bump the version
+                                          # when INT4_GROUP, GRID_TOLERANCE, OFF_GRID or the fit change
 
 
 def _save_grids(path: Path, grids: dict[str, "FourBitGrid | None"]) -> None:
@@ -215,12 +218,22 @@ def _save_grids(path: Path, grids: dict[str, "FourBitGrid | None"]) -> None:
     stored = {name: None if grid is None else {
         "codes": grid.codes[:, 0::2] | (grid.codes[:, 1::2] << 4), "step": grid.step, "low": grid.low,
         "group": grid.group, "distance": grid.distance} for name, grid in grids.items()}
-    partial = path.with_name(path.name + ".partial")
+    partial = path.with_name(f"{path.name}.{os.getpid()}.partial")   # one per process: two may fit at once
     try:
         torch.save(stored, partial)
         partial.replace(path)
-    except OSError as err:
+    except (OSError, RuntimeError) as err:   # torch.save raises RuntimeError for a file it cannot write
         logger.warning("could not save the int4 grids to %s: %s", path, err)
+        partial.unlink(missing_ok=True)
+
+
+def _fits(grid: "FourBitGrid | None", linear: nn.Linear) -> bool:
+    """A cached grid (or None: not 4-bit) belongs to this layer: its shapes match (else the layer is refitted)."""
+    if grid is None:
+        return True
+    out_features, in_features = linear.weight.shape
+    return (tuple(grid.codes.shape) == (out_features, in_features)
+            and tuple(grid.step.shape) == (out_features, in_features // grid.group))
 
 
 def _load_grids(path: Path | None) -> dict[str, "FourBitGrid | None"]:
@@ -287,10 +300,11 @@ def apply_weight_format(model: nn.Module | None, weights: str) -> nn.Module | No
 
 
 def auto_weight_format(model: nn.Module | None) -> str:
-    """What weights="auto" means for this model: int4 for a bf16 model on a CPU (decoding there is memory-bound and
-    bf16 already rounds; measured faster at up to 8 rows, HumanEval in the README), else its weights as loaded (a
-    GPU's kernels, or fp32: the reference format, where a seed's tokens are exact across drafters)."""
-    if model is None:
+    """What weights="auto" means for this model: int4 for a bundled model (one of our converted GGUFs, whose Q4_K
+    layers int4 holds without loss; HumanEval in the README) in bf16 on a CPU, where decoding is memory-bound; else
+    its weights as loaded: a user's model (int4 would make all its layers lossy int8), a GPU's kernels, or fp32
+    (the reference format, where a seed's tokens are exact across drafters)."""
+    if model is None or owned_model_dir(model) is None:
         return "native"
     parameter = next(model.parameters())
     return "int4" if parameter.device.type == "cpu" and parameter.dtype == torch.bfloat16 else "native"
@@ -298,7 +312,7 @@ def auto_weight_format(model: nn.Module | None) -> str:
 
 def weight_bytes(model: nn.Module) -> int:
     """Bytes a decoding step of one row reads: every parameter and buffer but the embedding table (a lookup reads a
-    row) and the dense weights int8 layers keep for large calls."""
+    row) and the dense weights the int8 and int4 layers keep for large calls."""
     embedding = model.get_input_embeddings().weight
     buffers = [b for name, b in model.named_buffers() if not name.endswith("weight_dense")]
     tensors = {id(t): t for t in list(model.parameters()) + buffers}

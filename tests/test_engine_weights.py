@@ -1,11 +1,15 @@
 """Weight-only layers: int8 close to the layer it replaces, int4 exact on weights that are 4-bit already (as a
 Q4 GGUF's), fewer bytes than bf16, and the engine runs on them."""
+import json
+
 import pytest
 import torch
 from torch import nn
 
+import engine.weights as weights_module
 from engine import Engine, EngineSettings, GenerationRequest
 from engine.controller import ControllerSettings
+from engine.loading import CONVERTED_FORMAT
 from engine.tiny import byte_tokenizer, tiny_model
 from engine.weights import (FourBitGrid, Int4Linear, Int8Linear, apply_weight_format, quantize_int4, quantize_int8,
                             weight_bytes)
@@ -120,9 +124,14 @@ def test_the_grid_fit_recovers_4bit_weights_exactly_and_tells_other_weights_apar
     assert FourBitGrid.fit(torch.randn(48, 128)) is None        # full-precision weights are not on a grid,
     assert FourBitGrid.fit(torch.randn(48, 128), tolerance=None).distance > 0.2   # far from the best fit
     assert FourBitGrid.fit(torch.randn(48, 100)) is None         # rows not a multiple of the group
-    mixed = weight.clone()
-    mixed[40:] = torch.randn(8, 128) * 0.02                      # a sixth of the groups off the grid
-    assert FourBitGrid.fit(mixed) is None                        # the whole tensor is judged, not a sample
+
+
+def test_a_tensor_partly_off_the_grid_is_refused_even_when_the_sample_of_groups_missed_that_part(monkeypatch):
+    monkeypatch.setattr(weights_module, "SAMPLE_GROUPS", 8)     # groups 0, 27, 54, 82, 109, 136, 163, 191 of 192
+    mixed = on_a_4bit_grid(48, 128)
+    mixed[28:34] = torch.randn(6, 128) * 0.02                   # groups 112..135: an eighth, none of them sampled
+    assert FourBitGrid.fit(mixed) is None
+    assert FourBitGrid.fit(on_a_4bit_grid(48, 128)) is not None
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
@@ -206,12 +215,31 @@ def test_int4_grids_are_saved_once_and_reused_and_a_damaged_cache_is_refitted(tm
         refitted = quantize_int4(snapped_to_a_4bit_grid(tiny_model(0, hidden=128)), cache_dir=tmp_path)
     assert "ignoring the int4 grid cache" in caplog.text
     assert torch.equal(refitted.model.layers[0].mlp.up_proj.weight_int4, first.model.layers[0].mlp.up_proj.weight_int4)
+    # grids of another model's shapes (same layer names) are refitted, not used
+    other = quantize_int4(snapped_to_a_4bit_grid(tiny_model(0, hidden=64)), cache_dir=tmp_path)
+    assert other.model.layers[0].mlp.up_proj.weight_dense.shape == (128, 64)
+    assert isinstance(other.model.layers[0].mlp.up_proj, Int4Linear)
 
 
-def test_auto_weights_are_int4_for_a_bf16_model_on_a_cpu_and_as_loaded_otherwise():
-    assert apply_weight_format(tiny_model(0).to(torch.bfloat16), "auto").weight_format == "int4"
-    fp32 = tiny_model(0)                                   # the reference format: left exact
-    assert apply_weight_format(fp32, "auto") is fp32 and getattr(fp32, "weight_format", "native") == "native"
-    on_meta = tiny_model(0).to(torch.bfloat16).to("meta")  # not a CPU: no CPU kernels
+def test_a_grid_cache_that_cannot_be_written_costs_a_warning_not_the_model(tmp_path, caplog):
+    with caplog.at_level("WARNING", logger="engine.weights"):
+        model = quantize_int4(snapped_to_a_4bit_grid(tiny_model(0, hidden=128)), cache_dir=tmp_path / "missing")
+    assert "could not save the int4 grids" in caplog.text and model.weight_format == "int4"
+    assert not list(tmp_path.iterdir())                      # no partial file left behind
+
+
+def test_auto_weights_are_int4_for_a_bundled_bf16_model_on_a_cpu_and_as_loaded_otherwise(tmp_path):
+    (tmp_path / "ranked_drafts.json").write_text(json.dumps({"format": CONVERTED_FORMAT, "files": []}))
+
+    def bundled_like(model):                                # loaded from one of our converted directories
+        model.config._name_or_path = str(tmp_path)
+        return model
+
+    assert apply_weight_format(bundled_like(tiny_model(0).to(torch.bfloat16)), "auto").weight_format == "int4"
+    users = tiny_model(0).to(torch.bfloat16)                # a user's model: int4 would make every layer int8
+    assert apply_weight_format(users, "auto") is users and not hasattr(users, "weight_format")
+    fp32 = bundled_like(tiny_model(0))                      # the reference format: left exact
+    assert apply_weight_format(fp32, "auto") is fp32 and not hasattr(fp32, "weight_format")
+    on_meta = bundled_like(tiny_model(0).to(torch.bfloat16).to("meta"))   # not a CPU: no CPU kernels
     assert apply_weight_format(on_meta, "auto") is on_meta
     assert apply_weight_format(None, "auto") is None
