@@ -184,7 +184,7 @@ def quantize_int4(model: nn.Module, int4_max_rows: int | None = INT4_MAX_ROWS,
                   int8_max_rows: int | None = INT8_MAX_ROWS, cache_dir: Path | None = None) -> nn.Module:
     """Swap every nn.Linear of the model for an Int4Linear where its weights lie on a 4-bit grid already (within
     GRID_TOLERANCE), else for an Int8Linear, in place; logs how many of each. With `cache_dir`, the grids are read
-    from there when an earlier call saved them (fitting the bundled 1.5B takes one to two minutes on this busy 2-core machine here) and saved."""
+    from there when an earlier call saved them (fitting the bundled 1.5B takes one to two minutes here) and saved."""
     cache_file = None if cache_dir is None else Path(cache_dir) / GRID_CACHE.format(
         dtype=str(next(model.parameters()).dtype).removeprefix("torch."))
     cached = _load_grids(cache_file)
