@@ -115,10 +115,13 @@ def test_candidates_stream_in_as_they_are_sampled(llama):
 def test_the_deadline_cancels_the_request_and_keeps_what_arrived(llama):
     engine = RemoteEngine(RemoteSettings(llama.url, "qwen-0.5b"))
     started = time.monotonic()
-    result = engine.generate(GenerationRequest("# A long essay about Python, in comments.\n#", k=2,
-                                               max_new_tokens=2000, budget_s=2.0, temperature=0.8))
+    result = engine.generate(GenerationRequest("# A long essay about Python, in comments.\n#", k=4,
+                                               max_new_tokens=2000, budget_s=2.0, temperature=0.8,
+                                               stop_at_body_end=False))
     assert time.monotonic() - started < 3.5
-    assert all(c.finish_reason == FINISH_BUDGET for c in result.candidates)
+    # a sample may end on its own within 2 s (CI saw one); a row still running at the deadline is cut and flagged
+    reasons = [c.finish_reason for c in result.candidates]
+    assert FINISH_BUDGET in reasons and set(reasons) <= {FINISH_BUDGET, FINISH_STOP}
     assert any(c.text for c in result.candidates)
     # the server freed its slots: the next request is answered at once
     quick = engine.generate(GenerationRequest(PROMPT, k=2, max_new_tokens=4, budget_s=60))
