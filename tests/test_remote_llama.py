@@ -135,7 +135,8 @@ def test_a_server_killed_mid_stream_keeps_what_arrived_and_the_next_request_is_t
 
     def run():
         holder["result"] = engine.generate(GenerationRequest("# A long essay about Python, in comments.\n#", k=2,
-                                                             max_new_tokens=2000, budget_s=60, temperature=0.8),
+                                                             max_new_tokens=2000, budget_s=60, temperature=0.8,
+                                                             stop_at_body_end=False),
                                            on_update=lambda partial: holder.setdefault("first", time.monotonic()))
 
     thread = threading.Thread(target=run)
@@ -147,7 +148,8 @@ def test_a_server_killed_mid_stream_keeps_what_arrived_and_the_next_request_is_t
     server.stop()
     thread.join(timeout=30)
     result = holder["result"]
-    assert all(c.finish_reason == FINISH_INTERRUPTED for c in result.candidates)
+    reasons = [c.finish_reason for c in result.candidates]     # a sample may have ended on its own before the kill
+    assert FINISH_INTERRUPTED in reasons and set(reasons) <= {FINISH_INTERRUPTED, FINISH_STOP}
     assert any(c.text for c in result.candidates)
     with pytest.raises(RemoteError, match="no server answers"):
         engine.generate(GenerationRequest(PROMPT, k=1, budget_s=10))
