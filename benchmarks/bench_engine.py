@@ -127,7 +127,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
 def low_byte_copies(args, methods: list[str], with_draft: bool, progress: bool = True) -> dict[str, tuple]:
     """{format: (target, draft or None)}: fresh copies of --model and (with_draft) --draft in each weight format a
     method names by its suffix (ours_none@int4: "int4"); the native ones stay as loaded."""
-    wanted = {m.rsplit("@", 1)[1] for m in methods if "@" in m and m.rsplit("@", 1)[1] in LOW_BYTE_FORMATS}
+    wanted = {weight_format_of(m) for m in methods} - {None}
     return {fmt: (apply_weight_format(load_any(args.model, dtype=args.dtype, progress=progress)[0], fmt),
                   apply_weight_format(load_any(args.draft, dtype=args.dtype, progress=progress)[0], fmt)
                   if with_draft else None) for fmt in sorted(wanted)}

@@ -323,7 +323,8 @@ def main(argv=None) -> dict:
     parser.add_argument("--seed-offset", type=int, default=0, help="added to every seed (another run's samples)")
     args = parser.parse_args(argv)
     settings = SoakSettings(model=args.model, draft=None if args.draft == "none" else args.draft, dtype=args.dtype,
-                            weights=args.weights, k=args.k, max_new_tokens=args.max_new_tokens, temperature=args.temperature,
+                            weights=args.weights, k=args.k, max_new_tokens=args.max_new_tokens,
+                            temperature=args.temperature,
                             humaneval=args.humaneval, seeds=args.seeds, busy_every=args.busy_every,
                             variants=tuple(args.variants.split(",")), max_requests=args.max_requests,
                             seed_offset=args.seed_offset)

@@ -33,7 +33,7 @@ from engine.loading import owned_model_dir
 
 WEIGHT_FORMATS = ("auto", "native", "int8", "int4")   # native: as loaded (--dtype); int8: Int8Linear layers;
                                                       # int4: Int4Linear where the weights are 4-bit already,
-                                                      # Int8Linear elsewhere; auto: int4 for a bf16 model on a CPU
+                                                      # Int8Linear elsewhere; auto: auto_weight_format
 INT8_MAX_ROWS = 4   # token rows per call (batch x tokens per row) up to which the int8 kernel is the faster one
 INT4_MAX_ROWS = 8   # the same for the int4 kernel
 INT4_GROUP = 32     # weights per group of one step and one offset (a Q4_K sub-block)
@@ -110,7 +110,7 @@ class FourBitGrid:
         if in_features % group:
             return None
         groups = weight.detach().reshape(-1, group)                              # [R, group], as stored
-        if tolerance is not None:
+        if tolerance is not None and groups.shape[0] > SAMPLE_GROUPS:   # smaller: the whole fit below is as cheap
             sample = groups[torch.linspace(0, groups.shape[0] - 1, SAMPLE_GROUPS).long().unique()]
             if _rms(_fit_groups(sample.float())[3]) > tolerance:
                 return None
