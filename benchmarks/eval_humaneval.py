@@ -46,7 +46,7 @@ class GenerationSettings:
     seed: int = 0                    # request seed = seed + problem index
     cache_dir: str | None = None     # engine's converted-model cache
     dtype: str = "auto"              # weights: auto (bf16 where the CPU has it), float32, bfloat16
-    weights: str = "native"          # native, int8 or int4 weight-only linear layers (engine/weights.py)
+    weights: str = "native"          # native, int8, int4 or w8a8 linear layers (engine/weights.py)
     stop_at_body_end: bool = True    # a candidate ends where it leaves the function (engine/blocks.py)
 
 
@@ -488,8 +488,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     gen.add_argument("--seed", type=int, default=defaults.seed)
     gen.add_argument("--cache-dir", default=None, help="engine's converted-model cache")
     gen.add_argument("--dtype", default="auto", help="auto (bf16 on a CPU with native bf16), float32, bfloat16")
-    gen.add_argument("--weights", default="native", choices=("native", "int8", "int4"),
-                     help="native (as --dtype), int8 or int4 (weight-only linear layers, engine/weights.py)")
+    gen.add_argument("--weights", default="native", choices=("native", "int8", "int4", "w8a8"),
+                     help="native (as --dtype), int8 or int4 (weight-only), w8a8 (8-bit activations too): the "
+                          "linear layers' format, engine/weights.py")
     gen.add_argument("--generate-only", action="store_true", help="generate, do not evaluate")
     gen.add_argument("--budget-curve", help="comma-separated budgets (s), e.g. 5,10,20,40: generate and score each")
     gen.add_argument("--curve-drafters", default="none,auto", help="drafters compared on the budget curve")

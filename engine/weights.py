@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import os
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,11 +32,16 @@ from torch import nn
 
 from engine.loading import owned_model_dir
 
-WEIGHT_FORMATS = ("auto", "native", "int8", "int4")   # native: as loaded (--dtype); int8: Int8Linear layers;
-                                                      # int4: Int4Linear where the weights are 4-bit already,
-                                                      # Int8Linear elsewhere; auto: auto_weight_format
+WEIGHT_FORMATS = ("auto", "native", "int8", "int4", "w8a8")   # native: as loaded (--dtype); int8: Int8Linear
+        # layers; int4: Int4Linear where the weights are 4-bit already, Int8Linear elsewhere; w8a8: DynamicInt8Linear
+        # but for W8A8_KEEP, which get int4's; auto: auto_weight_format
 INT8_MAX_ROWS = 4   # token rows per call (batch x tokens per row) up to which the int8 kernel is the faster one
 INT4_MAX_ROWS = 8   # the same for the int4 kernel
+W8A8_MAX_ROWS = 64  # the same for DynamicInt8Linear (prompts beyond: the dense weights, whose error is not shared
+                    # across a long prompt's tokens; the kernel is still 2x faster than bf16 at 64 rows)
+W8A8_KEEP = ("down_proj",)   # layers that w8a8 leaves to int4's treatment: the MLP's output projection reads
+                             # outlier channels (measured, 1.5B: 9% relative error with 8-bit activations vs 1-2%
+                             # for q/k/v/o/gate/up)
 INT4_GROUP = 32     # weights per group of one step and one offset (a Q4_K sub-block)
 INT4_OUT_MULTIPLE = 16   # the int4 kernel packs output features in blocks of 16
 GRID_TOLERANCE = 0.05   # RMS distance to the fitted grid, in steps of (max - min) / 15, below which a layer is 4-bit
@@ -72,21 +78,58 @@ class _LowByteLinear(nn.Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
+def _int8_per_channel(weight: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """(q [out, in] int8, scales [out] in `dtype`): symmetric int8 per output channel, rounded against the scales
+    as stored, so each weight is off by at most half a step of its own scale."""
+    weight = weight.detach().float()                                              # [out, in]
+    scales = (weight.abs().amax(dim=1) / 127.0).clamp(min=torch.finfo(dtype).tiny).to(dtype)   # [out]
+    q = torch.round(weight / scales.float()[:, None]).clamp(-127, 127).to(torch.int8).contiguous()
+    return q, scales
+
+
 class Int8Linear(_LowByteLinear):
     """y = x @ (q * scale).T + bias, with q the int8 weights [out, in] and scale [out] in the activations' dtype."""
 
     def __init__(self, linear: nn.Linear, max_rows: int | None = INT8_MAX_ROWS):
         super().__init__(linear, max_rows)
-        weight = linear.weight.detach().float()                                   # [out, in]
-        tiny = torch.finfo(linear.weight.dtype).tiny
-        scales = (weight.abs().amax(dim=1) / 127.0).clamp(min=tiny).to(linear.weight.dtype)  # [out], as stored
-        # round against the stored scales, so each weight is off by at most half a step of its own scale
-        self.register_buffer("weight_int8", torch.round(weight / scales.float()[:, None]).clamp(-127, 127)
-                             .to(torch.int8).contiguous())
+        weight_int8, scales = _int8_per_channel(linear.weight, linear.weight.dtype)
+        self.register_buffer("weight_int8", weight_int8)
         self.register_buffer("scales", scales)
 
     def _small(self, flat: torch.Tensor) -> torch.Tensor:
         return torch._weight_int8pack_mm(flat.to(self.scales.dtype), self.weight_int8, self.scales)
+
+
+class DynamicInt8Linear(_LowByteLinear):
+    """y = x @ (q * scale).T + bias with int8 products: the weights as Int8Linear's, the activations of each call
+    quantized to 8 bits on the fly (one scale and offset for the whole call: fbgemm's `quantized::linear_dynamic`,
+    in fp32). The only kernel here that stays memory-bound beyond one row (bench_kernels), but its error follows
+    the call's largest activation, so it suits layers whose inputs have no outlier channels (see W8A8_KEEP), and
+    the rows of one call share that error."""
+
+    def __init__(self, linear: nn.Linear, max_rows: int | None = W8A8_MAX_ROWS):
+        super().__init__(linear, max_rows)
+        weight_int8, scales = _int8_per_channel(linear.weight, torch.float32)
+        zeros = torch.zeros(self.out_features, dtype=torch.long)
+        with warnings.catch_warnings():   # torch 2.13 deprecates quantized tensors (requirements.txt pins it)
+            warnings.filterwarnings("ignore", message=".*quantized tensor creation functions.*")
+            quantized = torch._make_per_channel_quantized_tensor(weight_int8, scales.double(), zeros, 0)
+        self.packed = torch.ops.quantized.linear_prepack(quantized, None)   # fbgemm's layout; not a tensor
+        self.packed_bytes = weight_int8.numel() + 4 * self.out_features       # int8 weights, fp32 scales
+        self.reduce_range = not _cpu_has_vnni()
+
+    def _small(self, flat: torch.Tensor) -> torch.Tensor:
+        return torch.ops.quantized.linear_dynamic(flat.float(), self.packed, self.reduce_range)
+
+
+def _cpu_has_vnni() -> bool:
+    """Whether the CPU sums int8 products in 32 bits (VNNI): then fbgemm may use all 8 bits of the activations;
+    without it, pairs of products are summed in 16 bits and 7-bit activations keep that sum from saturating."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text(errors="replace")
+    except OSError:
+        return False
+    return "avx512_vnni" in flags or "avx_vnni" in flags
 
 
 @dataclass
@@ -201,11 +244,24 @@ def quantize_int4(model: nn.Module, int4_max_rows: int | None = INT4_MAX_ROWS,
         return Int8Linear(linear, int8_max_rows) if grid is None else Int4Linear(linear, grid, int4_max_rows)
 
     _swap_linears(model, "int4", swap)
-    if cache_file is not None and grids.keys() != cached.keys():
-        _save_grids(cache_file, grids)
+    if cache_file is not None and not grids.keys() <= cached.keys():
+        _save_grids(cache_file, {**cached, **grids})   # w8a8 fits only some layers: keep the others' fits
     four_bit = sum(grid is not None for grid in grids.values())
     logger.info("weights int4: %d linear layers on a 4-bit grid (int4), %d not (int8)%s", four_bit,
                 len(grids) - four_bit, " (grids from the cache)" if cached else "")
+    return model
+
+
+def quantize_w8a8(model: nn.Module, cache_dir: Path | None = None) -> nn.Module:
+    """Swap every nn.Linear of the model for a DynamicInt8Linear, but those named in W8A8_KEEP, which get what
+    quantize_int4 gives them (int4 where the weights are 4-bit already, else int8 weight-only), in place."""
+    keep = {id(module) for name, module in model.named_modules()
+            if isinstance(module, nn.Linear) and name.rsplit(".", 1)[-1] in W8A8_KEEP}
+    _swap_linears(model, "w8a8", lambda linear: linear if id(linear) in keep else DynamicInt8Linear(linear))
+    quantize_int4(model, cache_dir=cache_dir)
+    model.weight_format = "w8a8"
+    logger.info("weights w8a8: %d linear layers with 8-bit activations", sum(
+        isinstance(module, DynamicInt8Linear) for module in model.modules()))
     return model
 
 
@@ -296,6 +352,8 @@ def apply_weight_format(model: nn.Module | None, weights: str) -> nn.Module | No
                          f"model is on {device}: use weights='native'")
     if weights == "int8":
         return quantize_int8(model)
+    if weights == "w8a8":
+        return quantize_w8a8(model, cache_dir=owned_model_dir(model))
     return quantize_int4(model, cache_dir=owned_model_dir(model))
 
 
@@ -312,11 +370,11 @@ def auto_weight_format(model: nn.Module | None) -> str:
 
 def weight_bytes(model: nn.Module) -> int:
     """Bytes a decoding step of one row reads: every parameter and buffer but the embedding table (a lookup reads a
-    row) and the dense weights the int8 and int4 layers keep for large calls."""
+    row) and the dense weights the low-byte layers keep for large calls, plus fbgemm's packed weights."""
     embedding = model.get_input_embeddings().weight
     buffers = [b for name, b in model.named_buffers() if not name.endswith("weight_dense")]
     tensors = {id(t): t for t in list(model.parameters()) + buffers}
     head = model.get_output_embeddings()
     head_is_table = head is not None and getattr(head, "weight", None) is embedding
-    return sum(t.numel() * t.element_size() for key, t in tensors.items()
-               if key != id(embedding) or head_is_table)
+    return sum(t.numel() * t.element_size() for key, t in tensors.items() if key != id(embedding) or head_is_table
+               ) + sum(m.packed_bytes for m in model.modules() if isinstance(m, DynamicInt8Linear))

@@ -11,8 +11,8 @@ from engine import Engine, EngineSettings, GenerationRequest
 from engine.controller import ControllerSettings
 from engine.loading import CONVERTED_FORMAT
 from engine.tiny import byte_tokenizer, tiny_model
-from engine.weights import (FourBitGrid, Int4Linear, Int8Linear, apply_weight_format, quantize_int4, quantize_int8,
-                            weight_bytes)
+from engine.weights import (W8A8_MAX_ROWS, DynamicInt8Linear, FourBitGrid, Int4Linear, Int8Linear,
+                            apply_weight_format, quantize_int4, quantize_int8, quantize_w8a8, weight_bytes)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
@@ -52,7 +52,7 @@ def test_a_quantized_model_reads_about_half_the_bytes_of_bf16_and_swaps_every_li
     assert isinstance(model.lm_head, Int8Linear)
     assert weight_bytes(model) < 0.6 * before
     assert apply_weight_format(model, "int8") is model              # already int8: nothing to do
-    with pytest.raises(ValueError, match="weights='int3' is unknown: choose one of auto, native, int8, int4"):
+    with pytest.raises(ValueError, match="weights='int3' is unknown: choose one of auto, native, int8, int4, w8a8"):
         apply_weight_format(model, "int3")
     with pytest.raises(ValueError, match="already in weights='int8'; load a fresh copy for weights='int4'"):
         apply_weight_format(model, "int4")
@@ -243,3 +243,89 @@ def test_auto_weights_are_int4_for_a_bundled_bf16_model_on_a_cpu_and_as_loaded_o
     on_meta = bundled_like(tiny_model(0).to(torch.bfloat16).to("meta"))   # not a CPU: no CPU kernels
     assert apply_weight_format(on_meta, "auto") is on_meta
     assert apply_weight_format(None, "auto") is None
+
+
+def w8a8_error_bound(x: torch.Tensor, layer: DynamicInt8Linear, weight: torch.Tensor) -> torch.Tensor:
+    """[M, out]: what rounding the weights (half a step of each channel's scale) and the call's activations (half
+    of one step of (max - min) / 255 over the whole call, 0 included) may cost each output."""
+    weight_step = weight.float().abs().amax(dim=1) / 127                                  # [out]
+    activation_step = (x.max().clamp(min=0) - x.min().clamp(max=0)).float() / 255         # one for the call
+    return (x.float().abs().sum(-1, keepdim=True) * weight_step / 2
+            + activation_step / 2 * (weight.float().abs().sum(1) + weight_step * weight.shape[1]))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_w8a8_linear_is_the_linear_within_the_rounding_of_weights_and_of_the_calls_activations(dtype):
+    torch.manual_seed(0)
+    linear = nn.Linear(96, 48, bias=True).to(dtype)
+    layer = DynamicInt8Linear(linear, max_rows=None)
+    for rows in (1, 5, 12):
+        x = torch.randn(rows, 96, dtype=dtype)
+        with torch.inference_mode():
+            exact, approx = linear(x).float(), layer(x)
+        assert approx.dtype == dtype and approx.shape == exact.shape
+        rounding = exact.abs() * 2 ** -7 if dtype == torch.bfloat16 else 1e-5   # the output's own rounding
+        error = (approx.float() - exact).abs()
+        assert (error <= w8a8_error_bound(x, layer, linear.weight) * 1.02 + rounding + 1e-6).all(), rows
+        assert error.max() > 0                  # another format indeed (the test could fail)
+
+
+def test_the_rows_of_one_w8a8_call_share_the_error_of_its_largest_activation():
+    """Why W8A8_KEEP exists and why a row's result depends on the rows called with it: one outlier coarsens the
+    8-bit activations of the whole call."""
+    torch.manual_seed(0)
+    linear = nn.Linear(256, 64, bias=False)
+    layer = DynamicInt8Linear(linear, max_rows=None)
+    quiet = torch.randn(1, 256)
+    loud = torch.randn(1, 256)
+    loud[0, 7] = 200.0                                               # an outlier channel, as a down_proj's input
+    with torch.inference_mode():
+        exact = linear(quiet)
+        alone = (layer(quiet) - exact).norm() / exact.norm()
+        beside_loud = (layer(torch.cat([quiet, loud]))[:1] - exact).norm() / exact.norm()
+    assert alone < 0.02 and beside_loud > 5 * alone
+
+
+def test_w8a8_calls_of_more_rows_than_its_limit_use_the_dense_weight():
+    torch.manual_seed(0)
+    linear = nn.Linear(64, 32).to(torch.bfloat16)
+    layer = DynamicInt8Linear(linear)
+    with torch.inference_mode():
+        for rows in (1, W8A8_MAX_ROWS, W8A8_MAX_ROWS + 1):
+            x = torch.randn(rows, 64, dtype=torch.bfloat16)
+            expected = linear(x) if rows > W8A8_MAX_ROWS else (layer._small(x) + linear.bias).to(x.dtype)
+            assert torch.equal(layer(x), expected), rows
+        assert not torch.equal(linear(x), layer._small(x).to(x.dtype))    # the two paths differ (could fail)
+
+
+def test_w8a8_leaves_down_projections_to_int4s_treatment_and_counts_fbgemms_bytes(tmp_path):
+    model = snapped_to_a_4bit_grid(tiny_model(0, hidden=128)).to(torch.bfloat16)
+    with torch.no_grad():                          # one down projection off the grid: it gets int8 weight-only
+        model.model.layers[1].mlp.down_proj.weight.add_(torch.randn(128, 256).bfloat16() * 0.01)
+    before = weight_bytes(model)
+    quantize_int4(snapped_to_a_4bit_grid(tiny_model(0, hidden=128)).to(torch.bfloat16), cache_dir=tmp_path)
+    full_cache = torch.load(tmp_path / "int4-grids-v1-bfloat16.pt", weights_only=True).keys()
+    apply_weight_format(model, "w8a8")
+    assert model.weight_format == "w8a8" and not any(isinstance(m, nn.Linear) for m in model.modules())
+    assert isinstance(model.model.layers[0].mlp.down_proj, Int4Linear)
+    assert isinstance(model.model.layers[1].mlp.down_proj, Int8Linear)
+    others = [m for name, m in model.named_modules() if name.endswith(("_proj", "lm_head"))
+              and not name.endswith("down_proj")]
+    assert others and all(isinstance(m, DynamicInt8Linear) for m in others)
+    assert 0.45 * before < weight_bytes(model) < 0.6 * before          # int8 where w8a8 reads its packed weights
+    # the grid cache keeps the fits of the layers w8a8 did not fit (int4 of the same model reuses them)
+    quantize_w8a8(snapped_to_a_4bit_grid(tiny_model(0, hidden=128)).to(torch.bfloat16), cache_dir=tmp_path)
+    assert torch.load(tmp_path / "int4-grids-v1-bfloat16.pt", weights_only=True).keys() == full_cache
+
+
+def test_the_engine_generates_on_w8a8_weights_close_to_the_original():
+    tokenizer = byte_tokenizer()
+    request = GenerationRequest("def add(a, b):\n    return", k=2, max_new_tokens=24, budget_s=60,
+                                temperature=0.0, seed=1, stop_at_body_end=False)
+    reference = Engine(tiny_model(0), tokenizer, settings=EngineSettings(drafter="none")).generate(request)
+    drafted = Engine(apply_weight_format(tiny_model(0), "w8a8"), tokenizer,
+                     apply_weight_format(tiny_model(1), "w8a8"), EngineSettings(drafter="model")).generate(request)
+    for ours, theirs in zip(drafted.candidates, reference.candidates):
+        same = sum(a == b for a, b in zip(ours.token_ids, theirs.token_ids))
+        assert same >= 0.75 * len(theirs.token_ids)
+    assert drafted.stats.proposed_tokens > 0
