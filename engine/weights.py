@@ -81,10 +81,17 @@ class _LowByteLinear(nn.Module):
 def _int8_per_channel(weight: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
     """(q [out, in] int8, scales [out] in `dtype`): symmetric int8 per output channel, rounded against the scales
     as stored, so each weight is off by at most half a step of its own scale."""
-    weight = weight.detach().float()                                              # [out, in]
-    scales = (weight.abs().amax(dim=1) / 127.0).clamp(min=torch.finfo(dtype).tiny).to(dtype)   # [out]
-    q = torch.round(weight / scales.float()[:, None]).clamp(-127, 127).to(torch.int8).contiguous()
+    weight = weight.detach()                                                      # [out, in]
+    scales = (weight.abs().amax(dim=1).float() / 127.0).clamp(min=torch.finfo(dtype).tiny).to(dtype)   # [out]
+    q = torch.empty(weight.shape, dtype=torch.int8)
+    for rows in range(0, weight.shape[0], QUANTIZE_ROWS):      # a few rows at a time: the passes stay in cache
+        chunk = slice(rows, rows + QUANTIZE_ROWS)
+        values = weight[chunk].to(torch.float32, copy=True)    # a copy: an fp32 weight is divided in place below
+        q[chunk] = values.div_(scales[chunk].float()[:, None]).round_().clamp_(-127, 127)
     return q, scales
+
+
+QUANTIZE_ROWS = 128   # rows of a weight _int8_per_channel converts at once (~1 MB of fp32 for the bundled models)
 
 
 class Int8Linear(_LowByteLinear):
