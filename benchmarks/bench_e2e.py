@@ -6,7 +6,7 @@ the prompt opened (engine/blocks.py; transformers gets it as a stopping criterio
 the remote source as it streams, and its stream is closed once every row is done). A method is timed from the call
 to the moment all k candidates are finished. Methods:
   ours_none, ours_prompt, ours_sibling, ours_model, ours_auto   our engine (--dtype), each drafter
-  ours_...@int8, ...@int4     the same on copies of target and draft in that weight format (engine/weights.py)
+  ours_...@int8, @int4, @w8a8 the same on copies of target and draft in that weight format (engine/weights.py)
   hf                          transformers generate, k copies of the prompt in one batch, same dtype
   hf_assisted                 the same with the draft model as assistant (assisted generation: k=1 only)
   llama                       llama.cpp's llama-server (n=k: the prompt processed once, copied to k slots), on
@@ -125,8 +125,8 @@ def main(argv=None) -> dict:
     methods = args.methods.split(",")
     unknown = {m for m in methods if m not in METHODS and not (weight_format_of(m) and m.split("@")[0] in OURS)}
     if unknown:
-        parser.error(f"unknown methods {sorted(unknown)}: choose from {', '.join(METHODS)} (ours_...@int8 or "
-                     "@int4 too)")
+        parser.error(f"unknown methods {sorted(unknown)}: choose from {', '.join(METHODS)} (ours_...@int8, "
+                     "@int4 or @w8a8 too)")
     model, tokenizer = load_any(args.model, progress=False, dtype=args.dtype)
     draft = load_any(args.draft, progress=False, dtype=args.dtype)[0] if args.draft else None
     eos_ids = end_of_text_ids(model, tokenizer)
@@ -173,7 +173,8 @@ def main(argv=None) -> dict:
 
 
 def our_engines(methods: list[str], model, tokenizer, draft, args) -> dict[str, Engine]:
-    """An engine per ours_... method; methods of one weight format (@int8, @int4) share copies of target and draft."""
+    """An engine per ours_... method; methods of one weight format (@int8, @int4, @w8a8) share copies of target
+    and draft."""
     low_byte = low_byte_copies(args, methods, bool(args.draft), progress=False)
     engines = {}
     for method in methods:

@@ -3,7 +3,8 @@
 Example: python -m benchmarks.bench_engine --k 8 --temperature 0.8 --methods hf,ours_none,ours_auto
 A method suffixed "@peer" (e.g. hf@peer, ours_none@peer) runs on a second copy of the target loaded with
 --peer-dtype (default float32), so a peer in fp32 and our engine in bf16 meet in one run. An ours_... method
-suffixed "@int8" or "@int4" runs on copies of the target and the draft in that weight format (engine/weights.py).
+suffixed "@int8", "@int4" or "@w8a8" runs on copies of the target and the draft in that weight format
+(engine/weights.py).
 Prints a table and, as its last line, one JSON object with every figure.
 """
 from __future__ import annotations
@@ -21,7 +22,7 @@ from engine.loading import pick_device
 from engine.weights import apply_weight_format, weight_bytes
 
 METHODS = ("hf", "hf_assisted", "ours_none", "ours_model", "ours_prompt", "ours_sibling", "ours_auto")
-LOW_BYTE_FORMATS = ("int8", "int4", "w8a8")   # an ours_... method suffixed @int8 (etc.) runs on copies in that format
+LOW_BYTE_FORMATS = ("int8", "int4", "w8a8")   # ours_...@int8 (etc.) runs on copies in that format
 
 
 @dataclass
@@ -154,7 +155,7 @@ def main(argv=None) -> None:
                and not (weight_format_of(m) and m.split("@")[0].startswith("ours_") and m.split("@")[0] in METHODS)}
     if unknown:
         parser.error(f"unknown methods {sorted(unknown)}: choose from {', '.join(METHODS)}, each optionally "
-                     "suffixed @peer, or an ours_... method suffixed @int8 or @int4")
+                     "suffixed @peer, or an ours_... method suffixed @int8, @int4 or @w8a8")
 
     started = time.perf_counter()
     model, tokenizer = load_any(args.model, dtype=args.dtype)

@@ -3,9 +3,10 @@ streamed from memory (more distinct layers than the CPU's caches hold, as in a f
 
     python -m benchmarks.bench_kernels --rows 1,2,4,8,16
 
-Formats: the dense weight in --dtype (torch.nn.functional.linear), int8 (engine.weights.Int8Linear's kernel) and
-int4 (Int4Linear's), each on the same random weights, interleaved call by call. The rows at which a small format
-stops beating the dense weight set INT8_MAX_ROWS and INT4_MAX_ROWS in engine/weights.py.
+Formats: the dense weight in --dtype (torch.nn.functional.linear), int8 (engine.weights.Int8Linear's kernel),
+int4 (Int4Linear's) and w8a8 (DynamicInt8Linear's: 8-bit activations too), each on the same random weights,
+interleaved call by call. The rows at which a small format stops beating the dense weight set INT8_MAX_ROWS,
+INT4_MAX_ROWS and W8A8_MAX_ROWS in engine/weights.py.
 Prints a table and, as its last line, one JSON object.
 """
 from __future__ import annotations
@@ -17,9 +18,10 @@ import time
 import torch
 from torch import nn
 
-from engine.weights import FourBitGrid, Int4Linear, Int8Linear
+from engine.weights import DynamicInt8Linear, FourBitGrid, Int4Linear, Int8Linear
 
-FORMATS = ("dense", "int8", "int4")
+FORMATS = ("dense", "int8", "int4", "w8a8")
+SMALL = FORMATS[1:]
 
 
 def layers(count: int, out_features: int, in_features: int, dtype: torch.dtype) -> dict[str, list[nn.Module]]:
@@ -36,6 +38,7 @@ def layers(count: int, out_features: int, in_features: int, dtype: torch.dtype) 
         made["dense"].append(linear)
         made["int8"].append(Int8Linear(linear, max_rows=None))
         made["int4"].append(Int4Linear(linear, FourBitGrid.fit(linear.weight), max_rows=None))
+        made["w8a8"].append(DynamicInt8Linear(linear, max_rows=None))
     return made
 
 
@@ -61,7 +64,8 @@ def main(argv=None) -> dict:
     torch.manual_seed(0)
     made = layers(args.layers, out_features, in_features, dtype)
     results = {}
-    print(f"{'rows':>5}" + "".join(f"{name + ' ms':>12}" for name in FORMATS) + f"{'int8 x':>9}{'int4 x':>9}")
+    print(f"{'rows':>5}" + "".join(f"{name + ' ms':>12}" for name in FORMATS)
+          + "".join(f"{name + ' x':>9}" for name in SMALL))
     for rows in [int(r) for r in args.rows.split(",")]:
         x = torch.randn(rows, in_features, dtype=dtype)
         samples = {name: [] for name in FORMATS}
@@ -71,7 +75,7 @@ def main(argv=None) -> dict:
         median = {name: sorted(times[1:])[len(times[1:]) // 2] for name, times in samples.items()}
         results[rows] = {name: round(ms, 4) for name, ms in median.items()}
         print(f"{rows:>5}" + "".join(f"{median[name]:>12.3f}" for name in FORMATS)
-              + f"{median['dense'] / median['int8']:>9.2f}{median['dense'] / median['int4']:>9.2f}")
+              + "".join(f"{median['dense'] / median[name]:>9.2f}" for name in SMALL))
     summary = {"benchmark": "bench_kernels", "shape": args.shape, "layers": args.layers, "dtype": args.dtype,
                "torch_threads": torch.get_num_threads(), "ms_per_call": results}
     print(json.dumps(summary))
