@@ -24,10 +24,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--dtype", choices=("auto", "float32", "bfloat16", "float16"), default="auto",
                         help="model weights (default: auto, bf16 on a GPU or a CPU with native bf16, else fp32)")
     parser.add_argument("--weights", choices=WEIGHTS, default="auto",
-                        help="weight format of local models' linear layers: auto (default: int4 for a bundled model "
+                        help="weight format of local models' linear layers: auto (default: w8a8 for a bundled model "
                              "in bf16 on a CPU, else native), native (as --dtype), int8 (weight-only, half the bytes "
-                             "of bf16), or int4 (4 bits where the weights are 4-bit already, as the bundled models' Q4_K "
-                             "layers, int8 elsewhere): fewer bytes per step, faster decoding of few rows on a CPU")
+                             "of bf16), int4 (4 bits where the weights are 4-bit already, as the bundled models' Q4_K "
+                             "layers, int8 elsewhere), or w8a8 (int8 weights and 8-bit activations, int4's layers for "
+                             "the MLP's down projection): fewer bytes per step, faster decoding on a CPU")
     parser.add_argument("--host", default="127.0.0.1", help="interface to listen on (default: 127.0.0.1, this "
                                                             "machine only)")
     parser.add_argument("--port", type=int, default=None, help="port (default: 7860 or the next free one)")

@@ -190,6 +190,7 @@ class DraftController:
         self.model_drafters = model_drafters
         self.steps_since_draft = 0
         self.probe_interval = settings.probe_every  # plain steps before the next probe
+        self.primed: set[str] = set()   # model drafters that have read this request's prompt (prefill paid)
         self.choices: dict[str, int] = defaultdict(int)
 
     def rate(self, drafter: str | None, rows: int, length: int, row_lengths: list[int] | None = None,
@@ -259,13 +260,23 @@ class DraftController:
         needed doubles the wait for the next (up to 16x), since on hardware where drafting does not pay every
         probe is a loss."""
         self.probe_interval = min(2 * self.probe_interval, 16 * self.settings.probe_every)
-        drafted = [o for o in options if o.drafter and o.length <= 3]
+        drafted = [o for o in options if o.drafter and o.length <= 3 and not self._probe_needs_prefill(o)]
         return max(drafted, key=lambda o: o.expected_rate) if drafted else options[0]
+
+    def _probe_needs_prefill(self, plan: StepPlan) -> bool:
+        """Whether the plan would make a model drafter read the prompt first, for a drafter whose pass cost is
+        measured already: its prefill (measured, 1.5B/0.5B pair: 0.3 s for 118 prompt tokens) costs several plain
+        steps, more than a probe of a drafter the costs call a loss may win. An unmeasured drafter is probed: that
+        is how its costs become known."""
+        return any(name in self.model_drafters and name not in self.primed
+                   and self.costs.estimate(name, 1, 1) is not None for name in (plan.drafter, plan.fallback))
 
     def observe(self, step: StepRecord) -> None:
         """Learn from one round: the verify cost, the draft-pass cost, each drafter's acceptance on its rows."""
         width = max(step.proposed, default=0)
         self.costs.record("target", step.rows, width + 1, step.verify_s)
+        if step.draft_passes or step.setup_s:
+            self.primed.update(n for n in (step.plan.drafter, step.plan.fallback) if n in self.model_drafters)
         if step.plan.drafter is None or width == 0:
             return
         for name in {n for n in step.row_drafters if n is not None}:

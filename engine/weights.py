@@ -11,13 +11,16 @@ a lookup reads one row per token):
   the int4 codes are exactly the GGUF's (step and offset rounded to the model's dtype); `Int8Linear` for the
   other layers (the GGUF's 5-, 6- and 8-bit tensors, or any model's full-precision ones).
   `torch._weight_int4pack_mm_for_cpu` multiplies.
+- w8a8: `DynamicInt8Linear`, int8 weights as int8's and the activations of each call rounded to 8 bits (one scale
+  for the call), multiplied in integers by fbgemm (`quantized::linear_dynamic`); the MLP's down projections, whose
+  inputs carry outlier channels, get int4's treatment instead (W8A8_KEEP).
 
-Neither kernel scales with the rows of a call. Measured here (`python -m benchmarks.bench_kernels`: layers of
-8960 x 1536 streamed from memory, bf16 activations), ms per call at 1 / 2 / 4 / 8 / 16 rows: bf16 1.88 / 1.89 /
-1.97 / 2.13 / 2.71, int8 1.10 / 1.05 / 1.61 / 3.11 / 5.65, int4 0.42 / 0.52 / 0.78 / 1.49 / 2.91. So each layer
-keeps its original weight too and a call of more token rows than its kernel pays for (INT8_MAX_ROWS,
-INT4_MAX_ROWS) uses it: the small formats serve the memory-bound tail and small batches, the dense weights full
-verify passes. Accuracy is measured, not assumed: benchmarks/eval_humaneval.py --weights int8|int4 (README).
+The weight-only kernels do not scale with the rows of a call; fbgemm's does, up to a point. Measured here
+(`python -m benchmarks.bench_kernels`: layers of 8960 x 1536 streamed from memory, bf16 activations), ms per call
+at 1 / 2 / 4 / 8 / 16 rows: bf16 1.88 / 1.89 / 1.97 / 2.13 / 2.71, int8 1.10 / 1.05 / 1.61 / 3.11 / 5.65, int4
+0.42 / 0.52 / 0.78 / 1.49 / 2.91 (w8a8: README). So each layer keeps its original weight too and a call of more
+token rows than its kernel pays for (INT8_MAX_ROWS, INT4_MAX_ROWS, W8A8_MAX_ROWS) uses it. Accuracy is measured,
+not assumed: benchmarks/eval_humaneval.py --weights int8|int4|w8a8 (README).
 """
 from __future__ import annotations
 
@@ -365,14 +368,15 @@ def apply_weight_format(model: nn.Module | None, weights: str) -> nn.Module | No
 
 
 def auto_weight_format(model: nn.Module | None) -> str:
-    """What weights="auto" means for this model: int4 for a bundled model (one of our converted GGUFs, whose Q4_K
-    layers int4 holds without loss; HumanEval in the README) in bf16 on a CPU, where decoding is memory-bound; else
-    its weights as loaded: a user's model (int4 would make all its layers lossy int8), a GPU's kernels, or fp32
-    (the reference format, where a seed's tokens are exact across drafters)."""
+    """What weights="auto" means for this model: w8a8 for a bundled model (one of our converted GGUFs) in bf16 on a
+    CPU, where decoding is memory-bound (HumanEval and end-to-end times in the README: no loss, the fastest format
+    here from 1 to 64 token rows); else its weights as loaded: a user's model (its accuracy in a lossy format is
+    not measured: ask for one), a GPU's kernels, or fp32 (the reference format, where a seed's tokens are exact
+    across drafters)."""
     if model is None or owned_model_dir(model) is None:
         return "native"
     parameter = next(model.parameters())
-    return "int4" if parameter.device.type == "cpu" and parameter.dtype == torch.bfloat16 else "native"
+    return "w8a8" if parameter.device.type == "cpu" and parameter.dtype == torch.bfloat16 else "native"
 
 
 def weight_bytes(model: nn.Module) -> int:

@@ -176,7 +176,7 @@ def test_hub_loads_int8_weights_when_asked_and_the_command_line_offers_the_engin
     hub = EngineHub([ModelChoice("pair", "tiny:0", "tiny:1")], weights="int8")
     engine = hub.engine("pair")
     assert isinstance(engine.model.lm_head, Int8Linear) and isinstance(engine.draft_model.lm_head, Int8Linear)
-    with pytest.raises(ValueError, match="weights='int2' is unknown: choose one of auto, native, int8, int4"):
+    with pytest.raises(ValueError, match="weights='int2' is unknown: choose one of auto, native, int8, int4, w8a8"):
         EngineHub([ModelChoice("pair", "tiny:0")], weights="int2")
 
 

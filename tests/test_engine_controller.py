@@ -72,6 +72,7 @@ def controller_with(target_seconds_per_token: float, draft_seconds: float, accep
     accepted = round(8 * accepted_fraction)
     for _ in range(10):
         controller.acceptance["model"].observe([8] * 8, [accepted] * 8)
+    controller.primed.add("model")      # it has read the prompt: probing it costs no prefill
     return controller
 
 
@@ -119,6 +120,36 @@ def test_plain_decoding_is_measured_first_then_drafting_is_probed():
     plans = [controller.plan(8, {}) for _ in range(4)]
     assert any(p.drafter == "model" and p.length > 0 for p in plans)
     assert controller.plan(5, {}).drafter is None        # a new batch size (rows finished): measured anew
+
+
+def test_a_probe_does_not_pay_a_measured_draft_models_prefill_but_probes_it_once_it_has_read_the_prompt():
+    """A draft model measured in earlier requests (ControllerMemory) whose costs call it a loss is not probed in a
+    new request until something else made it read the prompt: a probe is a few tokens, the prefill a whole prompt;
+    the free lookups are probed meanwhile."""
+    controller = controller_with(0.005, draft_seconds=0.05, accepted_fraction=0.1, probe_every=3)
+    controller.primed.clear()                                    # a new request: the prompt is not read yet
+    controller.acceptance["sibling"] = controller.acceptance["model"].__class__(controller.settings)
+    controller.bass["sibling"] = controller.bass["model"].__class__(controller.settings)
+    plans = [controller.plan(8, {"sibling": [0] * 8}) for _ in range(30)]
+    assert all(p.drafter is None for p in plans)                 # the only drafter found nothing: plain steps
+    plans = [controller.plan(8, {"sibling": [2] + [0] * 7}) for _ in range(30)]
+    assert {p.drafter for p in plans} == {None, "sibling"}       # probes of the lookup only, never the model
+    assert all(p.fallback is None for p in plans)
+    controller.primed.add("model")
+    plans = [controller.plan(8, {}) for _ in range(60)]          # probes are 48 steps apart by now
+    assert any(p.drafter == "model" for p in plans)
+
+
+def test_a_draft_model_that_drafted_has_read_the_prompt():
+    from engine.controller import StepPlan, StepRecord
+
+    controller = DraftController(ControllerSettings(), ["model", "sibling"], {"model"})
+    controller.observe(StepRecord(StepPlan("sibling", 2, 1.0), 2, ["sibling", None], proposed=[2, 0],
+                                  accepted=[1, 0]))
+    assert controller.primed == set()
+    controller.observe(StepRecord(StepPlan("sibling", 2, 1.0, fallback="model"), 2, ["sibling", "model"],
+                                  draft_s=0.01, draft_passes=2, setup_s=0.3, proposed=[2, 2], accepted=[1, 0]))
+    assert controller.primed == {"model"}
 
 
 def test_each_needed_probe_doubles_the_wait_for_the_next():
