@@ -25,10 +25,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="model weights (default: auto, bf16 on a GPU or a CPU with native bf16, else fp32)")
     parser.add_argument("--weights", choices=WEIGHTS, default="auto",
                         help="weight format of local models' linear layers: auto (default: w8a8 for a bundled model "
-                             "in bf16 on a CPU, else native), native (as --dtype), int8 (weight-only, half the bytes "
-                             "of bf16), int4 (4 bits where the weights are 4-bit already, as the bundled models' Q4_K "
-                             "layers, int8 elsewhere), or w8a8 (int8 weights and 8-bit activations, int4's layers for "
-                             "the MLP's down projection): fewer bytes per step, faster decoding on a CPU")
+                             "in bf16 on an x86 CPU, int4 on other CPUs, else native), native (as --dtype), int8 "
+                             "(weight-only, half the bytes of bf16), int4 (4 bits where the weights are 4-bit already, "
+                             "as the bundled models' Q4_K layers, int8 elsewhere), or w8a8 (int8 weights times "
+                             "activations rounded to 8 bits per call, 7 without AVX-512 VNNI; int4's layers for the "
+                             "MLP's down projection): fewer bytes per step, faster decoding on a CPU")
     parser.add_argument("--host", default="127.0.0.1", help="interface to listen on (default: 127.0.0.1, this "
                                                             "machine only)")
     parser.add_argument("--port", type=int, default=None, help="port (default: 7860 or the next free one)")

@@ -25,8 +25,8 @@ SMALL = FORMATS[1:]
 
 
 def layers(count: int, out_features: int, in_features: int, dtype: torch.dtype) -> dict[str, list[nn.Module]]:
-    """`count` random layers per format; int4 layers get weights on a 4-bit grid (as a Q4 GGUF's), so all three
-    formats compute the same products."""
+    """`count` random layers per format; int4 layers get weights on a 4-bit grid (as a Q4 GGUF's), so the formats
+    compute the same products (w8a8 up to its rounding of the activations)."""
     made = {name: [] for name in FORMATS}
     for _ in range(count):
         linear = nn.Linear(in_features, out_features, bias=False)

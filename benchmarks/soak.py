@@ -177,7 +177,7 @@ class SoakSettings:
     model: str = DEFAULT_TARGET
     draft: str | None = DEFAULT_DRAFT
     dtype: str = "float32"         # the token-for-token promise holds exactly in fp32
-    weights: str = "native"        # engine.weights.WEIGHT_FORMATS (int8/int4: layers pick weights by the call's rows)
+    weights: str = "native"        # engine.weights.WEIGHT_FORMATS (int8/int4/w8a8: by the call's rows)
     k: int = 4
     max_new_tokens: int = 64
     temperature: float = 0.8

@@ -1,8 +1,8 @@
 """Weight formats for CPU decoding: fewer bytes per step where decoding is memory-bound.
 
 Decoding a few rows is memory-bound: each step reads every weight once, so the time per step follows the bytes of
-the weights. Two formats replace the linear layers of the decoder and the output head (the embedding table stays:
-a lookup reads one row per token):
+the weights. Three formats replace the linear layers of the decoder and the output head (the embedding table
+stays: a lookup reads one row per token):
 
 - int8: `Int8Linear`, per output channel symmetric int8 and one scale (round to nearest), multiplied by
   `torch._weight_int8pack_mm`. Lossy by at most half a step per weight.
@@ -15,15 +15,15 @@ a lookup reads one row per token):
   for the call), multiplied in integers by fbgemm (`quantized::linear_dynamic`); the MLP's down projections, whose
   inputs carry outlier channels, get int4's treatment instead (W8A8_KEEP).
 
-The weight-only kernels do not scale with the rows of a call; fbgemm's does, up to a point. Measured here
-(`python -m benchmarks.bench_kernels`: layers of 8960 x 1536 streamed from memory, bf16 activations), ms per call
-at 1 / 2 / 4 / 8 / 16 rows: bf16 1.88 / 1.89 / 1.97 / 2.13 / 2.71, int8 1.10 / 1.05 / 1.61 / 3.11 / 5.65, int4
-0.42 / 0.52 / 0.78 / 1.49 / 2.91 (w8a8: README). So each layer keeps its original weight too and a call of more
-token rows than its kernel pays for (INT8_MAX_ROWS, INT4_MAX_ROWS, W8A8_MAX_ROWS) uses it. Accuracy is measured,
-not assumed: benchmarks/eval_humaneval.py --weights int8|int4|w8a8 (README).
+The weight-only kernels turn weights back into floats and stop paying beyond a few rows; fbgemm's integer products
+stay memory-bound to 8 rows (`python -m benchmarks.bench_kernels`; the figures are in the README). So each layer
+keeps its original weight too, and a call of more token rows than its kernel pays for (INT8_MAX_ROWS,
+INT4_MAX_ROWS) or than w8a8 is allowed (W8A8_MAX_ROWS, a chosen cap) uses it. Accuracy is measured, not assumed:
+benchmarks/eval_humaneval.py --weights int8|int4|w8a8 (README).
 """
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import warnings
@@ -40,8 +40,9 @@ WEIGHT_FORMATS = ("auto", "native", "int8", "int4", "w8a8")   # native: as loade
         # but for W8A8_KEEP, which get int4's; auto: auto_weight_format
 INT8_MAX_ROWS = 4   # token rows per call (batch x tokens per row) up to which the int8 kernel is the faster one
 INT4_MAX_ROWS = 8   # the same for the int4 kernel
-W8A8_MAX_ROWS = 64  # the same for DynamicInt8Linear (prompts beyond: the dense weights, whose error is not shared
-                    # across a long prompt's tokens; the kernel is still 2x faster than bf16 at 64 rows)
+W8A8_MAX_ROWS = 64  # a cap, not a break-even: the kernel is still ~2x faster than bf16 at 64 rows (kern2 probe,
+                    # this session); a longer prompt's prefill reads the dense weights, so its error is not shared
+                    # across hundreds of tokens
 W8A8_KEEP = ("down_proj",)   # layers that w8a8 leaves to int4's treatment: the MLP's output projection reads
                              # outlier channels (measured, 1.5B: 9% relative error with 8-bit activations vs 1-2%
                              # for q/k/v/o/gate/up)
@@ -86,7 +87,7 @@ def _int8_per_channel(weight: torch.Tensor, dtype: torch.dtype) -> tuple[torch.T
     as stored, so each weight is off by at most half a step of its own scale."""
     weight = weight.detach()                                                      # [out, in]
     scales = (weight.abs().amax(dim=1).float() / 127.0).clamp(min=torch.finfo(dtype).tiny).to(dtype)   # [out]
-    q = torch.empty(weight.shape, dtype=torch.int8)
+    q = torch.empty(weight.shape, dtype=torch.int8, device=weight.device)
     for rows in range(0, weight.shape[0], QUANTIZE_ROWS):      # a few rows at a time: the passes stay in cache
         chunk = slice(rows, rows + QUANTIZE_ROWS)
         values = weight[chunk].to(torch.float32, copy=True)    # a copy: an fp32 weight is divided in place below
@@ -132,14 +133,16 @@ class DynamicInt8Linear(_LowByteLinear):
         return torch.ops.quantized.linear_dynamic(flat.float(), self.packed, self.reduce_range)
 
 
+@functools.cache
 def _cpu_has_vnni() -> bool:
-    """Whether the CPU sums int8 products in 32 bits (VNNI): then fbgemm may use all 8 bits of the activations;
-    without it, pairs of products are summed in 16 bits and 7-bit activations keep that sum from saturating."""
+    """Whether fbgemm sums int8 products in 32 bits here (AVX-512 VNNI: fbgemm looks for no other VNNI): then it
+    may use all 8 bits of the activations; otherwise pairs of products are summed in 16 bits, and 7-bit
+    activations keep that sum from saturating."""
     try:
         flags = Path("/proc/cpuinfo").read_text(errors="replace")
     except OSError:
         return False
-    return "avx512_vnni" in flags or "avx_vnni" in flags
+    return "avx512_vnni" in flags
 
 
 @dataclass
@@ -244,21 +247,24 @@ def quantize_int4(model: nn.Module, int4_max_rows: int | None = INT4_MAX_ROWS,
     names = {id(module): name for name, module in model.named_modules()}
     grids: dict[str, FourBitGrid | None] = {}
 
+    fitted: set[str] = set()
+
     def swap(linear: nn.Linear) -> nn.Module:
         name = names[id(linear)]
         if name in cached and _fits(cached[name], linear):
             grid = cached[name]
         else:
             grid = FourBitGrid.fit(linear.weight) if linear.out_features % INT4_OUT_MULTIPLE == 0 else None
+            fitted.add(name)
         grids[name] = grid
         return Int8Linear(linear, int8_max_rows) if grid is None else Int4Linear(linear, grid, int4_max_rows)
 
     _swap_linears(model, "int4", swap)
-    if cache_file is not None and not grids.keys() <= cached.keys():
+    if cache_file is not None and fitted:
         _save_grids(cache_file, {**cached, **grids})   # w8a8 fits only some layers: keep the others' fits
     four_bit = sum(grid is not None for grid in grids.values())
-    logger.info("weights int4: %d linear layers on a 4-bit grid (int4), %d not (int8)%s", four_bit,
-                len(grids) - four_bit, " (grids from the cache)" if cached else "")
+    logger.info("int4 treatment: %d linear layers on a 4-bit grid (int4), %d not (int8); %d grids from the cache",
+                four_bit, len(grids) - four_bit, len(grids) - len(fitted))
     return model
 
 
@@ -267,6 +273,9 @@ def quantize_w8a8(model: nn.Module, cache_dir: Path | None = None) -> nn.Module:
     quantize_int4 gives them (int4 where the weights are 4-bit already, else int8 weight-only), in place."""
     keep = {id(module) for name, module in model.named_modules()
             if isinstance(module, nn.Linear) and name.rsplit(".", 1)[-1] in W8A8_KEEP}
+    if not keep:
+        logger.warning("weights w8a8: no layer named %s (the MLP's output projection of Qwen/Llama-style models): "
+                       "every linear layer gets 8-bit activations, outlier channels included", "/".join(W8A8_KEEP))
     _swap_linears(model, "w8a8", lambda linear: linear if id(linear) in keep else DynamicInt8Linear(linear))
     quantize_int4(model, cache_dir=cache_dir)
     model.weight_format = "w8a8"
@@ -369,14 +378,17 @@ def apply_weight_format(model: nn.Module | None, weights: str) -> nn.Module | No
 
 def auto_weight_format(model: nn.Module | None) -> str:
     """What weights="auto" means for this model: w8a8 for a bundled model (one of our converted GGUFs) in bf16 on a
-    CPU, where decoding is memory-bound (HumanEval and end-to-end times in the README: no loss, the fastest format
-    here from 1 to 64 token rows); else its weights as loaded: a user's model (its accuracy in a lossy format is
+    CPU with fbgemm's kernels (x86), where decoding is memory-bound (README: no measured loss of HumanEval pass@1,
+    the fastest per token end to end; int4 on other CPUs); else its weights as loaded: a user's model (its
+    accuracy in a lossy format is
     not measured: ask for one), a GPU's kernels, or fp32 (the reference format, where a seed's tokens are exact
     across drafters)."""
     if model is None or owned_model_dir(model) is None:
         return "native"
     parameter = next(model.parameters())
-    return "w8a8" if parameter.device.type == "cpu" and parameter.dtype == torch.bfloat16 else "native"
+    if parameter.device.type != "cpu" or parameter.dtype != torch.bfloat16:
+        return "native"
+    return "w8a8" if torch.backends.quantized.engine in ("x86", "fbgemm") else "int4"   # measured with fbgemm only
 
 
 def weight_bytes(model: nn.Module) -> int:

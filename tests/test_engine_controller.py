@@ -126,18 +126,26 @@ def test_a_probe_does_not_pay_a_measured_draft_models_prefill_but_probes_it_once
     """A draft model measured in earlier requests (ControllerMemory) whose costs call it a loss is not probed in a
     new request until something else made it read the prompt: a probe is a few tokens, the prefill a whole prompt;
     the free lookups are probed meanwhile."""
-    controller = controller_with(0.005, draft_seconds=0.05, accepted_fraction=0.1, probe_every=3)
-    controller.primed.clear()                                    # a new request: the prompt is not read yet
-    controller.acceptance["sibling"] = controller.acceptance["model"].__class__(controller.settings)
-    controller.bass["sibling"] = controller.bass["model"].__class__(controller.settings)
-    plans = [controller.plan(8, {"sibling": [0] * 8}) for _ in range(30)]
-    assert all(p.drafter is None for p in plans)                 # the only drafter found nothing: plain steps
+    controller = DraftController(ControllerSettings(probe_every=3), ["model", "sibling"], {"model"})
+    for tokens in (1, 9):
+        controller.costs.record("target", 8, tokens, 0.1 + 0.005 * (tokens - 1))
+    controller.costs.record("model", 8, 1, 0.05)                 # measured: a loss at this acceptance
+    for _ in range(10):
+        controller.acceptance["model"].observe([8] * 8, [1] * 8)
     plans = [controller.plan(8, {"sibling": [2] + [0] * 7}) for _ in range(30)]
     assert {p.drafter for p in plans} == {None, "sibling"}       # probes of the lookup only, never the model
     assert all(p.fallback is None for p in plans)
-    controller.primed.add("model")
-    plans = [controller.plan(8, {}) for _ in range(60)]          # probes are 48 steps apart by now
-    assert any(p.drafter == "model" for p in plans)
+    controller.primed.add("model")                               # it drafted for some row: the prompt is read
+    controller.probe_interval, controller.steps_since_draft = 3, 0
+    assert any(controller.plan(8, {}).drafter == "model" for _ in range(4))
+
+
+def test_once_the_probes_back_off_is_at_its_cap_a_measured_draft_model_is_probed_prefill_and_all():
+    """Else one bad request would switch the draft model off for the engine's life."""
+    controller = controller_with(0.005, draft_seconds=0.05, accepted_fraction=0.1, probe_every=3)
+    controller.primed.clear()
+    drafted = [i for i in range(100) if controller.plan(8, {}).drafter == "model"]
+    assert drafted == [48, 97]      # primed, it would have been probed at 3, 10, 23, 48, 97 (waits of 3, 6, 12, 24)
 
 
 def test_a_draft_model_that_drafted_has_read_the_prompt():

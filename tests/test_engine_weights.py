@@ -249,7 +249,8 @@ def w8a8_error_bound(x: torch.Tensor, layer: DynamicInt8Linear, weight: torch.Te
     """[M, out]: what rounding the weights (half a step of each channel's scale) and the call's activations (half
     of one step of (max - min) / 255 over the whole call, 0 included) may cost each output."""
     weight_step = weight.float().abs().amax(dim=1) / 127                                  # [out]
-    activation_step = (x.max().clamp(min=0) - x.min().clamp(max=0)).float() / 255         # one for the call
+    levels = 127 if layer.reduce_range else 255                                            # 7 bits without VNNI
+    activation_step = (x.max().clamp(min=0) - x.min().clamp(max=0)).float() / levels      # one for the call
     return (x.float().abs().sum(-1, keepdim=True) * weight_step / 2
             + activation_step / 2 * (weight.float().abs().sum(1) + weight_step * weight.shape[1]))
 
@@ -299,6 +300,7 @@ def test_w8a8_calls_of_more_rows_than_its_limit_use_the_dense_weight():
 
 
 def test_w8a8_leaves_down_projections_to_int4s_treatment_and_counts_fbgemms_bytes(tmp_path):
+    torch.manual_seed(0)
     model = snapped_to_a_4bit_grid(tiny_model(0, hidden=128)).to(torch.bfloat16)
     with torch.no_grad():                          # one down projection off the grid: it gets int8 weight-only
         model.model.layers[1].mlp.down_proj.weight.add_(torch.randn(128, 256).bfloat16() * 0.01)
