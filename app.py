@@ -28,8 +28,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              "in bf16 on an x86 CPU, int4 on other CPUs, else native), native (as --dtype), int8 "
                              "(weight-only, half the bytes of bf16), int4 (4 bits where the weights are 4-bit already, "
                              "as the bundled models' Q4_K layers, int8 elsewhere), or w8a8 (int8 weights times "
-                             "activations rounded to 8 bits per call, 7 without AVX-512 VNNI; int4's layers for the "
-                             "MLP's down projection): fewer bytes per step, faster decoding on a CPU")
+                             "activations rounded to 8 bits per call, 7 without AVX-512 VNNI; outlier channels of the "
+                             "MLP's down projection in floats): fewer bytes per step, faster decoding on a CPU")
     parser.add_argument("--host", default="127.0.0.1", help="interface to listen on (default: 127.0.0.1, this "
                                                             "machine only)")
     parser.add_argument("--port", type=int, default=None, help="port (default: 7860 or the next free one)")

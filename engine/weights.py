@@ -13,7 +13,7 @@ stays: a lookup reads one row per token):
   `torch._weight_int4pack_mm_for_cpu` multiplies.
 - w8a8: `DynamicInt8Linear`, int8 weights as int8's and the activations of each call rounded to 8 bits (one scale
   for the call), multiplied in integers by fbgemm (`quantized::linear_dynamic`); the MLP's down projections, whose
-  inputs carry outlier channels, get int4's treatment instead (W8A8_KEEP).
+  inputs carry outlier channels, multiply those channels in floats (W8A8_OUTLIER_LAYERS).
 
 The weight-only kernels turn weights back into floats and stop paying beyond a few rows; fbgemm's integer products
 stay memory-bound to 8 rows (`python -m benchmarks.bench_kernels`; the figures are in the README). So each layer
@@ -37,15 +37,17 @@ from engine.loading import owned_model_dir
 
 WEIGHT_FORMATS = ("auto", "native", "int8", "int4", "w8a8")   # native: as loaded (--dtype); int8: Int8Linear
         # layers; int4: Int4Linear where the weights are 4-bit already, Int8Linear elsewhere; w8a8: DynamicInt8Linear
-        # but for W8A8_KEEP, which get int4's; auto: auto_weight_format
+        # layers; auto: auto_weight_format
 INT8_MAX_ROWS = 4   # token rows per call (batch x tokens per row) up to which the int8 kernel is the faster one
 INT4_MAX_ROWS = 8   # the same for the int4 kernel
 W8A8_MAX_ROWS = 64  # a cap, not a break-even: the kernel is still ~2x faster than bf16 at 64 rows (kern2 probe,
                     # this session); a longer prompt's prefill reads the dense weights, so its error is not shared
                     # across hundreds of tokens
-W8A8_KEEP = ("down_proj",)   # layers that w8a8 leaves to int4's treatment: the MLP's output projection reads
-                             # outlier channels (measured, 1.5B: 9% relative error with 8-bit activations vs 1-2%
-                             # for q/k/v/o/gate/up)
+W8A8_OUTLIER_LAYERS = ("down_proj",)   # layers whose inputs carry outlier channels: the MLP's output projection
+                                       # (measured on real code, 1.5B: 9% relative error with one 8-bit scale per
+                                       # call, 15% at 8 rows, vs 1-2% for q/k/v/o/gate/up)
+W8A8_OUTLIER_THRESHOLD = 4.0   # their input channels above this (in magnitude) go through floats: measured there,
+                               # 2.8-3.6% relative error, 15 (1 row) to 200 (32 rows) channels of 8960 on average
 INT4_GROUP = 32     # weights per group of one step and one offset (a Q4_K sub-block)
 INT4_OUT_MULTIPLE = 16   # the int4 kernel packs output features in blocks of 16
 GRID_TOLERANCE = 0.05   # RMS distance to the fitted grid, in steps of (max - min) / 15, below which a layer is 4-bit
@@ -58,17 +60,18 @@ class _LowByteLinear(nn.Module):
     """A linear layer whose weights are also held in a smaller format: a call of up to `max_rows` token rows uses
     the small format's kernel (`_small`), a larger one the original weight (None: always the small format)."""
 
-    def __init__(self, linear: nn.Linear, max_rows: int | None):
+    def __init__(self, linear: nn.Linear, max_rows: int | None, keep_dense: bool = False):
         super().__init__()
         self.in_features, self.out_features = linear.in_features, linear.out_features
         self.max_rows = max_rows
         # the original weight (a tied head's is the embedding table itself: no copy); not saved with the model
-        self.register_buffer("weight_dense", None if max_rows is None else linear.weight.detach(), persistent=False)
+        self.register_buffer("weight_dense", linear.weight.detach() if max_rows is not None or keep_dense else None,
+                             persistent=False)
         self.bias = None if linear.bias is None else nn.Parameter(linear.bias.detach(), requires_grad=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         flat = x.reshape(-1, self.in_features).contiguous()                      # [M, in]
-        if self.weight_dense is not None and flat.shape[0] > self.max_rows:
+        if self.max_rows is not None and flat.shape[0] > self.max_rows:
             out = torch.nn.functional.linear(flat, self.weight_dense, self.bias)      # [M, out], as the original
         else:
             out = self._small(flat)                                                   # [M, out]
@@ -115,11 +118,15 @@ class DynamicInt8Linear(_LowByteLinear):
     """y = x @ (q * scale).T + bias with int8 products: the weights as Int8Linear's, the activations of each call
     quantized to 8 bits on the fly (one scale and offset for the whole call: fbgemm's `quantized::linear_dynamic`,
     in fp32). The only kernel here that stays memory-bound beyond one row (bench_kernels), but its error follows
-    the call's largest activation, so it suits layers whose inputs have no outlier channels (see W8A8_KEEP), and
-    the rows of one call share that error."""
+    the call's largest activation, and the rows of one call share that error. So for a layer whose inputs carry
+    outlier channels (W8A8_OUTLIER_LAYERS), `outlier_threshold` splits them off as LLM.int8() does: the input
+    channels where some row of the call exceeds it in magnitude are multiplied in floats with the original
+    weight's columns, the rest in int8."""
 
-    def __init__(self, linear: nn.Linear, max_rows: int | None = W8A8_MAX_ROWS):
-        super().__init__(linear, max_rows)
+    def __init__(self, linear: nn.Linear, max_rows: int | None = W8A8_MAX_ROWS,
+                 outlier_threshold: float | None = None):
+        super().__init__(linear, max_rows, keep_dense=outlier_threshold is not None)
+        self.outlier_threshold = outlier_threshold
         weight_int8, scales = _int8_per_channel(linear.weight, torch.float32)
         zeros = torch.zeros(self.out_features, dtype=torch.long)
         with warnings.catch_warnings():   # torch 2.13 deprecates quantized tensors (requirements.txt pins it)
@@ -130,7 +137,15 @@ class DynamicInt8Linear(_LowByteLinear):
         self.reduce_range = not _cpu_has_vnni()
 
     def _small(self, flat: torch.Tensor) -> torch.Tensor:
-        return torch.ops.quantized.linear_dynamic(flat.float(), self.packed, self.reduce_range)
+        x = flat.float()                                                                  # [M, in]
+        if self.outlier_threshold is None:
+            return torch.ops.quantized.linear_dynamic(x, self.packed, self.reduce_range)
+        loud = (x.abs() > self.outlier_threshold).any(dim=0).nonzero().squeeze(1)        # [L] outlier channels
+        quiet = x.index_fill(1, loud, 0.0)                                                # [M, in], a new tensor
+        out = torch.ops.quantized.linear_dynamic(quiet, self.packed, self.reduce_range)  # [M, out]
+        if loud.numel():
+            out.addmm_(x[:, loud], self.weight_dense[:, loud].float().t())               # [M, L] @ [L, out]
+        return out
 
 
 @functools.cache
@@ -268,19 +283,17 @@ def quantize_int4(model: nn.Module, int4_max_rows: int | None = INT4_MAX_ROWS,
     return model
 
 
-def quantize_w8a8(model: nn.Module, cache_dir: Path | None = None) -> nn.Module:
-    """Swap every nn.Linear of the model for a DynamicInt8Linear, but those named in W8A8_KEEP, which get what
-    quantize_int4 gives them (int4 where the weights are 4-bit already, else int8 weight-only), in place."""
-    keep = {id(module) for name, module in model.named_modules()
-            if isinstance(module, nn.Linear) and name.rsplit(".", 1)[-1] in W8A8_KEEP}
-    if not keep:
+def quantize_w8a8(model: nn.Module) -> nn.Module:
+    """Swap every nn.Linear of the model for a DynamicInt8Linear, in place; those named in W8A8_OUTLIER_LAYERS
+    split their outlier channels off (W8A8_OUTLIER_THRESHOLD)."""
+    names = {id(module): name.rsplit(".", 1)[-1] for name, module in model.named_modules()}
+    split = sum(names[id(m)] in W8A8_OUTLIER_LAYERS for m in model.modules() if isinstance(m, nn.Linear))
+    if not split:
         logger.warning("weights w8a8: no layer named %s (the MLP's output projection of Qwen/Llama-style models): "
-                       "every linear layer gets 8-bit activations, outlier channels included", "/".join(W8A8_KEEP))
-    _swap_linears(model, "w8a8", lambda linear: linear if id(linear) in keep else DynamicInt8Linear(linear))
-    quantize_int4(model, cache_dir=cache_dir)
-    model.weight_format = "w8a8"
-    logger.info("weights w8a8: %d linear layers with 8-bit activations", sum(
-        isinstance(module, DynamicInt8Linear) for module in model.modules()))
+                       "no layer splits outlier channels off", "/".join(W8A8_OUTLIER_LAYERS))
+    _swap_linears(model, "w8a8", lambda linear: DynamicInt8Linear(
+        linear, outlier_threshold=W8A8_OUTLIER_THRESHOLD if names[id(linear)] in W8A8_OUTLIER_LAYERS else None))
+    logger.info("weights w8a8: every linear layer with 8-bit activations, %d with outlier channels in floats", split)
     return model
 
 
@@ -372,7 +385,7 @@ def apply_weight_format(model: nn.Module | None, weights: str) -> nn.Module | No
     if weights == "int8":
         return quantize_int8(model)
     if weights == "w8a8":
-        return quantize_w8a8(model, cache_dir=owned_model_dir(model))
+        return quantize_w8a8(model)
     return quantize_int4(model, cache_dir=owned_model_dir(model))
 
 

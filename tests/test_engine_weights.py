@@ -272,8 +272,8 @@ def test_w8a8_linear_is_the_linear_within_the_rounding_of_weights_and_of_the_cal
 
 
 def test_the_rows_of_one_w8a8_call_share_the_error_of_its_largest_activation():
-    """Why W8A8_KEEP exists and why a row's result depends on the rows called with it: one outlier coarsens the
-    8-bit activations of the whole call."""
+    """Why down projections split outlier channels off (W8A8_OUTLIER_LAYERS), and why a row's result depends on
+    the rows called with it: one outlier coarsens the 8-bit activations of the whole call."""
     torch.manual_seed(0)
     linear = nn.Linear(256, 64, bias=False)
     layer = DynamicInt8Linear(linear, max_rows=None)
@@ -299,25 +299,37 @@ def test_w8a8_calls_of_more_rows_than_its_limit_use_the_dense_weight():
         assert not torch.equal(linear(x), layer._small(x).to(x.dtype))    # the two paths differ (could fail)
 
 
-def test_w8a8_leaves_down_projections_to_int4s_treatment_and_counts_fbgemms_bytes(tmp_path):
-    torch.manual_seed(0)
-    model = snapped_to_a_4bit_grid(tiny_model(0, hidden=128)).to(torch.bfloat16)
-    with torch.no_grad():                          # one down projection off the grid: it gets int8 weight-only
-        model.model.layers[1].mlp.down_proj.weight.add_(torch.randn(128, 256).bfloat16() * 0.01)
+def test_w8a8_swaps_every_linear_splits_outliers_in_down_projections_and_counts_fbgemms_bytes():
+    model = tiny_model(0, hidden=128).to(torch.bfloat16)
     before = weight_bytes(model)
-    quantize_int4(snapped_to_a_4bit_grid(tiny_model(0, hidden=128)).to(torch.bfloat16), cache_dir=tmp_path)
-    full_cache = torch.load(tmp_path / "int4-grids-v1-bfloat16.pt", weights_only=True).keys()
     apply_weight_format(model, "w8a8")
     assert model.weight_format == "w8a8" and not any(isinstance(m, nn.Linear) for m in model.modules())
-    assert isinstance(model.model.layers[0].mlp.down_proj, Int4Linear)
-    assert isinstance(model.model.layers[1].mlp.down_proj, Int8Linear)
-    others = [m for name, m in model.named_modules() if name.endswith(("_proj", "lm_head"))
-              and not name.endswith("down_proj")]
-    assert others and all(isinstance(m, DynamicInt8Linear) for m in others)
-    assert 0.45 * before < weight_bytes(model) < 0.6 * before          # int8 where w8a8 reads its packed weights
-    # the grid cache keeps the fits of the layers w8a8 did not fit (int4 of the same model reuses them)
-    quantize_w8a8(snapped_to_a_4bit_grid(tiny_model(0, hidden=128)).to(torch.bfloat16), cache_dir=tmp_path)
-    assert torch.load(tmp_path / "int4-grids-v1-bfloat16.pt", weights_only=True).keys() == full_cache
+    layers = {name: m for name, m in model.named_modules() if isinstance(m, DynamicInt8Linear)}
+    assert len(layers) == 2 * 7 + 1                                   # 2 decoder layers of 7, and the head
+    split = {name for name, m in layers.items() if m.outlier_threshold is not None}
+    assert split == {"model.layers.0.mlp.down_proj", "model.layers.1.mlp.down_proj"}
+    assert 0.45 * before < weight_bytes(model) < 0.6 * before          # fbgemm's packed int8 weights
+
+
+def test_outlier_channels_go_through_floats_so_one_loud_channel_costs_the_call_nothing():
+    """The down projection's case: a row with an outlier channel beside quiet rows. Without the split the call's
+    one 8-bit scale follows the outlier and every row loses precision; with it, the error stays that of the
+    quiet values, and the outlier channel itself is exact up to fp32."""
+    torch.manual_seed(0)
+    linear = nn.Linear(256, 64, bias=False)
+    plain = DynamicInt8Linear(linear, max_rows=None)
+    split = DynamicInt8Linear(linear, max_rows=None, outlier_threshold=4.0)
+    x = torch.randn(4, 256).clamp(-3.5, 3.5)
+    x[1, 7] = 200.0
+    with torch.inference_mode():
+        exact = linear(x)
+        errors = {name: float((layer(x) - exact).norm() / exact.norm()) for name, layer in
+                  (("plain", plain), ("split", split))}
+        quiet_only = x.clone()
+        quiet_only[:, 7] = 0
+        quiet_error = float((split(quiet_only) - linear(quiet_only)).norm() / exact.norm())
+    assert errors["split"] < 0.02 and errors["plain"] > 5 * errors["split"], errors
+    assert errors["split"] == pytest.approx(quiet_error, rel=0.05, abs=1e-4)    # the outlier added nothing
 
 
 def test_the_engine_generates_on_w8a8_weights_close_to_the_original():
