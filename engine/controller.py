@@ -260,8 +260,12 @@ class DraftController:
         needed doubles the wait for the next (up to 16x), since on hardware where drafting does not pay every
         probe is a loss."""
         drafted = [o for o in options if o.drafter and o.length <= 3 and not self._probe_needs_prefill(o)]
-        self.probe_interval = min(2 * self.probe_interval, 16 * self.settings.probe_every)   # skipped ones too:
-        return max(drafted, key=lambda o: o.expected_rate) if drafted else options[0]     # they reach the cap
+        self.probe_interval = min(2 * self.probe_interval, self._longest_probe_interval)   # skipped ones too:
+        return max(drafted, key=lambda o: o.expected_rate) if drafted else options[0]   # they reach the cap
+
+    @property
+    def _longest_probe_interval(self) -> int:
+        return 16 * self.settings.probe_every
 
     def _probe_needs_prefill(self, plan: StepPlan) -> bool:
         """Whether the plan would make a model drafter read the prompt first, for a drafter whose pass cost is
@@ -269,7 +273,7 @@ class DraftController:
         on w8a8) is more than a short probe of a drafter the costs call a loss can win back. An unmeasured drafter
         is probed (that is how its costs become known), and so is any once the probes' back-off is at its cap (a
         long generation: else a drafter judged in one bad request would never be judged again)."""
-        if self.probe_interval >= 16 * self.settings.probe_every:
+        if self.probe_interval >= self._longest_probe_interval:
             return False
         return any(name in self.model_drafters and name not in self.primed
                    and self.costs.estimate(name, 1, 1) is not None for name in (plan.drafter, plan.fallback))

@@ -394,9 +394,8 @@ def auto_weight_format(model: nn.Module | None) -> str:
     """What weights="auto" means for this model: w8a8 for a bundled model (one of our converted GGUFs) in bf16 on a
     CPU with fbgemm's kernels (x86), where decoding is memory-bound (README: no measured loss of HumanEval pass@1,
     the fastest per token end to end; int4 on other CPUs); else its weights as loaded: a user's model (its
-    accuracy in a lossy format is
-    not measured: ask for one), a GPU's kernels, or fp32 (the reference format, where a seed's tokens are exact
-    across drafters)."""
+    accuracy in a lossy format is not measured: ask for one), a GPU's kernels, or fp32 (the reference format,
+    where a seed's tokens are exact across drafters)."""
     if model is None or owned_model_dir(model) is None:
         return "native"
     parameter = next(model.parameters())
