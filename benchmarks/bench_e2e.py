@@ -11,13 +11,17 @@ to the moment all k candidates are finished. Methods:
   hf_assisted                 the same with the draft model as assistant (assisted generation: k=1 only)
   llama                       llama.cpp's llama-server (n=k: the prompt processed once, copied to k slots), on
                               the bundled GGUF (Q4_K_M), through engine/remote.py; needs --llama-server BIN
-Methods are interleaved prompt by prompt (the machine is shared and noisy: ratios within one run hold).
+Methods are interleaved prompt by prompt (the machine is shared and noisy: ratios within one run hold). Before
+the timed prompts, each method serves one untimed request (the next HumanEval prompt, same k and temperature): a
+running app has paid its first calls already, and `auto` has measured its drafters; its seconds are reported
+as warm-up s.
 Example: python -m benchmarks.bench_e2e --k 8 --temperature 0.8 --prompts 5 --methods hf,ours_none,ours_auto,llama
 Prints a table and, as its last line, one JSON object.
 """
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
 import time
@@ -43,16 +47,23 @@ class Tally:
     seconds: list[float] = field(default_factory=list)
     tokens: int = 0
     note: str = ""
+    warmup_s: float | None = None   # the untimed first request (another prompt): first calls, a drafter's measuring
 
     def as_dict(self) -> dict:
         total = sum(self.seconds)
         return {"prompts": len(self.seconds), "mean_s_per_prompt": round(total / len(self.seconds), 3)
                 if self.seconds else None, "tokens": self.tokens,
+                "warmup_s": None if self.warmup_s is None else round(self.warmup_s, 3),
                 "tokens_per_s": round(self.tokens / total, 3) if total else None, "note": self.note or None}
 
 
 def prompts(count: int) -> list[str]:
     return humaneval_prompts(count) + [METHOD_PROMPTS[0], MID_LINE[0]]
+
+
+def warmup_prompt(count: int) -> str:
+    """The HumanEval prompt after the timed ones."""
+    return humaneval_prompts(count + 1)[count]
 
 
 class BodyEndCriterion:
@@ -134,32 +145,27 @@ def main(argv=None) -> dict:
     server, remote, notes = None, None, {}
     if "llama" in methods:
         server, remote, notes["llama"] = start_llama(args)
-    texts = prompts(args.prompts)
+    texts, warmup = prompts(args.prompts), warmup_prompt(args.prompts)
     results = []
     try:
         for k in [int(x) for x in args.k.split(",")]:
             for temperature in [float(x) for x in args.temperature.split(",")]:
                 args.temperature_now = temperature
                 tallies = {m: Tally(note=notes.get(m, "")) for m in methods}
+                run = functools.partial(run_method, k=k, args=args, engines=engines, hf=(model, tokenizer, draft),
+                                        eos_ids=eos_ids, remote=remote)
+                for method in methods:   # untimed: what every method pays once, before the prompts are timed
+                    measured = run(method, warmup, args.seed + len(texts))
+                    tallies[method].warmup_s = measured[0] if isinstance(measured, tuple) else None
                 for index, prompt in enumerate(texts):
                     for method in methods:
                         tally = tallies[method]
-                        if method in engines:
-                            seconds, tokens = run_ours(engines[method], prompt, k, args, args.seed + index)
-                        elif method == "hf":
-                            seconds, tokens = run_hf(model, tokenizer, prompt, k, args, eos_ids)
-                        elif method == "hf_assisted" and draft is not None and k == 1:
-                            seconds, tokens = run_hf(model, tokenizer, prompt, k, args, eos_ids, assistant=draft)
-                        elif method == "hf_assisted":
-                            tally.note = "needs --draft" if draft is None else "transformers assists batch 1 only"
+                        measured = run(method, prompt, args.seed + index)
+                        if isinstance(measured, str):
+                            tally.note = tally.note or measured
                             continue
-                        elif method == "llama" and remote is not None:
-                            seconds, tokens = run_llama(remote, prompt, k, args)
-                        else:
-                            tally.note = tally.note or "not run"
-                            continue
-                        tally.seconds.append(seconds)
-                        tally.tokens += tokens
+                        tally.seconds.append(measured[0])
+                        tally.tokens += measured[1]
                 results.append(report(k, temperature, tallies))
     finally:
         if server is not None:
@@ -170,6 +176,23 @@ def main(argv=None) -> dict:
                "results": results}
     print(json.dumps(summary))
     return summary
+
+
+def run_method(method: str, prompt: str, seed: int, *, k: int, args, engines: dict[str, Engine], hf, eos_ids,
+               remote) -> tuple[float, int] | str:
+    """(seconds to all k finished, tokens) of one method on one prompt, or why it cannot run."""
+    model, tokenizer, draft = hf
+    if method in engines:
+        return run_ours(engines[method], prompt, k, args, seed)
+    if method == "hf":
+        return run_hf(model, tokenizer, prompt, k, args, eos_ids)
+    if method == "hf_assisted" and draft is not None and k == 1:
+        return run_hf(model, tokenizer, prompt, k, args, eos_ids, assistant=draft)
+    if method == "hf_assisted":
+        return "needs --draft" if draft is None else "transformers assists batch 1 only"
+    if method == "llama" and remote is not None:
+        return run_llama(remote, prompt, k, args)
+    return "not run"
 
 
 def our_engines(methods: list[str], model, tokenizer, draft, args) -> dict[str, Engine]:
@@ -190,7 +213,7 @@ def report(k: int, temperature: float, tallies: dict[str, Tally]) -> dict:
     base = tallies.get("ours_none")
     base_s = sum(base.seconds) if base and base.seconds else None
     print(f"\nk={k} T={temperature}")
-    print(f"{'method':<19}{'s/prompt':>10}{'tokens/s':>10}{'vs ours_none':>14}  note")
+    print(f"{'method':<19}{'s/prompt':>10}{'tokens/s':>10}{'vs ours_none':>14}{'warm-up s':>11}  note")
     rows = {}
     for method, tally in tallies.items():
         row = tally.as_dict()
@@ -198,7 +221,8 @@ def report(k: int, temperature: float, tallies: dict[str, Tally]) -> dict:
         row["speedup_vs_ours_none"] = round(base_s / total, 3) if base_s and total else None
         rows[method] = row
         print(f"{method:<19}{row['mean_s_per_prompt'] or float('nan'):>10.2f}{row['tokens_per_s'] or float('nan'):>10.2f}"
-              f"{row['speedup_vs_ours_none'] or float('nan'):>14.3f}  {tally.note}")
+              f"{row['speedup_vs_ours_none'] or float('nan'):>14.3f}{row['warmup_s'] or float('nan'):>11.2f}"
+              f"  {tally.note}")
     return {"k": k, "temperature": temperature, "methods": rows}
 
 

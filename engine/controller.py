@@ -23,6 +23,9 @@ class ControllerSettings:
     min_gain: float = 0.1           # draft only when the expected rate beats plain decoding by this fraction:
                                     # estimates are noisy, and a wrong guess must not cost more than it can win
     extra_token_cost: float = 0.08  # prior: each extra verified token costs this fraction of a 1-token pass
+    one_off_spread: int = 8         # a draft model that did not draft last round first pays a one-off (the prompt's
+                                    # prefill, or catching up on the tokens it missed): a plan charges it spread
+                                    # over this many rounds, since the model then drafts on while it pays
 
 
 class BassLengthRule:
@@ -89,6 +92,11 @@ class CostModel:
         return slope / max(intercept + slope, 1e-9)
 
 
+def _one_off(model: str) -> str:
+    """The cost model's name for a draft model's one-offs (prompt prefill, catching up)."""
+    return f"{model} one-off"
+
+
 def _line(points: dict[int, float]) -> tuple[float, float]:
     """Least-squares (intercept, slope >= 0) of seconds against tokens per row."""
     qs, ts = list(points), list(points.values())
@@ -124,20 +132,34 @@ class AcceptanceEstimate:
         return (1 - a ** (length + 1)) / (1 - a)
 
 
+@dataclass
+class ProbeSchedule:
+    """When the next probe is due: plain steps since anything drafted, and the wait before a probe (doubled by
+    each probe that was needed, up to 16x probe_every; back to probe_every once drafting pays)."""
+
+    interval: int
+    steps_since_draft: int = 0
+
+
 class ControllerMemory:
-    """What outlives one request: forward costs (a property of the hardware and models) and acceptance per
-    drafter and temperature, so a new request starts from measurements instead of priors."""
+    """What outlives one request: forward costs (a property of the hardware and models), acceptance per
+    drafter and temperature, and the probe schedule per temperature, so a new request starts from measurements
+    instead of priors (and a machine where drafting does not pay is not probed afresh by every request)."""
 
     def __init__(self, settings: ControllerSettings):
         self.settings = settings
         self.costs = CostModel(settings)
         self._acceptance: dict[tuple[str, float], AcceptanceEstimate] = {}
+        self._probes: dict[float, ProbeSchedule] = {}
 
     def acceptance_of(self, drafter: str, temperature: float) -> AcceptanceEstimate:
         key = (drafter, round(temperature, 3))
         if key not in self._acceptance:
             self._acceptance[key] = AcceptanceEstimate(self.settings)
         return self._acceptance[key]
+
+    def probes_of(self, temperature: float) -> ProbeSchedule:
+        return self._probes.setdefault(round(temperature, 3), ProbeSchedule(self.settings.probe_every))
 
 
 @dataclass
@@ -171,7 +193,7 @@ class StepRecord:
     row_drafters: list[str | None]     # which drafter served each row (None: it got no speculative tokens)
     draft_s: float = 0.0               # seconds of the draft model's passes (lookups are free)
     draft_passes: int = 0              # draft-model forward passes
-    setup_s: float = 0.0               # seconds of a draft model's prompt prefill (its first round only)
+    setup_s: float = 0.0               # seconds of a draft model's one-offs: prompt prefill, catching up
     verify_s: float = 0.0              # seconds of the rest: lookups, plan, verify forward, accept, commit
     proposed: list[int] = field(default_factory=list)   # speculative tokens proposed per row
     accepted: list[int] = field(default_factory=list)   # of those, accepted per row
@@ -188,9 +210,9 @@ class DraftController:
         self.acceptance = {name: memory.acceptance_of(name, temperature) for name in drafter_names}
         self.bass = {name: BassLengthRule(settings) for name in drafter_names}
         self.model_drafters = model_drafters
-        self.steps_since_draft = 0
-        self.probe_interval = settings.probe_every  # plain steps before the next probe
+        self.probes = memory.probes_of(temperature)
         self.primed: set[str] = set()   # model drafters that have read this request's prompt (prefill paid)
+        self.fresh: set[str] = set()    # model drafters that drafted last round (nothing to catch up on)
         self.choices: dict[str, int] = defaultdict(int)
 
     def rate(self, drafter: str | None, rows: int, length: int, row_lengths: list[int] | None = None,
@@ -208,6 +230,8 @@ class DraftController:
         if model is not None and model in served:
             draft_pass = self.costs.estimate(model, rows, 1)
             seconds += length * (draft_pass if draft_pass is not None else 0.4 * verify)
+            if model not in self.fresh:
+                seconds += (self.costs.estimate(_one_off(model), rows, 1) or 0.0) / self.settings.one_off_spread
         lengths = row_lengths if row_lengths is not None else [length] * rows
         tokens = 0.0
         for name, found in zip(served, lengths):
@@ -238,10 +262,10 @@ class DraftController:
         elif not self.settings.cost_aware or best.expected_rate == 0.0:
             best = self._without_costs(options)
         elif best.drafter is None or best.expected_rate < options[0].expected_rate * (1 + self.settings.min_gain):
-            best = self._probe(options) if self.steps_since_draft >= self.probe_interval else options[0]
+            best = self._probe(options) if self.probes.steps_since_draft >= self.probes.interval else options[0]
         else:
-            self.probe_interval = self.settings.probe_every  # drafting pays again: probe at the base rate later
-        self.steps_since_draft = 0 if best.drafter else self.steps_since_draft + 1
+            self.probes.interval = self.settings.probe_every  # drafting pays again: probe at the base rate later
+        self.probes.steps_since_draft = 0 if best.drafter else self.probes.steps_since_draft + 1
         self.choices[best.label] += 1
         return best
 
@@ -257,33 +281,39 @@ class DraftController:
 
     def _probe(self, options: list[StepPlan]) -> StepPlan:
         """A short draft with the best-looking drafter, to refresh its acceptance estimate; each probe that is
-        needed doubles the wait for the next (up to 16x), since on hardware where drafting does not pay every
-        probe is a loss."""
-        drafted = [o for o in options if o.drafter and o.length <= 3 and not self._probe_needs_prefill(o)]
-        self.probe_interval = min(2 * self.probe_interval, self._longest_probe_interval)   # skipped ones too:
-        return max(drafted, key=lambda o: o.expected_rate) if drafted else options[0]   # they reach the cap
+        needed doubles the wait for the next (up to 16x, across requests), since on hardware where drafting does
+        not pay every probe is a loss (measured, w8a8 at 8 rows: a 1-token sibling probe costs 1.7-2x a plain
+        step)."""
+        drafted = [o for o in options if o.drafter and o.length <= 3 and not self._probe_needs_prefill(o)
+                   and (o.length >= 2 or not self._unmeasured_model(o))]
+        self.probes.interval = min(2 * self.probes.interval, 16 * self.settings.probe_every)
+        return max(drafted, key=lambda o: o.expected_rate) if drafted else options[0]
 
-    @property
-    def _longest_probe_interval(self) -> int:
-        return 16 * self.settings.probe_every
+    def _unmeasured_model(self, plan: StepPlan) -> bool:
+        """Whether the plan uses a draft model whose pass cost is unmeasured: its probe drafts 2+ tokens, since
+        the first pass reads the prompt or catches up (a one-off) and only the passes after it measure the cost."""
+        return any(name in self.model_drafters and self.costs.estimate(name, 1, 1) is None
+                   for name in (plan.drafter, plan.fallback))
 
     def _probe_needs_prefill(self, plan: StepPlan) -> bool:
         """Whether the plan would make a model drafter read the prompt first, for a drafter whose pass cost is
         measured already: its prefill (measured, 0.5B draft: 0.3 s for 118 prompt tokens, two plain steps of 8 rows
         on w8a8) is more than a short probe of a drafter the costs call a loss can win back. An unmeasured drafter
-        is probed (that is how its costs become known), and so is any once the probes' back-off is at its cap (a
-        long generation: else a drafter judged in one bad request would never be judged again)."""
-        if self.probe_interval >= self._longest_probe_interval:
-            return False
-        return any(name in self.model_drafters and name not in self.primed
-                   and self.costs.estimate(name, 1, 1) is not None for name in (plan.drafter, plan.fallback))
+        is probed (that is how its costs become known); a measured one is judged again whenever the plan picks
+        it on its estimates, or once a request made it read the prompt."""
+        return not self._unmeasured_model(plan) and any(name in self.model_drafters and name not in self.primed
+                                                        for name in (plan.drafter, plan.fallback))
 
     def observe(self, step: StepRecord) -> None:
         """Learn from one round: the verify cost, the draft-pass cost, each drafter's acceptance on its rows."""
         width = max(step.proposed, default=0)
         self.costs.record("target", step.rows, width + 1, step.verify_s)
-        if step.draft_passes or step.setup_s:
-            self.primed.update(n for n in (step.plan.drafter, step.plan.fallback) if n in self.model_drafters)
+        ran = {n for n in (step.plan.drafter, step.plan.fallback) if n in self.model_drafters} \
+            if step.draft_passes or step.setup_s else set()
+        self.primed |= ran
+        self.fresh = ran
+        for name in ran if step.setup_s else ():
+            self.costs.record(_one_off(name), step.rows, 1, step.setup_s)
         if step.plan.drafter is None or width == 0:
             return
         for name in {n for n in step.row_drafters if n is not None}:

@@ -210,7 +210,7 @@ class Engine:
     def _draft(self, run: _Run, drafters, lookups: dict[str, Draft], plan: StepPlan,
                context: DraftContext) -> tuple[Draft, StepRecord]:
         """The plan's draft, truncated to its length, and the round's record so far; a model drafter runs here
-        (timed, its prefill excluded), alone or for the rows the lookup found nothing for."""
+        (timed, its one-offs apart), alone or for the rows the lookup found nothing for."""
         batch = len(run.active)
         if plan.drafter is None:
             empty = Draft.empty(batch, self.device)
@@ -224,7 +224,7 @@ class Engine:
         context.max_len = plan.length
         passes_before, setup_before, started = drafter.passes, getattr(drafter, "setup_s", 0.0), time.perf_counter()
         draft = drafter.propose(context)
-        setup_s = getattr(drafter, "setup_s", 0.0) - setup_before     # the prompt's prefill, on the first proposal
+        setup_s = getattr(drafter, "setup_s", 0.0) - setup_before     # one-offs: prompt prefill, catching up
         draft_s = time.perf_counter() - started - setup_s
         draft = draft if lookup is None else merge_drafts(lookup, draft)
         return draft, self._record(plan, draft, lookup, draft_s, drafter.passes - passes_before, setup_s)

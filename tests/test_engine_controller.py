@@ -118,7 +118,8 @@ def test_plain_decoding_is_measured_first_then_drafting_is_probed():
     assert (first.drafter, first.length) == (None, 0)   # the yardstick: a plain step at this batch size
     controller.costs.record("target", 8, 1, 0.1)
     plans = [controller.plan(8, {}) for _ in range(4)]
-    assert any(p.drafter == "model" and p.length > 0 for p in plans)
+    probes = [p for p in plans if p.drafter == "model"]
+    assert probes and all(p.length >= 2 for p in probes)   # its first pass is a one-off: a second one measures it
     assert controller.plan(5, {}).drafter is None        # a new batch size (rows finished): measured anew
 
 
@@ -132,20 +133,32 @@ def test_a_probe_does_not_pay_a_measured_draft_models_prefill_but_probes_it_once
     controller.costs.record("model", 8, 1, 0.05)                 # measured: a loss at this acceptance
     for _ in range(10):
         controller.acceptance["model"].observe([8] * 8, [1] * 8)
-    plans = [controller.plan(8, {"sibling": [2] + [0] * 7}) for _ in range(30)]
+    plans = [controller.plan(8, {"sibling": [2] + [0] * 7}) for _ in range(150)]   # the back-off reaches its cap
     assert {p.drafter for p in plans} == {None, "sibling"}       # probes of the lookup only, never the model
     assert all(p.fallback is None for p in plans)
     controller.primed.add("model")                               # it drafted for some row: the prompt is read
-    controller.probe_interval, controller.steps_since_draft = 3, 0
+    controller.probes.interval, controller.probes.steps_since_draft = 3, 0
     assert any(controller.plan(8, {}).drafter == "model" for _ in range(4))
 
 
-def test_once_the_probes_back_off_is_at_its_cap_a_measured_draft_model_is_probed_prefill_and_all():
-    """Else one bad request would switch the draft model off for the engine's life."""
-    controller = controller_with(0.005, draft_seconds=0.05, accepted_fraction=0.1, probe_every=3)
-    controller.primed.clear()
-    drafted = [i for i in range(100) if controller.plan(8, {}).drafter == "model"]
-    assert drafted == [48, 97]      # primed, it would have been probed at 3, 10, 23, 48, 97 (waits of 3, 6, 12, 24)
+def test_the_probes_back_off_outlives_a_request():
+    """A machine where drafting does not pay is not probed afresh by every request: the next request of the same
+    temperature waits as long as the last one had come to wait; another temperature has its own schedule."""
+    from engine.controller import ControllerMemory
+
+    settings = ControllerSettings(probe_every=3)
+    memory = ControllerMemory(settings)
+    first = DraftController(settings, ["sibling"], set(), memory, temperature=0.8)
+    first.costs.record("target", 8, 1, 0.1)
+    first.costs.record("target", 8, 2, 0.17)                      # a 2-token verify: 1.7x a plain step
+    first.acceptance["sibling"].observe([1] * 40, [0] * 40)       # sibling drafts are never accepted here
+    probes = [i for i in range(30) if first.plan(8, {"sibling": [1] * 8}).drafter]
+    assert probes == [3, 10, 23]                                  # waits of 3, 6 and 12 plain steps
+    second = DraftController(settings, ["sibling"], set(), memory, temperature=0.8)
+    probes = [i for i in range(30) if second.plan(8, {"sibling": [1] * 8}).drafter]
+    assert probes == [18]                                         # 6 of the 24 plain steps it waits were spent
+    other = DraftController(settings, ["sibling"], set(), memory, temperature=0.0)
+    assert [i for i in range(5) if other.plan(8, {"sibling": [1] * 8}).drafter] == [3]
 
 
 def test_a_draft_model_that_drafted_has_read_the_prompt():
@@ -158,6 +171,22 @@ def test_a_draft_model_that_drafted_has_read_the_prompt():
     controller.observe(StepRecord(StepPlan("sibling", 2, 1.0, fallback="model"), 2, ["sibling", "model"],
                                   draft_s=0.01, draft_passes=2, setup_s=0.3, proposed=[2, 2], accepted=[1, 0]))
     assert controller.primed == {"model"}
+
+
+def test_a_draft_model_that_sat_out_is_charged_its_one_off_spread_over_the_rounds_it_will_draft():
+    """A draft model that did not draft last round must first read the prompt or catch up (a one-off, measured as
+    the round's setup seconds); a plan charges it 1/one_off_spread per round, and nothing once the model drafts."""
+    from engine.controller import StepPlan, StepRecord
+
+    controller = controller_with(0.001, draft_seconds=0.01, accepted_fraction=1.0, one_off_spread=4)
+    assert controller.plan(8, {}).drafter == "model"             # no one-off measured yet
+    controller.observe(StepRecord(StepPlan(None, 0, 1.0), 8, [None] * 8, verify_s=0.1, proposed=[0] * 8,
+                                  accepted=[0] * 8))             # a plain round: the model sat out
+    controller.costs.record("model one-off", 8, 1, 4.0)          # e.g. a long catch-up: 1 s per round of 4
+    assert controller.plan(8, {}).drafter is None
+    controller.observe(StepRecord(StepPlan("model", 2, 1.0), 8, ["model"] * 8, draft_s=0.01, draft_passes=1,
+                                  verify_s=0.1, proposed=[2] * 8, accepted=[2] * 8))   # it drafted after all
+    assert controller.plan(8, {}).drafter == "model"             # nothing left to catch up on
 
 
 def test_each_needed_probe_doubles_the_wait_for_the_next():

@@ -114,6 +114,28 @@ def test_model_drafter_runs_nothing_until_asked(other_draft):
     assert drafter.passes == drafter.setup_passes == 0 and drafter.cache is None
 
 
+def test_catching_up_on_steps_it_sat_out_is_a_one_off_not_a_draft_pass(other_draft):
+    """The controller divides draft seconds by draft passes: a feed of the tokens a drafter missed while it sat
+    out (wider than CATCH_UP_WIDTH) must count with the prompt's prefill, while the 1-2 token feeds of a drafter
+    that drafts every round are its ordinary passes."""
+    from engine.drafters import CATCH_UP_WIDTH
+
+    prompt = [5, 6, 7]
+    generated = [[1], [2]]
+    drafter = ModelDrafter(other_draft, prompt, 1.0, 1.0, torch.Generator().manual_seed(0), forward, check_cache=True)
+    drafter.propose(context(prompt, generated, max_len=1))            # prefill, then the newest token: 1 pass
+    assert (drafter.setup_passes, drafter.passes) == (1, 1)
+    for row in generated:
+        row += [3] * CATCH_UP_WIDTH                                   # a round that accepted its draft + bonus
+    drafter.propose(context(prompt, generated, max_len=1))
+    assert (drafter.setup_passes, drafter.passes) == (1, 2)
+    setup_s = drafter.setup_s
+    for row in generated:
+        row += [4] * (CATCH_UP_WIDTH + 1)                             # it sat out a few plain steps
+    drafter.propose(context(prompt, generated, max_len=1))
+    assert (drafter.setup_passes, drafter.passes) == (2, 2) and drafter.setup_s > setup_s
+
+
 # --- rows served by different drafters in one step -----------------------------------------------------------
 def test_merged_draft_takes_lookup_rows_as_point_masses_and_keeps_model_rows():
     vocab = 6
