@@ -32,8 +32,10 @@ class Measurement:
     method: str
     k: int
     temperature: float
+    prompts: int = 0
     tokens: int = 0
     seconds: float = 0.0
+    prefill_seconds: float = 0.0   # ours only: the prompts' forwards, each giving every row its first token
     proposed: int = 0
     accepted: int = 0
     drafted_rows: int = 0
@@ -44,6 +46,13 @@ class Measurement:
         return self.tokens / self.seconds if self.seconds else 0.0
 
     @property
+    def decode_tokens_per_s(self) -> float | None:
+        """tokens/s after the prefill (tokens past each row's first), as llama-bench's tg is to its pp."""
+        if not self.prefill_seconds:
+            return None
+        return (self.tokens - self.k * self.prompts) / (self.seconds - self.prefill_seconds)
+
+    @property
     def ms_per_token_per_sequence(self) -> float:
         per_sequence = self.tokens / self.k
         return 1000 * self.seconds / per_sequence if per_sequence else 0.0
@@ -51,6 +60,8 @@ class Measurement:
     def as_dict(self) -> dict:
         return {"method": self.method, "k": self.k, "temperature": self.temperature, "tokens": self.tokens,
                 "seconds": round(self.seconds, 3), "tokens_per_s": round(self.tokens_per_s, 3),
+                "prefill_seconds": round(self.prefill_seconds, 3) if self.prefill_seconds else None,
+                "decode_tokens_per_s": round(self.decode_tokens_per_s, 3) if self.decode_tokens_per_s else None,
                 "ms_per_token_per_seq": round(self.ms_per_token_per_sequence, 1),
                 "acceptance_rate": round(self.accepted / self.proposed, 4) if self.proposed else None,
                 "mean_draft_length": round(self.proposed / self.drafted_rows, 3) if self.drafted_rows else None,
@@ -204,6 +215,8 @@ def main(argv=None) -> None:
             figures["weight_gb_per_forward" + suffix] = round(own_bytes / 1e9, 3)
             figures["fraction_of_memory_bound_at_batch1" + suffix] = round(
                 batch1[0].tokens_per_s / (bandwidth / own_bytes), 3)
+            figures["fraction_of_memory_bound_at_batch1_decode" + suffix] = round(    # the prefill left out
+                batch1[0].decode_tokens_per_s / (bandwidth / own_bytes), 3)
     print(json.dumps(figures))
 
 
@@ -217,9 +230,11 @@ def _measure_one(measurement: Measurement, index: int, prompt: str, model, token
         tokens, seconds, stats = run_hf(model, tokenizer, draft, prompt, k, args, assisted, eos_ids)
     else:
         tokens, seconds, stats = run_ours(engines[method], prompt, k, args, args.seed + index)
+    measurement.prompts += 1
     measurement.tokens += tokens
     measurement.seconds += seconds
     if stats is not None:
+        measurement.prefill_seconds += stats.prefill_s
         measurement.proposed += stats.proposed_tokens
         measurement.accepted += stats.accepted_tokens
         measurement.drafted_rows += stats.drafted_rows
@@ -233,7 +248,7 @@ def _row_text(m: Measurement) -> str:
     dl = f"{d['mean_draft_length']:.2f}" if d["mean_draft_length"] is not None else "-"
     return (f"{m.method:18s} k={m.k:<2d} T={m.temperature:<4} {m.tokens:6d} tok {m.seconds:8.2f} s "
             f"{m.tokens_per_s:8.2f} tok/s {m.ms_per_token_per_sequence:8.1f} ms/tok/seq  acc {acc:>5s}  len {dl:>5s}"
-            f"  {m.choices or ''}")
+            f"  decode {m.decode_tokens_per_s or float('nan'):.2f} tok/s  {m.choices or ''}")
 
 
 def _print_table(rows: list[Measurement]) -> None:

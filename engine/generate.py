@@ -104,6 +104,7 @@ class Engine:
         controller = DraftController(self.settings.controller, list(drafters),
                                      {n for n, d in drafters.items() if d.uses_model}, self.memory, request.temperature)
         self._prefill(run)
+        run.stats.prefill_s = time.perf_counter() - run.started
         self._notify(run, on_update)
         while run.active and time.perf_counter() < run.deadline and not (should_stop and should_stop()):
             self._step(run, drafters, controller)

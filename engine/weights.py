@@ -59,21 +59,29 @@ logger = logging.getLogger(__name__)
 class _LowByteLinear(nn.Module):
     """A linear layer whose weights are also held in a smaller format: a call of up to `max_rows` token rows uses
     the small format's kernel (`_small`), a larger one the original weight (None: always the small format, and
-    the original weight is kept only when `keep_dense`)."""
+    the original weight is kept only when `keep_dense`). `transpose_dense` stores the original weight as
+    [in, out] (a copy): whole input channels are then contiguous rows, for a kernel that reads a few of them."""
 
-    def __init__(self, linear: nn.Linear, max_rows: int | None, keep_dense: bool = False):
+    def __init__(self, linear: nn.Linear, max_rows: int | None, keep_dense: bool = False,
+                 transpose_dense: bool = False):
         super().__init__()
         self.in_features, self.out_features = linear.in_features, linear.out_features
         self.max_rows = max_rows
+        self.dense_transposed = transpose_dense
+        weight = linear.weight.detach()
         # the original weight (a tied head's is the embedding table itself: no copy); not saved with the model
-        self.register_buffer("weight_dense", linear.weight.detach() if max_rows is not None or keep_dense else None,
-                             persistent=False)
+        self.register_buffer("weight_dense", None if max_rows is None and not keep_dense else
+                             weight.t().contiguous() if transpose_dense else weight, persistent=False)
         self.bias = None if linear.bias is None else nn.Parameter(linear.bias.detach(), requires_grad=False)
+
+    def dense_weight(self) -> torch.Tensor:
+        """The original weight, [out, in] (a view when it is stored transposed)."""
+        return self.weight_dense.t() if self.dense_transposed else self.weight_dense
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         flat = x.reshape(-1, self.in_features).contiguous()                      # [M, in]
         if self.max_rows is not None and flat.shape[0] > self.max_rows:
-            out = torch.nn.functional.linear(flat, self.weight_dense, self.bias)      # [M, out], as the original
+            out = torch.nn.functional.linear(flat, self.dense_weight(), self.bias)    # [M, out], as the original
         else:
             out = self._small(flat)                                                   # [M, out]
             out = out if self.bias is None else out + self.bias
@@ -126,7 +134,8 @@ class DynamicInt8Linear(_LowByteLinear):
 
     def __init__(self, linear: nn.Linear, max_rows: int | None = W8A8_MAX_ROWS,
                  outlier_threshold: float | None = None):
-        super().__init__(linear, max_rows, keep_dense=outlier_threshold is not None)
+        split = outlier_threshold is not None   # it reads the outlier channels' weights: [in, out] rows
+        super().__init__(linear, max_rows, keep_dense=split, transpose_dense=split)
         self.outlier_threshold = outlier_threshold
         weight_int8, scales = _int8_per_channel(linear.weight, torch.float32)
         zeros = torch.zeros(self.out_features, dtype=torch.long)
@@ -146,7 +155,9 @@ class DynamicInt8Linear(_LowByteLinear):
             return torch.ops.quantized.linear_dynamic(x, self.packed, self.reduce_range)
         quiet = x.index_fill(1, loud, 0.0)                                                # [M, in], a new tensor
         out = torch.ops.quantized.linear_dynamic(quiet, self.packed, self.reduce_range)  # [M, out]
-        return out.addmm_(x[:, loud], self.weight_dense[:, loud].float().t())            # [M, L] @ [L, out]
+        # the loud channels' weights are L contiguous rows of the [in, out] copy (measured, 1 row and 100 loud
+        # channels: 0.03 ms to gather, against 0.38 ms for columns of [out, in], per call of 28 per step)
+        return out.addmm_(x[:, loud], self.weight_dense.index_select(0, loud).float())   # [M, L] @ [L, out]
 
 
 @functools.cache

@@ -142,9 +142,9 @@ def test_int4_weights_go_exactly_to_the_layers_the_gguf_stores_in_4_bits():
     assert len(int4) + len(int8) == 24 * 7 + 1
     torch.manual_seed(0)
     layer = dict(model.named_modules())[sorted(int4)[0]]
-    x = torch.randn(4, layer.in_features, dtype=layer.weight_dense.dtype)
+    x = torch.randn(4, layer.in_features, dtype=layer.dense_weight().dtype)
     with torch.inference_mode():
-        dense, small = torch.nn.functional.linear(x, layer.weight_dense).float(), layer._small(x).float()
+        dense, small = torch.nn.functional.linear(x, layer.dense_weight()).float(), layer._small(x).float()
     assert (small - dense).abs().max() <= 2 ** -6 * dense.abs().max()   # the same layer, up to bf16 rounding
 
 
