@@ -23,6 +23,9 @@ class ControllerSettings:
     min_gain: float = 0.1           # draft only when the expected rate beats plain decoding by this fraction:
                                     # estimates are noisy, and a wrong guess must not cost more than it can win
     extra_token_cost: float = 0.08  # prior: each extra verified token costs this fraction of a 1-token pass
+    model_reprobe_requests: int = 16  # a measured draft model that has not drafted in this many requests may be
+                                      # probed though it must read the prompt first (else a drafter judged in one
+                                      # bad request would never be judged again)
     one_off_spread: int = 8         # a draft model that did not draft last round first pays a one-off (the prompt's
                                     # prefill, or catching up on the tokens it missed): a plan charges it spread
                                     # over this many rounds, since the model then drafts on while it pays
@@ -139,18 +142,20 @@ class ProbeSchedule:
 
     interval: int
     steps_since_draft: int = 0
+    requests_since_model: int = 0   # requests begun since a draft model last ran
 
 
 class ControllerMemory:
     """What outlives one request: forward costs (a property of the hardware and models), acceptance per
     drafter and temperature, and the probe schedule per temperature, so a new request starts from measurements
-    instead of priors (and a machine where drafting does not pay is not probed afresh by every request)."""
+    instead of priors (and a machine where drafting does not pay is not probed afresh by every request). Requests
+    with other drafters (k=1 has prompt lookup, k>1 sibling lookup) keep their own schedules."""
 
     def __init__(self, settings: ControllerSettings):
         self.settings = settings
         self.costs = CostModel(settings)
         self._acceptance: dict[tuple[str, float], AcceptanceEstimate] = {}
-        self._probes: dict[float, ProbeSchedule] = {}
+        self._probes: dict[tuple[float, tuple[str, ...]], ProbeSchedule] = {}
 
     def acceptance_of(self, drafter: str, temperature: float) -> AcceptanceEstimate:
         key = (drafter, round(temperature, 3))
@@ -158,8 +163,9 @@ class ControllerMemory:
             self._acceptance[key] = AcceptanceEstimate(self.settings)
         return self._acceptance[key]
 
-    def probes_of(self, temperature: float) -> ProbeSchedule:
-        return self._probes.setdefault(round(temperature, 3), ProbeSchedule(self.settings.probe_every))
+    def probes_of(self, temperature: float, drafters: list[str]) -> ProbeSchedule:
+        key = (round(temperature, 3), tuple(sorted(drafters)))
+        return self._probes.setdefault(key, ProbeSchedule(self.settings.probe_every))
 
 
 @dataclass
@@ -210,7 +216,8 @@ class DraftController:
         self.acceptance = {name: memory.acceptance_of(name, temperature) for name in drafter_names}
         self.bass = {name: BassLengthRule(settings) for name in drafter_names}
         self.model_drafters = model_drafters
-        self.probes = memory.probes_of(temperature)
+        self.probes = memory.probes_of(temperature, drafter_names)
+        self.probes.requests_since_model += 1
         self.primed: set[str] = set()   # model drafters that have read this request's prompt (prefill paid)
         self.fresh: set[str] = set()    # model drafters that drafted last round (nothing to catch up on)
         self.choices: dict[str, int] = defaultdict(int)
@@ -299,8 +306,11 @@ class DraftController:
         """Whether the plan would make a model drafter read the prompt first, for a drafter whose pass cost is
         measured already: its prefill (measured, 0.5B draft: 0.3 s for 118 prompt tokens, two plain steps of 8 rows
         on w8a8) is more than a short probe of a drafter the costs call a loss can win back. An unmeasured drafter
-        is probed (that is how its costs become known); a measured one is judged again whenever the plan picks
-        it on its estimates, or once a request made it read the prompt."""
+        is probed (that is how its costs become known), and so is any after model_reprobe_requests requests
+        without it; otherwise a measured one is judged again whenever the plan picks it on its estimates, or once
+        a request made it read the prompt."""
+        if self.probes.requests_since_model >= self.settings.model_reprobe_requests:
+            return False
         return not self._unmeasured_model(plan) and any(name in self.model_drafters and name not in self.primed
                                                         for name in (plan.drafter, plan.fallback))
 
@@ -312,6 +322,8 @@ class DraftController:
             if step.draft_passes or step.setup_s else set()
         self.primed |= ran
         self.fresh = ran
+        if ran:
+            self.probes.requests_since_model = 0
         for name in ran if step.setup_s else ():
             self.costs.record(_one_off(name), step.rows, 1, step.setup_s)
         if step.plan.drafter is None or width == 0:

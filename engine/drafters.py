@@ -13,12 +13,6 @@ import torch
 from engine.kv_cache import RaggedKVCache
 from engine.sampling import PositionUniforms, inverse_cdf, sample, warp_probs
 
-# A draft model that drafts every round feeds each row 1-2 tokens before it proposes (the bonus token, and the last
-# draft token when the whole draft was accepted); a wider feed catches up on steps it sat out, a one-off cost
-# that must not be taken for the cost of its draft passes (measured: 0.47 s for 8 rows that missed 12 steps,
-# against 0.03 s for a pass).
-CATCH_UP_WIDTH = 2
-
 
 @dataclass
 class DraftContext:
@@ -105,9 +99,10 @@ class ModelDrafter:
         self.cache: RaggedKVCache | None = None   # built by the first proposal
         self.rows: list[int] = []
         self.fed: list[list[int]] = []  # per row: the token behind each cached position
+        self.reach: list[int] = []      # per row: the longest history it can have if the drafter drafted every round
         self.passes = 0                 # draft forwards of proposals (the controller's per-pass cost)
-        # one-offs, not a per-pass cost: the prompt's prefill, and catching up on tokens the drafter missed while
-        # it sat out (wider than CATCH_UP_WIDTH)
+        # one-offs, not a per-pass cost: the prompt's prefill, and catching up on the tokens of rounds the drafter
+        # sat out (measured: 0.47 s for 8 rows that had missed 12 rounds, where a pass takes a few hundredths)
         self.setup_passes, self.setup_s = 0, 0.0
 
     def propose(self, context: DraftContext) -> Draft:
@@ -119,7 +114,8 @@ class ModelDrafter:
             if time.perf_counter() >= context.deadline:   # at most one forward past the deadline
                 return Draft.empty(batch, self.device)
         self._follow_rows(context.active_rows)
-        logits = self._catch_up([context.prompt_ids + context.generated[r] for r in context.active_rows])  # [B, V]
+        histories = [context.prompt_ids + context.generated[r] for r in context.active_rows]
+        logits = self._catch_up(histories)                                             # [B, V]
         tokens, probs = [], []
         coupled = isinstance(self.randomness, PositionUniforms)
         while True:
@@ -135,6 +131,8 @@ class ModelDrafter:
             for fed, token in zip(self.fed, draft_token.tolist()):
                 fed.append(token)
         draft_tokens = torch.stack(tokens, dim=1)                                      # [B, K]
+        self.reach = [len(h) + context.max_len + 1 for h in histories]   # a round commits at most its plan's
+        # length + 1 tokens per row (a lookup's rows of a mixed plan too, whose drafts may be longer than this one)
         return Draft(draft_tokens, torch.full((batch,), len(tokens), dtype=torch.long, device=self.device),
                      None if coupled else torch.stack(probs, dim=1))
 
@@ -148,6 +146,7 @@ class ModelDrafter:
         self.cache.select_rows(torch.zeros(len(active_rows), dtype=torch.long, device=self.device))
         self.rows = list(active_rows)
         self.fed = [list(self.prompt_ids) for _ in active_rows]
+        self.reach = [len(self.prompt_ids) + 1] * len(active_rows)    # the first token came with the target's prefill
 
     def _catch_up(self, histories: list[list[int]]) -> torch.Tensor:
         """Feed every row the tokens of its history its cache lacks (at least the newest one): rows lacking
@@ -162,7 +161,7 @@ class ModelDrafter:
         self.cache.set_lengths(torch.tensor(kept, device=self.device))
         started = time.perf_counter()
         logits = self._forward(self.model, self.cache, step_input, keep_last=columns)                   # [B, U, V]
-        if width > CATCH_UP_WIDTH:   # the drafter sat out some steps: a one-off, like the prompt's prefill
+        if any(len(h) > reach for h, reach in zip(histories, self.reach)):   # it sat out a round: a one-off
             self.setup_passes, self.setup_s = self.setup_passes + 1, self.setup_s + time.perf_counter() - started
         else:
             self.passes += 1
@@ -208,6 +207,7 @@ class ModelDrafter:
             keep = [self.rows.index(r) for r in active_rows]
             self.cache.select_rows(torch.tensor(keep, device=self.device))
             self.fed = [self.fed[i] for i in keep]
+            self.reach = [self.reach[i] for i in keep]
             self.rows = list(active_rows)
 
 

@@ -112,7 +112,7 @@ class Engine:
         for row in run.rows:
             row.finish_reason = row.finish_reason or FINISH_BUDGET
         run.stats.drafter_choices = dict(controller.choices)
-        run.stats.draft_passes += sum(getattr(d, "setup_passes", 0) for d in drafters.values())  # prefills too
+        run.stats.draft_passes += sum(getattr(d, "setup_passes", 0) for d in drafters.values())  # one-offs too
         return self._result(run)
 
     # --- one request ------------------------------------------------------------------------------

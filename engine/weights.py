@@ -129,8 +129,8 @@ class DynamicInt8Linear(_LowByteLinear):
     in fp32). The only kernel here that stays memory-bound beyond one row (bench_kernels), but its error follows
     the call's largest activation, and the rows of one call share that error. So for a layer whose inputs carry
     outlier channels (W8A8_OUTLIER_LAYERS), `outlier_threshold` splits them off as LLM.int8() does: the input
-    channels where some row of the call exceeds it in magnitude are multiplied in floats with the original
-    weight's columns, the rest in int8."""
+    channels where some row of the call exceeds it in magnitude are multiplied in floats with those channels'
+    original weights (rows of a dense copy kept as [in, out]), the rest in int8."""
 
     def __init__(self, linear: nn.Linear, max_rows: int | None = W8A8_MAX_ROWS,
                  outlier_threshold: float | None = None):
@@ -418,7 +418,7 @@ def auto_weight_format(model: nn.Module | None) -> str:
 def weight_bytes(model: nn.Module) -> int:
     """Bytes a decoding step of one row reads: every parameter and buffer but the embedding table (a lookup reads a
     row) and the dense weights the low-byte layers keep for large calls, plus fbgemm's packed weights. Not counted:
-    the dense columns of w8a8's outlier channels (a few percent at one row)."""
+    the dense weights of w8a8's outlier channels (a few percent at one row)."""
     embedding = model.get_input_embeddings().weight
     buffers = [b for name, b in model.named_buffers() if not name.endswith("weight_dense")]
     tensors = {id(t): t for t in list(model.parameters()) + buffers}

@@ -143,7 +143,8 @@ def test_a_probe_does_not_pay_a_measured_draft_models_prefill_but_probes_it_once
 
 def test_the_probes_back_off_outlives_a_request():
     """A machine where drafting does not pay is not probed afresh by every request: the next request of the same
-    temperature waits as long as the last one had come to wait; another temperature has its own schedule."""
+    temperature and drafters waits as long as the last one had come to wait; another temperature, or another set
+    of drafters, has its own schedule."""
     from engine.controller import ControllerMemory
 
     settings = ControllerSettings(probe_every=3)
@@ -157,8 +158,11 @@ def test_the_probes_back_off_outlives_a_request():
     second = DraftController(settings, ["sibling"], set(), memory, temperature=0.8)
     probes = [i for i in range(30) if second.plan(8, {"sibling": [1] * 8}).drafter]
     assert probes == [18]                                         # 6 of the 24 plain steps it waits were spent
-    other = DraftController(settings, ["sibling"], set(), memory, temperature=0.0)
-    assert [i for i in range(5) if other.plan(8, {"sibling": [1] * 8}).drafter] == [3]
+    for other in (DraftController(settings, ["sibling"], set(), memory, temperature=0.0),
+                  DraftController(settings, ["prompt"], set(), memory, temperature=0.8)):
+        other.acceptance[next(iter(other.acceptance))].observe([1] * 40, [0] * 40)
+        lookups = {name: [1] * 8 for name in other.acceptance}
+        assert [i for i in range(5) if other.plan(8, lookups).drafter] == [3]   # a schedule of its own
 
 
 def test_a_draft_model_that_drafted_has_read_the_prompt():
@@ -175,18 +179,43 @@ def test_a_draft_model_that_drafted_has_read_the_prompt():
 
 def test_a_draft_model_that_sat_out_is_charged_its_one_off_spread_over_the_rounds_it_will_draft():
     """A draft model that did not draft last round must first read the prompt or catch up (a one-off, measured as
-    the round's setup seconds); a plan charges it 1/one_off_spread per round, and nothing once the model drafts."""
+    a round's setup seconds); a plan charges it 1/one_off_spread per round, and nothing once the model drafts."""
     from engine.controller import StepPlan, StepRecord
 
-    controller = controller_with(0.001, draft_seconds=0.01, accepted_fraction=1.0, one_off_spread=4)
-    assert controller.plan(8, {}).drafter == "model"             # no one-off measured yet
-    controller.observe(StepRecord(StepPlan(None, 0, 1.0), 8, [None] * 8, verify_s=0.1, proposed=[0] * 8,
-                                  accepted=[0] * 8))             # a plain round: the model sat out
-    controller.costs.record("model one-off", 8, 1, 4.0)          # e.g. a long catch-up: 1 s per round of 4
+    def sat_out_after_a_one_off(spread: int) -> DraftController:
+        controller = controller_with(0.001, draft_seconds=0.01, accepted_fraction=1.0, one_off_spread=spread)
+        controller.observe(StepRecord(StepPlan("model", 2, 1.0), 8, ["model"] * 8, draft_s=0.01, draft_passes=1,
+                                      setup_s=1.0, verify_s=0.1, proposed=[2] * 8, accepted=[2] * 8))
+        controller.observe(StepRecord(StepPlan(None, 0, 1.0), 8, [None] * 8, verify_s=0.1, proposed=[0] * 8,
+                                      accepted=[0] * 8))         # a plain round: the model sat out
+        return controller
+
+    controller = sat_out_after_a_one_off(spread=4)
+    assert controller.costs.estimate("model one-off", 8, 1) == pytest.approx(1.0)
+    assert controller.plan(8, {}).drafter == "model"             # 0.25 s a round for 4 rounds: still a win
+    assert sat_out_after_a_one_off(spread=1).plan(8, {}).drafter is None   # 1 s for one round: a loss
+    controller.costs.record("model one-off", 8, 1, 40.0)         # a long catch-up
     assert controller.plan(8, {}).drafter is None
     controller.observe(StepRecord(StepPlan("model", 2, 1.0), 8, ["model"] * 8, draft_s=0.01, draft_passes=1,
                                   verify_s=0.1, proposed=[2] * 8, accepted=[2] * 8))   # it drafted after all
     assert controller.plan(8, {}).drafter == "model"             # nothing left to catch up on
+
+
+def test_a_measured_draft_model_is_probed_prefill_and_all_after_requests_without_it():
+    """Else a draft model judged a loss in one bad request would never be judged again."""
+    from engine.controller import ControllerMemory
+
+    settings = ControllerSettings(probe_every=3, model_reprobe_requests=4)
+    memory = ControllerMemory(settings)
+    drafted = []
+    for _ in range(5):
+        controller = DraftController(settings, ["model"], {"model"}, memory)
+        for tokens in (1, 9):
+            controller.costs.record("target", 8, tokens, 0.1 + 0.005 * (tokens - 1))
+        controller.costs.record("model", 8, 1, 0.05)
+        controller.acceptance["model"].observe([8] * 8, [0] * 8)  # a loss
+        drafted.append(sum(controller.plan(8, {}).drafter == "model" for _ in range(40)))
+    assert drafted[:3] == [0, 0, 0] and drafted[3] >= 1          # the 4th request without it probes it
 
 
 def test_each_needed_probe_doubles_the_wait_for_the_next():

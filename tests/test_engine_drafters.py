@@ -114,26 +114,28 @@ def test_model_drafter_runs_nothing_until_asked(other_draft):
     assert drafter.passes == drafter.setup_passes == 0 and drafter.cache is None
 
 
-def test_catching_up_on_steps_it_sat_out_is_a_one_off_not_a_draft_pass(other_draft):
-    """The controller divides draft seconds by draft passes: a feed of the tokens a drafter missed while it sat
-    out (wider than CATCH_UP_WIDTH) must count with the prompt's prefill, while the 1-2 token feeds of a drafter
-    that drafts every round are its ordinary passes."""
-    from engine.drafters import CATCH_UP_WIDTH
-
+def test_catching_up_on_rounds_it_sat_out_is_a_one_off_not_a_draft_pass(other_draft):
+    """The controller divides draft seconds by draft passes: the feed of a drafter that sat out some rounds
+    catches up on them and counts with the prompt's prefill, while a drafter that drafted last round feeds at most
+    that round's length + 1 tokens per row in an ordinary pass (rows a lookup served in a mixed round too)."""
     prompt = [5, 6, 7]
     generated = [[1], [2]]
     drafter = ModelDrafter(other_draft, prompt, 1.0, 1.0, torch.Generator().manual_seed(0), forward, check_cache=True)
     drafter.propose(context(prompt, generated, max_len=1))            # prefill, then the newest token: 1 pass
     assert (drafter.setup_passes, drafter.passes) == (1, 1)
     for row in generated:
-        row += [3] * CATCH_UP_WIDTH                                   # a round that accepted its draft + bonus
+        row += [3, 3]                                                 # its 1-token draft accepted, + the bonus
+    drafter.propose(context(prompt, generated, max_len=3))
+    assert (drafter.setup_passes, drafter.passes) == (1, 4)           # a 2-token feed, 2 draft tokens fed
+    generated[0] += [4, 4, 4, 4]                                      # a lookup's 3 tokens accepted, + the bonus
+    generated[1] += [4]
     drafter.propose(context(prompt, generated, max_len=1))
-    assert (drafter.setup_passes, drafter.passes) == (1, 2)
+    assert (drafter.setup_passes, drafter.passes) == (1, 5)
     setup_s = drafter.setup_s
-    for row in generated:
-        row += [4] * (CATCH_UP_WIDTH + 1)                             # it sat out a few plain steps
+    generated[0] += [5, 5, 5]                                         # a 1-token round, then plain steps
+    generated[1] += [5]
     drafter.propose(context(prompt, generated, max_len=1))
-    assert (drafter.setup_passes, drafter.passes) == (2, 2) and drafter.setup_s > setup_s
+    assert (drafter.setup_passes, drafter.passes) == (2, 5) and drafter.setup_s > setup_s
 
 
 # --- rows served by different drafters in one step -----------------------------------------------------------

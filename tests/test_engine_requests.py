@@ -104,3 +104,13 @@ def test_unknown_drafter_is_refused(target, tokenizer, drafter):
 def test_model_drafter_without_draft_model_is_refused(target, tokenizer):
     with pytest.raises(ValueError, match="draft model"):
         Engine(target, tokenizer, None, EngineSettings(drafter="model"))
+
+
+def test_stats_time_the_prefill_apart_from_the_decoding(make_engine, target, slow_down):
+    """prefill_s is the prompt's forward (here slowed to 0.3 s), which gives every row its first token."""
+    engine = make_engine("none")
+    slow_down(target, 0.3)
+    result = engine.generate(GenerationRequest(PROMPT, k=2, max_new_tokens=3, temperature=0, budget_s=30, stop=(),
+                                               stop_at_body_end=False))
+    assert result.stats.forward_passes == 3                   # the prefill and two plain steps
+    assert 0.3 <= result.stats.prefill_s < 0.3 * 1.5 < 0.6 <= result.stats.wall_s

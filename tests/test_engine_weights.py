@@ -287,10 +287,12 @@ def test_the_rows_of_one_w8a8_call_share_the_error_of_its_largest_activation():
     assert alone < 0.02 and beside_loud > 5 * alone
 
 
-def test_w8a8_calls_of_more_rows_than_its_limit_use_the_dense_weight():
+@pytest.mark.parametrize("outlier_threshold", [None, 4.0])    # 4.0: the dense weight is kept as [in, out]
+def test_w8a8_calls_of_more_rows_than_its_limit_use_the_dense_weight(outlier_threshold):
     torch.manual_seed(0)
     linear = nn.Linear(64, 32).to(torch.bfloat16)
-    layer = DynamicInt8Linear(linear)
+    layer = DynamicInt8Linear(linear, outlier_threshold=outlier_threshold)
+    assert layer.dense_weight().shape == (32, 64) and torch.equal(layer.dense_weight(), linear.weight)
     with torch.inference_mode():
         for rows in (1, W8A8_MAX_ROWS, W8A8_MAX_ROWS + 1):
             x = torch.randn(rows, 64, dtype=torch.bfloat16)
