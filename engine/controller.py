@@ -23,9 +23,9 @@ class ControllerSettings:
     min_gain: float = 0.1           # draft only when the expected rate beats plain decoding by this fraction:
                                     # estimates are noisy, and a wrong guess must not cost more than it can win
     extra_token_cost: float = 0.08  # prior: each extra verified token costs this fraction of a 1-token pass
-    model_reprobe_requests: int = 16  # a measured draft model that has not drafted in this many requests may be
-                                      # probed though it must read the prompt first (else a drafter judged in one
-                                      # bad request would never be judged again)
+    model_reprobe_requests: int = 16  # from this many requests after a measured draft model last drafted (at
+                                      # this temperature), a probe may pick it though it must read the prompt
+                                      # first (else a drafter judged in one bad request would never be judged again)
     one_off_spread: int = 8         # a draft model that did not draft last round first pays a one-off (the prompt's
                                     # prefill, or catching up on the tokens it missed): a plan charges it spread
                                     # over this many rounds, since the model then drafts on while it pays
@@ -116,6 +116,7 @@ class AcceptanceEstimate:
         self.settings = settings
         self.accepted = settings.prior_acceptance * settings.prior_weight
         self.rejected = (1 - settings.prior_acceptance) * settings.prior_weight
+        self.idle_requests = 0   # requests begun since the drafter was last observed
 
     @property
     def rate(self) -> float:
@@ -126,6 +127,7 @@ class AcceptanceEstimate:
         for length, n in zip(lengths, n_accepted):
             if length == 0:
                 continue
+            self.idle_requests = 0
             self.accepted = self.accepted * decay + n
             self.rejected = self.rejected * decay + (1 if n < length else 0)
 
@@ -142,12 +144,11 @@ class ProbeSchedule:
 
     interval: int
     steps_since_draft: int = 0
-    requests_since_model: int = 0   # requests begun since a draft model last ran
 
 
 class ControllerMemory:
     """What outlives one request: forward costs (a property of the hardware and models), acceptance per
-    drafter and temperature, and the probe schedule per temperature, so a new request starts from measurements
+    drafter and temperature, and the probe schedule, so a new request starts from measurements
     instead of priors (and a machine where drafting does not pay is not probed afresh by every request). Requests
     with other drafters (k=1 has prompt lookup, k>1 sibling lookup) keep their own schedules."""
 
@@ -217,7 +218,7 @@ class DraftController:
         self.bass = {name: BassLengthRule(settings) for name in drafter_names}
         self.model_drafters = model_drafters
         self.probes = memory.probes_of(temperature, drafter_names)
-        self.probes.requests_since_model += 1
+        self.planned = False   # a request that never plans (cancelled, or done at its prefill) does not count
         self.primed: set[str] = set()   # model drafters that have read this request's prompt (prefill paid)
         self.fresh: set[str] = set()    # model drafters that drafted last round (nothing to catch up on)
         self.choices: dict[str, int] = defaultdict(int)
@@ -250,6 +251,10 @@ class DraftController:
 
     def plan(self, rows: int, lookup_lengths: dict[str, list[int]]) -> StepPlan:
         """lookup_lengths: for each model-free drafter, the proposal length of every row (already computed, free)."""
+        if not self.planned:
+            self.planned = True
+            for estimate in self.acceptance.values():
+                estimate.idle_requests += 1
         options = [StepPlan(None, 0, self.rate(None, rows, 0))]
         models = [n for n in self.acceptance if n in self.model_drafters]
         for name in models:
@@ -306,13 +311,13 @@ class DraftController:
         """Whether the plan would make a model drafter read the prompt first, for a drafter whose pass cost is
         measured already: its prefill (measured, 0.5B draft: 0.3 s for 118 prompt tokens, two plain steps of 8 rows
         on w8a8) is more than a short probe of a drafter the costs call a loss can win back. An unmeasured drafter
-        is probed (that is how its costs become known), and so is any after model_reprobe_requests requests
-        without it; otherwise a measured one is judged again whenever the plan picks it on its estimates, or once
-        a request made it read the prompt."""
-        if self.probes.requests_since_model >= self.settings.model_reprobe_requests:
-            return False
-        return not self._unmeasured_model(plan) and any(name in self.model_drafters and name not in self.primed
-                                                        for name in (plan.drafter, plan.fallback))
+        is probed (that is how its costs become known), and so is any from the model_reprobe_requests-th request
+        after it last drafted; otherwise a measured one is judged again whenever the plan picks it on its
+        estimates, or once a request made it read the prompt."""
+        return not self._unmeasured_model(plan) and any(
+            name in self.model_drafters and name not in self.primed
+            and self.acceptance[name].idle_requests < self.settings.model_reprobe_requests
+            for name in (plan.drafter, plan.fallback))
 
     def observe(self, step: StepRecord) -> None:
         """Learn from one round: the verify cost, the draft-pass cost, each drafter's acceptance on its rows."""
@@ -322,8 +327,6 @@ class DraftController:
             if step.draft_passes or step.setup_s else set()
         self.primed |= ran
         self.fresh = ran
-        if ran:
-            self.probes.requests_since_model = 0
         for name in ran if step.setup_s else ():
             self.costs.record(_one_off(name), step.rows, 1, step.setup_s)
         if step.plan.drafter is None or width == 0:

@@ -23,6 +23,7 @@ class DraftContext:
     active_rows: list[int]      # original indices of the rows in the current batch, in batch order
     max_len: int                # propose at most this many tokens per row
     deadline: float             # perf_counter time after which a drafter must stop and return what it has
+    round_number: int = 1       # the engine's draft/verify round (1: the first after the prompt's prefill)
 
 
 @dataclass
@@ -99,10 +100,10 @@ class ModelDrafter:
         self.cache: RaggedKVCache | None = None   # built by the first proposal
         self.rows: list[int] = []
         self.fed: list[list[int]] = []  # per row: the token behind each cached position
-        self.reach: list[int] = []      # per row: the longest history it can have if the drafter drafted every round
+        self.last_round = 0             # the round of its last proposal (0: the target's prefill)
         self.passes = 0                 # draft forwards of proposals (the controller's per-pass cost)
         # one-offs, not a per-pass cost: the prompt's prefill, and catching up on the tokens of rounds the drafter
-        # sat out (measured: 0.47 s for 8 rows that had missed 12 rounds, where a pass takes a few hundredths)
+        # sat out (measured, 0.5B on w8a8: 0.47 s for 8 rows that had missed 12 rounds, 0.04 s for a one-token pass)
         self.setup_passes, self.setup_s = 0, 0.0
 
     def propose(self, context: DraftContext) -> Draft:
@@ -115,7 +116,8 @@ class ModelDrafter:
                 return Draft.empty(batch, self.device)
         self._follow_rows(context.active_rows)
         histories = [context.prompt_ids + context.generated[r] for r in context.active_rows]
-        logits = self._catch_up(histories)                                             # [B, V]
+        logits = self._catch_up(histories, sat_out=context.round_number > self.last_round + 1)   # [B, V]
+        self.last_round = context.round_number
         tokens, probs = [], []
         coupled = isinstance(self.randomness, PositionUniforms)
         while True:
@@ -131,8 +133,6 @@ class ModelDrafter:
             for fed, token in zip(self.fed, draft_token.tolist()):
                 fed.append(token)
         draft_tokens = torch.stack(tokens, dim=1)                                      # [B, K]
-        self.reach = [len(h) + context.max_len + 1 for h in histories]   # a round commits at most its plan's
-        # length + 1 tokens per row (a lookup's rows of a mixed plan too, whose drafts may be longer than this one)
         return Draft(draft_tokens, torch.full((batch,), len(tokens), dtype=torch.long, device=self.device),
                      None if coupled else torch.stack(probs, dim=1))
 
@@ -146,12 +146,12 @@ class ModelDrafter:
         self.cache.select_rows(torch.zeros(len(active_rows), dtype=torch.long, device=self.device))
         self.rows = list(active_rows)
         self.fed = [list(self.prompt_ids) for _ in active_rows]
-        self.reach = [len(self.prompt_ids) + 1] * len(active_rows)    # the first token came with the target's prefill
 
-    def _catch_up(self, histories: list[list[int]]) -> torch.Tensor:
+    def _catch_up(self, histories: list[list[int]], sat_out: bool) -> torch.Tensor:
         """Feed every row the tokens of its history its cache lacks (at least the newest one): rows lacking
         fewer are padded on the right, and the padding's entries lie past the row's committed length, where no
-        mask reaches them and the next write overwrites them. Returns each row's next-token logits [B, V]."""
+        mask reaches them and the next write overwrites them. Returns each row's next-token logits [B, V]. After
+        rounds the drafter sat out (`sat_out`) the feed is a one-off, not a draft pass."""
         kept = [_common_prefix(f, h) for f, h in zip(self.fed, histories)]   # valid cached entries per row
         feeds = [h[n:] for n, h in zip(kept, histories)]                     # 1.. tokens per row
         width = max(len(f) for f in feeds)
@@ -161,7 +161,7 @@ class ModelDrafter:
         self.cache.set_lengths(torch.tensor(kept, device=self.device))
         started = time.perf_counter()
         logits = self._forward(self.model, self.cache, step_input, keep_last=columns)                   # [B, U, V]
-        if any(len(h) > reach for h, reach in zip(histories, self.reach)):   # it sat out a round: a one-off
+        if sat_out:
             self.setup_passes, self.setup_s = self.setup_passes + 1, self.setup_s + time.perf_counter() - started
         else:
             self.passes += 1
@@ -207,7 +207,6 @@ class ModelDrafter:
             keep = [self.rows.index(r) for r in active_rows]
             self.cache.select_rows(torch.tensor(keep, device=self.device))
             self.fed = [self.fed[i] for i in keep]
-            self.reach = [self.reach[i] for i in keep]
             self.rows = list(active_rows)
 
 

@@ -172,7 +172,8 @@ class Engine:
         request, batch = run.request, len(run.active)
         step_started = time.perf_counter()
         context = DraftContext(run.prompt_ids, [r.token_ids for r in run.rows], list(run.active),
-                               self.settings.controller.max_lookup_length, run.deadline)
+                               self.settings.controller.max_lookup_length, run.deadline,
+                               round_number=run.stats.forward_passes)   # the prefill was pass 1: this round's number
         # 1. draft: free lookups first, so the controller can weigh what they actually found
         lookups = {n: d.propose(context) for n, d in drafters.items() if not d.uses_model}
         plan = controller.plan(batch, {n: d.lengths.tolist() for n, d in lookups.items()})

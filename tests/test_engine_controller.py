@@ -202,20 +202,25 @@ def test_a_draft_model_that_sat_out_is_charged_its_one_off_spread_over_the_round
 
 
 def test_a_measured_draft_model_is_probed_prefill_and_all_after_requests_without_it():
-    """Else a draft model judged a loss in one bad request would never be judged again."""
-    from engine.controller import ControllerMemory
+    """Else a draft model judged a loss in one bad request would never be judged again; once it has drafted, the
+    count starts over."""
+    from engine.controller import ControllerMemory, StepPlan, StepRecord
 
     settings = ControllerSettings(probe_every=3, model_reprobe_requests=4)
     memory = ControllerMemory(settings)
     drafted = []
-    for _ in range(5):
+    for request in range(6):
         controller = DraftController(settings, ["model"], {"model"}, memory)
-        for tokens in (1, 9):
-            controller.costs.record("target", 8, tokens, 0.1 + 0.005 * (tokens - 1))
-        controller.costs.record("model", 8, 1, 0.05)
-        controller.acceptance["model"].observe([8] * 8, [0] * 8)  # a loss
+        if request == 0:
+            for tokens in (1, 9):
+                controller.costs.record("target", 8, tokens, 0.1 + 0.005 * (tokens - 1))
+            controller.costs.record("model", 8, 1, 0.05)
+            controller.acceptance["model"].observe([8] * 8, [0] * 8)    # measured: a loss
         drafted.append(sum(controller.plan(8, {}).drafter == "model" for _ in range(40)))
-    assert drafted[:3] == [0, 0, 0] and drafted[3] >= 1          # the 4th request without it probes it
+        if drafted[-1]:
+            controller.observe(StepRecord(StepPlan("model", 2, 1.0), 8, ["model"] * 8, draft_s=0.1, draft_passes=1,
+                                          verify_s=0.1, proposed=[2] * 8, accepted=[0] * 8))
+    assert drafted == [0, 0, 0, 1, 0, 0]   # the 4th request after it drafted probes it; then the count restarts
 
 
 def test_each_needed_probe_doubles_the_wait_for_the_next():

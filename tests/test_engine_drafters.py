@@ -11,9 +11,9 @@ from engine.drafters import (Draft, DraftContext, ModelDrafter, majority_continu
 from engine.generate import forward
 
 
-def context(prompt, generated, active=None, max_len=4):
+def context(prompt, generated, active=None, max_len=4, round_number=1):
     return DraftContext(prompt, generated, list(range(len(generated))) if active is None else active, max_len,
-                        time.perf_counter() + 60)
+                        time.perf_counter() + 60, round_number)
 
 
 # --- lookups -----------------------------------------------------------------------------------------------
@@ -116,26 +116,29 @@ def test_model_drafter_runs_nothing_until_asked(other_draft):
 
 def test_catching_up_on_rounds_it_sat_out_is_a_one_off_not_a_draft_pass(other_draft):
     """The controller divides draft seconds by draft passes: the feed of a drafter that sat out some rounds
-    catches up on them and counts with the prompt's prefill, while a drafter that drafted last round feeds at most
-    that round's length + 1 tokens per row in an ordinary pass (rows a lookup served in a mixed round too)."""
+    catches up on them and counts with the prompt's prefill, however few tokens it feeds; the feed of a drafter
+    that drafted last round is an ordinary pass, however many (a lookup's rows of a mixed round)."""
     prompt = [5, 6, 7]
     generated = [[1], [2]]
     drafter = ModelDrafter(other_draft, prompt, 1.0, 1.0, torch.Generator().manual_seed(0), forward, check_cache=True)
-    drafter.propose(context(prompt, generated, max_len=1))            # prefill, then the newest token: 1 pass
+    drafter.propose(context(prompt, generated, max_len=1, round_number=1))    # prefill, then the newest token: 1 pass
     assert (drafter.setup_passes, drafter.passes) == (1, 1)
     for row in generated:
-        row += [3, 3]                                                 # its 1-token draft accepted, + the bonus
-    drafter.propose(context(prompt, generated, max_len=3))
-    assert (drafter.setup_passes, drafter.passes) == (1, 4)           # a 2-token feed, 2 draft tokens fed
-    generated[0] += [4, 4, 4, 4]                                      # a lookup's 3 tokens accepted, + the bonus
+        row += [3, 3]                                                   # its 1-token draft accepted, + the bonus
+    drafter.propose(context(prompt, generated, max_len=3, round_number=2))
+    assert (drafter.setup_passes, drafter.passes) == (1, 4)             # a 2-token feed, 2 draft tokens fed
+    generated[0] += [4, 4, 4, 4]                                        # a lookup's 3 tokens accepted, + the bonus
     generated[1] += [4]
-    drafter.propose(context(prompt, generated, max_len=1))
-    assert (drafter.setup_passes, drafter.passes) == (1, 5)
+    drafter.propose(context(prompt, generated, max_len=3, round_number=3))
+    assert (drafter.setup_passes, drafter.passes) == (1, 7)
     setup_s = drafter.setup_s
-    generated[0] += [5, 5, 5]                                         # a 1-token round, then plain steps
-    generated[1] += [5]
-    drafter.propose(context(prompt, generated, max_len=1))
-    assert (drafter.setup_passes, drafter.passes) == (2, 5) and drafter.setup_s > setup_s
+    for row in generated:
+        row += [5, 6, 7]                     # its 3-token draft rejected at once, then 2 plain rounds: 3 tokens
+    drafter.propose(context(prompt, generated, max_len=1, round_number=6))
+    assert (drafter.setup_passes, drafter.passes) == (2, 7) and drafter.setup_s > setup_s
+    first = ModelDrafter(other_draft, prompt, 1.0, 1.0, torch.Generator().manual_seed(0), forward)
+    first.propose(context(prompt, [[1, 2], [2, 3]], max_len=1, round_number=2))   # first used in round 2: it missed one
+    assert (first.setup_passes, first.passes) == (2, 0)
 
 
 # --- rows served by different drafters in one step -----------------------------------------------------------
