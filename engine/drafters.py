@@ -141,7 +141,7 @@ class ModelDrafter:
         started = time.perf_counter()
         self.cache = RaggedKVCache(self.model.config.num_hidden_layers, 1, self.device, self.capacity)
         self._forward(self.model, self.cache, torch.tensor([self.prompt_ids], device=self.device), keep_last=1)
-        self.setup_passes, self.setup_s = self.setup_passes + 1, self.setup_s + time.perf_counter() - started
+        self._count_one_off(started)
         self.cache.commit(torch.tensor([len(self.prompt_ids)], device=self.device))
         self.cache.select_rows(torch.zeros(len(active_rows), dtype=torch.long, device=self.device))
         self.rows = list(active_rows)
@@ -162,7 +162,7 @@ class ModelDrafter:
         started = time.perf_counter()
         logits = self._forward(self.model, self.cache, step_input, keep_last=columns)                   # [B, U, V]
         if sat_out:
-            self.setup_passes, self.setup_s = self.setup_passes + 1, self.setup_s + time.perf_counter() - started
+            self._count_one_off(started)
         else:
             self.passes += 1
         self.cache.commit(newest + 1)
@@ -170,6 +170,11 @@ class ModelDrafter:
         if self.check_cache:
             self._check(histories)
         return logits[torch.arange(len(feeds), device=self.device), torch.searchsorted(columns, newest)]
+
+    def _count_one_off(self, started: float) -> None:
+        """A pass that is not a draft pass (prefill, catch-up), begun at perf_counter time `started`."""
+        self.setup_passes += 1
+        self.setup_s += time.perf_counter() - started
 
     def _feed(self, step_input: torch.Tensor) -> torch.Tensor:
         """One token per row: [B, 1] -> logits [B, 1, V]."""

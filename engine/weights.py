@@ -48,6 +48,7 @@ W8A8_OUTLIER_LAYERS = ("down_proj",)   # layers whose inputs carry outlier chann
                                        # error at 1 row, 9% at 8, 13% at 32, vs 1-2% for q/k/v/o/gate/up)
 W8A8_OUTLIER_THRESHOLD = 4.0   # their input channels above this (in magnitude) go through floats: measured there,
                                # 2.8-3.6% relative error, 15 (1 row) to 200 (32 rows) channels of 8960 on average
+QUANTIZE_ROWS = 128  # rows of a weight _int8_per_channel converts at once (~1 MB of fp32 for the bundled models)
 INT4_GROUP = 32     # weights per group of one step and one offset (a Q4_K sub-block)
 INT4_OUT_MULTIPLE = 16   # the int4 kernel packs output features in blocks of 16
 GRID_TOLERANCE = 0.05   # RMS distance to the fitted grid, in steps of (max - min) / 15, below which a layer is 4-bit
@@ -59,19 +60,18 @@ logger = logging.getLogger(__name__)
 class _LowByteLinear(nn.Module):
     """A linear layer whose weights are also held in a smaller format: a call of up to `max_rows` token rows uses
     the small format's kernel (`_small`), a larger one the original weight (None: always the small format, and
-    the original weight is kept only when `keep_dense`). `transpose_dense` stores the original weight as
-    [in, out] (a copy): whole input channels are then contiguous rows, for a kernel that reads a few of them."""
+    no original weight is kept). `transpose_dense` keeps the original weight in any case, as [in, out] (a copy):
+    whole input channels are then contiguous rows, for a kernel that reads a few of them."""
 
-    def __init__(self, linear: nn.Linear, max_rows: int | None, keep_dense: bool = False,
-                 transpose_dense: bool = False):
+    def __init__(self, linear: nn.Linear, max_rows: int | None, transpose_dense: bool = False):
         super().__init__()
         self.in_features, self.out_features = linear.in_features, linear.out_features
         self.max_rows = max_rows
         self.dense_transposed = transpose_dense
         weight = linear.weight.detach()
         # the original weight (a tied head's is the embedding table itself: no copy); not saved with the model
-        self.register_buffer("weight_dense", None if max_rows is None and not keep_dense else
-                             weight.t().contiguous() if transpose_dense else weight, persistent=False)
+        self.register_buffer("weight_dense", weight.t().contiguous() if transpose_dense else
+                             None if max_rows is None else weight, persistent=False)
         self.bias = None if linear.bias is None else nn.Parameter(linear.bias.detach(), requires_grad=False)
 
     def dense_weight(self) -> torch.Tensor:
@@ -107,8 +107,6 @@ def _int8_per_channel(weight: torch.Tensor, dtype: torch.dtype) -> tuple[torch.T
     return q, scales
 
 
-QUANTIZE_ROWS = 128   # rows of a weight _int8_per_channel converts at once (~1 MB of fp32 for the bundled models)
-
 
 class Int8Linear(_LowByteLinear):
     """y = x @ (q * scale).T + bias, with q the int8 weights [out, in] and scale [out] in the activations' dtype."""
@@ -134,8 +132,8 @@ class DynamicInt8Linear(_LowByteLinear):
 
     def __init__(self, linear: nn.Linear, max_rows: int | None = W8A8_MAX_ROWS,
                  outlier_threshold: float | None = None):
-        split = outlier_threshold is not None   # it reads the outlier channels' weights: [in, out] rows
-        super().__init__(linear, max_rows, keep_dense=split, transpose_dense=split)
+        # a split reads the outlier channels' original weights: rows of [in, out]
+        super().__init__(linear, max_rows, transpose_dense=outlier_threshold is not None)
         self.outlier_threshold = outlier_threshold
         weight_int8, scales = _int8_per_channel(linear.weight, torch.float32)
         zeros = torch.zeros(self.out_features, dtype=torch.long)
@@ -149,15 +147,18 @@ class DynamicInt8Linear(_LowByteLinear):
     def _small(self, flat: torch.Tensor) -> torch.Tensor:
         x = flat.float()                                                                  # [M, in]
         if self.outlier_threshold is None:
-            return torch.ops.quantized.linear_dynamic(x, self.packed, self.reduce_range)
+            return self._integer_products(x)
         loud = (x.abs() > self.outlier_threshold).any(dim=0).nonzero().squeeze(1)        # [L] outlier channels
         if loud.numel() == 0:
-            return torch.ops.quantized.linear_dynamic(x, self.packed, self.reduce_range)
-        quiet = x.index_fill(1, loud, 0.0)                                                # [M, in], a new tensor
-        out = torch.ops.quantized.linear_dynamic(quiet, self.packed, self.reduce_range)  # [M, out]
+            return self._integer_products(x)
+        out = self._integer_products(x.index_fill(1, loud, 0.0))                         # [M, out]; x untouched
         # the loud channels' weights are L contiguous rows of the [in, out] copy (measured, 1 row and 100 loud
         # channels: 0.03 ms to gather, against 0.38 ms for columns of [out, in], per call of 28 per step)
         return out.addmm_(x[:, loud], self.weight_dense.index_select(0, loud).float())   # [M, L] @ [L, out]
+
+    def _integer_products(self, x: torch.Tensor) -> torch.Tensor:
+        """fbgemm: x [M, in] fp32 rounded to 8 (or 7) bits with one scale for the call, times the int8 weights."""
+        return torch.ops.quantized.linear_dynamic(x, self.packed, self.reduce_range)
 
 
 @functools.cache
