@@ -6,7 +6,7 @@ streamed from memory (more distinct layers than the CPU's caches hold, as in a f
 Formats: the dense weight in --dtype (torch.nn.functional.linear), int8 (engine.weights.Int8Linear's kernel),
 int4 (Int4Linear's) and w8a8 (DynamicInt8Linear's: 8-bit activations too), each on the same random weights,
 interleaved call by call. The rows at which a small format stops beating the dense weight set INT8_MAX_ROWS,
-INT4_MAX_ROWS and W8A8_MAX_ROWS in engine/weights.py.
+INT4_MAX_ROWS and W8A8_MAX_ROWS in engine/kernels.py.
 Prints a table and, as its last line, one JSON object.
 """
 from __future__ import annotations

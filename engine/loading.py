@@ -12,6 +12,8 @@ from pathlib import Path
 
 import torch
 
+from engine.cpu import cpu_has_bf16
+
 log = logging.getLogger(__name__)
 
 BUNDLED_PREFIX = "bundled:"
@@ -57,15 +59,6 @@ def pick_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
-def cpu_has_bf16() -> bool:
-    """Whether this CPU multiplies bf16 natively (AVX512-BF16 or AMX), which halves the bytes a decode step reads."""
-    try:
-        flags = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return False
-    return " avx512_bf16" in flags or " amx_bf16" in flags
-
-
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
@@ -108,7 +101,7 @@ def join_parts(parts: list[Path], target: Path, progress: bool = True) -> Path:
     if free < total * 1.1:
         raise ModelSetupError(f"not enough disk in {target.parent}: {total / 1e9:.2f} GB needed for the joined GGUF "
                               f"(plus about 4x that for converted weights), {free / 1e9:.2f} GB free. Fix: free space "
-                              f"or choose another cache directory with --cache-dir or ${CACHE_ENV}")
+                              f"or choose another cache directory (cache_dir, or ${CACHE_ENV})")
     partial = target.with_suffix(".partial")
     with _progress_bar(total, f"joining {target.name}", progress) as bar, open(partial, "wb") as out:
         for part in parts:

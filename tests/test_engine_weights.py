@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-import engine.weights as weights_module
+import engine.grids as grids_module
 from engine import Engine, EngineSettings, GenerationRequest
 from engine.controller import ControllerSettings
 from engine.loading import CONVERTED_FORMAT
@@ -127,7 +127,7 @@ def test_the_grid_fit_recovers_4bit_weights_exactly_and_tells_other_weights_apar
 
 
 def test_a_tensor_partly_off_the_grid_is_refused_even_when_the_sample_of_groups_missed_that_part(monkeypatch):
-    monkeypatch.setattr(weights_module, "SAMPLE_GROUPS", 8)     # groups 0, 27, 54, 82, 109, 136, 163, 191 of 192
+    monkeypatch.setattr(grids_module, "SAMPLE_GROUPS", 8)     # groups 0, 27, 54, 82, 109, 136, 163, 191 of 192
     mixed = on_a_4bit_grid(48, 128)
     mixed[28:34] = torch.randn(6, 128) * 0.02                   # groups 112..135: an eighth, none of them sampled
     assert FourBitGrid.fit(mixed) is None
@@ -211,7 +211,7 @@ def test_int4_grids_are_saved_once_and_reused_and_a_damaged_cache_is_refitted(tm
             assert torch.equal(a.weight_int4, b.weight_int4) and torch.equal(a.scales_and_zeros, b.scales_and_zeros)
     saved[0].write_bytes(b"not a torch file")
     caplog.clear()
-    with caplog.at_level("WARNING", logger="engine.weights"):
+    with caplog.at_level("WARNING", logger="engine.grid_cache"):
         refitted = quantize_int4(snapped_to_a_4bit_grid(tiny_model(0, hidden=128)), cache_dir=tmp_path)
     assert "ignoring the int4 grid cache" in caplog.text
     assert torch.equal(refitted.model.layers[0].mlp.up_proj.weight_int4, first.model.layers[0].mlp.up_proj.weight_int4)
@@ -222,7 +222,7 @@ def test_int4_grids_are_saved_once_and_reused_and_a_damaged_cache_is_refitted(tm
 
 
 def test_a_grid_cache_that_cannot_be_written_costs_a_warning_not_the_model(tmp_path, caplog):
-    with caplog.at_level("WARNING", logger="engine.weights"):
+    with caplog.at_level("WARNING", logger="engine.grid_cache"):
         model = quantize_int4(snapped_to_a_4bit_grid(tiny_model(0, hidden=128)), cache_dir=tmp_path / "missing")
     assert "could not save the int4 grids" in caplog.text and model.weight_format == "int4"
     assert not list(tmp_path.iterdir())                      # no partial file left behind

@@ -1,0 +1,26 @@
+"""CPU features the engine's choices depend on, read from /proc/cpuinfo (Linux; elsewhere: none)."""
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+
+def cpu_flags() -> set[str]:
+    """The words of /proc/cpuinfo, its `flags` among them; empty where it cannot be read."""
+    try:
+        return set(Path("/proc/cpuinfo").read_text(errors="replace").split())
+    except OSError:
+        return set()
+
+
+def cpu_has_bf16() -> bool:
+    """Whether this CPU multiplies bf16 natively (AVX512-BF16 or AMX), which halves the bytes a decode step reads."""
+    return not cpu_flags().isdisjoint({"avx512_bf16", "amx_bf16"})
+
+
+@functools.cache
+def cpu_has_vnni() -> bool:
+    """Whether fbgemm sums int8 products in 32 bits here (AVX-512 VNNI: fbgemm looks for no other VNNI): then it
+    may use all 8 bits of the activations; otherwise pairs of products are summed in 16 bits, and 7-bit
+    activations keep that sum from saturating."""
+    return "avx512_vnni" in cpu_flags()

@@ -1,0 +1,138 @@
+"""The linear layers that replace nn.Linear: int8, int4 and w8a8 kernels, each with the dense weight for large calls."""
+from __future__ import annotations
+
+import warnings
+
+import torch
+from torch import nn
+
+from engine.cpu import cpu_has_vnni
+from engine.grids import FourBitGrid
+
+INT8_MAX_ROWS = 4   # token rows per call (batch x tokens per row) up to which the int8 kernel is the faster one
+INT4_MAX_ROWS = 8   # the same for the int4 kernel
+W8A8_MAX_ROWS = 64  # a cap, not a break-even: the kernel is still ~2x faster than bf16 at 64 rows (kern2 probe,
+                    # this session); a longer prompt's prefill reads the dense weights, so its error is not shared
+                    # across hundreds of tokens
+INT4_OUT_MULTIPLE = 16   # the int4 kernel packs output features in blocks of 16
+QUANTIZE_ROWS = 128  # rows of a weight _int8_per_channel converts at once (~1 MB of fp32 for the bundled models)
+
+
+class _LowByteLinear(nn.Module):
+    """A linear layer whose weights are also held in a smaller format: a call of up to `max_rows` token rows uses
+    the small format's kernel (`_small`), a larger one the original weight (None: always the small format, and
+    no original weight is kept). `transpose_dense` keeps the original weight in any case, as [in, out] (a copy):
+    whole input channels are then contiguous rows, for a kernel that reads a few of them."""
+
+    def __init__(self, linear: nn.Linear, max_rows: int | None, transpose_dense: bool = False):
+        super().__init__()
+        self.in_features, self.out_features = linear.in_features, linear.out_features
+        self.max_rows = max_rows
+        self.dense_transposed = transpose_dense
+        weight = linear.weight.detach()
+        # the original weight (a tied head's is the embedding table itself: no copy); not saved with the model
+        self.register_buffer("weight_dense", weight.t().contiguous() if transpose_dense else
+                             None if max_rows is None else weight, persistent=False)
+        self.bias = None if linear.bias is None else nn.Parameter(linear.bias.detach(), requires_grad=False)
+
+    def dense_weight(self) -> torch.Tensor:
+        """The original weight, [out, in] (a view when it is stored transposed)."""
+        return self.weight_dense.t() if self.dense_transposed else self.weight_dense
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        flat = x.reshape(-1, self.in_features).contiguous()                      # [M, in]
+        if self.max_rows is not None and flat.shape[0] > self.max_rows:
+            out = torch.nn.functional.linear(flat, self.dense_weight(), self.bias)    # [M, out], as the original
+        else:
+            out = self._small(flat)                                                   # [M, out]
+            out = out if self.bias is None else out + self.bias
+        return out.to(x.dtype).reshape(*x.shape[:-1], self.out_features)
+
+    def _small(self, flat: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+
+
+def _int8_per_channel(weight: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """(q [out, in] int8, scales [out] in `dtype`): symmetric int8 per output channel, rounded against the scales
+    as stored, so each weight is off by at most half a step of its own scale."""
+    weight = weight.detach()                                                      # [out, in]
+    scales = (weight.abs().amax(dim=1).float() / 127.0).clamp(min=torch.finfo(dtype).tiny).to(dtype)   # [out]
+    q = torch.empty(weight.shape, dtype=torch.int8, device=weight.device)
+    for rows in range(0, weight.shape[0], QUANTIZE_ROWS):      # a few rows at a time: the passes stay in cache
+        chunk = slice(rows, rows + QUANTIZE_ROWS)
+        values = weight[chunk].to(torch.float32, copy=True)    # a copy: an fp32 weight is divided in place below
+        q[chunk] = values.div_(scales[chunk].float()[:, None]).round_().clamp_(-127, 127)
+    return q, scales
+
+
+class Int8Linear(_LowByteLinear):
+    """y = x @ (q * scale).T + bias, with q the int8 weights [out, in] and scale [out] in the activations' dtype."""
+
+    def __init__(self, linear: nn.Linear, max_rows: int | None = INT8_MAX_ROWS):
+        super().__init__(linear, max_rows)
+        weight_int8, scales = _int8_per_channel(linear.weight, linear.weight.dtype)
+        self.register_buffer("weight_int8", weight_int8)
+        self.register_buffer("scales", scales)
+
+    def _small(self, flat: torch.Tensor) -> torch.Tensor:
+        return torch._weight_int8pack_mm(flat.to(self.scales.dtype), self.weight_int8, self.scales)
+
+
+class Int4Linear(_LowByteLinear):
+    """y = x @ W.T + bias with W = (code - 8) * scale + zero per group of weights (scale = the grid's step,
+    zero = low + 8 steps, in the activations' dtype), packed for `torch._weight_int4pack_mm_for_cpu`."""
+
+    def __init__(self, linear: nn.Linear, grid: FourBitGrid, max_rows: int | None = INT4_MAX_ROWS):
+        super().__init__(linear, max_rows)
+        self.group = grid.group
+        scales_and_zeros = torch.stack([grid.step, grid.low + 8 * grid.step], dim=-1)      # [out, in/G, 2]
+        self.register_buffer("weight_int4", torch._convert_weight_to_int4pack_for_cpu(grid.codes.to(torch.int32), 1))
+        self.register_buffer("scales_and_zeros", scales_and_zeros.transpose(0, 1).contiguous()
+                             .to(linear.weight.dtype))                                    # [in/G, out, 2]
+
+    def _small(self, flat: torch.Tensor) -> torch.Tensor:
+        return torch._weight_int4pack_mm_for_cpu(flat.to(self.scales_and_zeros.dtype), self.weight_int4, self.group,
+                                                 self.scales_and_zeros)
+
+
+class DynamicInt8Linear(_LowByteLinear):
+    """y = x @ (q * scale).T + bias with int8 products: the weights as Int8Linear's, the activations of each call
+    quantized to 8 bits on the fly (one scale and offset for the whole call: fbgemm's `quantized::linear_dynamic`,
+    in fp32). The only kernel here that stays memory-bound beyond one row (bench_kernels), but its error follows
+    the call's largest activation, and the rows of one call share that error. So for a layer whose inputs carry
+    outlier channels (W8A8_OUTLIER_LAYERS), `outlier_threshold` splits them off as LLM.int8() does: the input
+    channels where some row of the call exceeds it in magnitude are multiplied in floats with those channels'
+    original weights (rows of a dense copy kept as [in, out]), the rest in int8."""
+
+    def __init__(self, linear: nn.Linear, max_rows: int | None = W8A8_MAX_ROWS,
+                 outlier_threshold: float | None = None):
+        # a split reads the outlier channels' original weights: rows of [in, out]
+        super().__init__(linear, max_rows, transpose_dense=outlier_threshold is not None)
+        self.outlier_threshold = outlier_threshold
+        weight_int8, scales = _int8_per_channel(linear.weight, torch.float32)
+        zeros = torch.zeros(self.out_features, dtype=torch.long)
+        with warnings.catch_warnings():   # torch 2.13 deprecates quantized tensors (requirements.txt pins it)
+            warnings.filterwarnings("ignore", message=".*quantized tensor creation functions.*")
+            quantized = torch._make_per_channel_quantized_tensor(weight_int8, scales.double(), zeros, 0)
+        self.packed = torch.ops.quantized.linear_prepack(quantized, None)   # fbgemm's layout; not a tensor
+        self.packed_bytes = weight_int8.numel() + 4 * self.out_features       # int8 weights, fp32 scales
+        self.reduce_range = not cpu_has_vnni()
+
+    def _small(self, flat: torch.Tensor) -> torch.Tensor:
+        x = flat.float()                                                                  # [M, in]
+        if self.outlier_threshold is None:
+            return self._integer_products(x)
+        loud = (x.abs() > self.outlier_threshold).any(dim=0).nonzero().squeeze(1)        # [L] outlier channels
+        if loud.numel() == 0:
+            return self._integer_products(x)
+        out = self._integer_products(x.index_fill(1, loud, 0.0))                         # [M, out]; x untouched
+        # the loud channels' weights are L contiguous rows of the [in, out] copy (measured, 1 row and 100 loud
+        # channels: 0.03 ms to gather, against 0.38 ms for columns of [out, in], per call of 28 per step)
+        return out.addmm_(x[:, loud], self.weight_dense.index_select(0, loud).float())   # [M, L] @ [L, out]
+
+    def _integer_products(self, x: torch.Tensor) -> torch.Tensor:
+        """fbgemm: x [M, in] fp32 rounded to 8 (or 7) bits with one scale for the call, times the int8 weights."""
+        return torch.ops.quantized.linear_dynamic(x, self.packed, self.reduce_range)
