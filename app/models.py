@@ -8,8 +8,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
-from engine import (DEFAULT_DRAFT, DEFAULT_TARGET, Engine, EngineSettings, InvalidRequest, check_draft_fits,
+from engine import (DEFAULT_DRAFT, DEFAULT_TARGET, CandidateSource, EngineSettings, InvalidRequest, build_engine,
                     load_any)
+from app.runs import in_app_terms
 from engine.remote import RemoteEngine, RemoteSettings
 from engine.weights import apply_weight_format, check_weight_format
 
@@ -80,7 +81,7 @@ class EngineHub:
         self.loading: str | None = None         # the spec being loaded now, for progress messages
         self._load_lock = threading.Lock()
         self._models: dict[str, tuple] = {}     # spec -> (model, tokenizer)
-        self._engines: dict[str, Engine] = {}   # label -> engine
+        self._engines: dict[str, CandidateSource] = {}   # label -> its engine (local or remote)
         self._failures: dict[str, str] = {}     # label -> why its last load failed
 
     @property
@@ -98,7 +99,7 @@ class EngineHub:
     def is_loaded(self, label: str) -> bool:
         return label in self._engines
 
-    def engine(self, label: str | None) -> Engine:
+    def engine(self, label: str | None) -> CandidateSource:
         """The engine of a choice, loading its models on first use (minutes for a bundled model's first start)."""
         choice = self.choice(label)
         with self._load_lock:
@@ -106,7 +107,7 @@ class EngineHub:
                 try:
                     self._engines[choice.label] = self._build(choice)
                 except Exception as err:
-                    self._failures[choice.label] = str(err)
+                    self._failures[choice.label] = in_app_terms(str(err))
                     raise
                 self._failures.pop(choice.label, None)
             return self._engines[choice.label]
@@ -138,19 +139,14 @@ class EngineHub:
             return "loading", self.loading
         return "not loaded", ""
 
-    def _build(self, choice: ModelChoice) -> Engine | RemoteEngine:
+    def _build(self, choice: ModelChoice) -> CandidateSource:
         if choice.remote is not None:
             return RemoteEngine(choice.remote)
-        model, tokenizer = self._model(choice.target)
-        draft_model = None
-        if choice.draft:
-            draft = self._model(choice.draft)
-            check_draft_fits((model, tokenizer), draft, choice.target, choice.draft)
-            draft_model = draft[0]
         settings = self.settings
-        if settings.drafter == "model" and draft_model is None:  # --drafter model applies where there is a draft
+        if settings.drafter == "model" and not choice.draft:  # --drafter model applies where there is a draft
             settings = replace(settings, drafter="auto")  # every other setting (acceptance rule...) stays
-        return Engine(model, tokenizer, draft_model, settings)
+        return build_engine(self._model(choice.target), self._model(choice.draft) if choice.draft else None,
+                            choice.target, choice.draft, settings)
 
     def _model(self, spec: str) -> tuple:
         if spec not in self._models:

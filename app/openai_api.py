@@ -26,9 +26,13 @@ from app.runs import USER_ERRORS, BusyError, RunControl, as_reported
 from app.service import Pipeline
 from engine import InvalidRequest, ModelSetupError
 from engine.remote import RemoteError
+from engine.types import CUT_REASONS, FINISH_STOP
 
-# our finish reasons -> the protocol's ("length" for any text that did not end by itself)
-FINISH = {"stop": "stop", "length": "length", "budget": "length", "interrupted": "length"}
+
+
+def protocol_finish(reason: str | None) -> str:
+    """Our finish reason (engine.types.FINISH_REASONS) -> the protocol's: "length" for any text that was cut off."""
+    return "length" if reason in CUT_REASONS else FINISH_STOP
 
 
 def mount_completions(demo: gr.Blocks, hub: EngineHub, pipeline: Pipeline, limits: Limits = Limits(),
@@ -144,7 +148,7 @@ def _response(final: dict, model: str) -> dict:
                  "findings": entry["findings"], "tie_break": entry.get("tie_break")}
         for _ in range(entry["count"]):
             choices.append({"index": len(choices), "text": entry["code"], "logprobs": None,
-                            "finish_reason": FINISH.get(entry["finish_reason"], "stop"), "ranked_drafts": extra})
+                            "finish_reason": protocol_finish(entry["finish_reason"]), "ranked_drafts": extra})
     tokens = final["stats"].get("generated_tokens", 0)
     return {"id": f"cmpl-{uuid.uuid4().hex[:24]}", "object": "text_completion", "created": int(time.time()),
             "model": model, "choices": choices,

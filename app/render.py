@@ -7,8 +7,11 @@ from __future__ import annotations
 
 from html import escape
 
-REASONS = {"stop": "finished", "length": "hit max new tokens", "budget": "cut by the time budget",
-           "interrupted": "cut: the server's stream broke off", None: "growing"}
+from engine.types import FINISH_BUDGET, FINISH_INTERRUPTED, FINISH_LENGTH, FINISH_STOP
+
+# the page's words for engine.types.FINISH_REASONS (tests/test_app_render.py checks that every reason has one)
+REASONS = {FINISH_STOP: "finished", FINISH_LENGTH: "hit max new tokens", FINISH_BUDGET: "cut by the time budget",
+           FINISH_INTERRUPTED: "cut: the server's stream broke off", None: "growing"}
 
 
 def status_html(state: dict) -> str:

@@ -30,11 +30,32 @@ class InternalError(RuntimeError):
 USER_ERRORS = (InvalidRequest, BusyError, ModelSetupError, RemoteError)  # what the caller can act on, shown as is
 
 
+# the engine names its own settings in messages; the app's user changes them with these options
+APP_TERMS = {"fan_out='requests'": "--fan-out requests", "(api_key)": "with --api-key-env VAR (the variable that holds it)",
+             "(model) and base_url": "(--served-model) and --base-url", "is base_url right": "is --base-url right",
+             "(draft_model)": "(--draft)", "drafter='sibling'": "--drafter sibling",
+             "(cache_dir, or $": "(--cache-dir, or $"}
+
+
+def in_app_terms(message: str) -> str:
+    """An engine message with its setting names turned into the app's command-line options."""
+    for engine_term, app_term in APP_TERMS.items():
+        message = message.replace(engine_term, app_term)
+    return message
+
+
 def as_reported(err: BaseException) -> BaseException:
-    """The error to show for `err`: user errors as they are; anything else logged with its traceback and
+    """The error to show for `err`: user errors in the app's terms; anything else logged with its traceback and
     wrapped in an InternalError that says so."""
-    if isinstance(err, USER_ERRORS + (InternalError,)):
+    if isinstance(err, InternalError):
         return err
+    if isinstance(err, USER_ERRORS):
+        text = in_app_terms(str(err))
+        if text == str(err):
+            return err
+        translated = type(err)(text)
+        translated.__cause__ = err
+        return translated
     error_id = uuid.uuid4().hex[:8]
     log.error("internal error %s while serving a request", error_id, exc_info=err)
     return InternalError(error_id, err)

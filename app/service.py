@@ -13,7 +13,7 @@ from typing import Callable, Iterator
 import rerank
 from app.results import entry_for, finite, mark_ties, progress, request_dict, request_notes, run_stats
 from app.runs import BusyError, RunControl, as_reported
-from engine import Engine, GenerationRequest, GenerationResult
+from engine import CandidateSource, GenerationRequest, GenerationResult
 
 
 @dataclass
@@ -31,15 +31,15 @@ class Pipeline:
         self.rank_settings = self.rank_settings or rerank.RankSettings()
         self.notes = [] if self.analyzer is not None else ["static analysis is off: no findings are shown"]
 
-    def run(self, engine: Engine, request: GenerationRequest, control: RunControl | None = None,
+    def run(self, engine: CandidateSource, request: GenerationRequest, control: RunControl | None = None,
             on_update: Callable[[GenerationResult], None] | None = None) -> dict:
         """Generate, analyze and rank synchronously; the final result dict (status "done")."""
         started = time.perf_counter()
         result = engine.generate(request, on_update=on_update, should_stop=control.should_stop if control else None)
         generated = time.perf_counter()
         texts = [c.text for c in result.candidates]
-        reasons = [c.finish_reason for c in result.candidates]
-        reports = self.analyzer.analyze(request.prompt, texts, reasons) if self.analyzer else None
+        cut = [c.cut for c in result.candidates]
+        reports = self.analyzer.analyze(request.prompt, texts, cut, request.suffix) if self.analyzer else None
         analyzed = time.perf_counter()
         candidates, matrix = self._rank(result, reports)
         ranked = time.perf_counter()
@@ -80,7 +80,7 @@ class Pipeline:
         return entries, matrix
 
     # --- streaming ---------------------------------------------------------------------------------------
-    def stream(self, request: GenerationRequest, engine_for: Callable[[], Engine], lock: threading.Lock,
+    def stream(self, request: GenerationRequest, engine_for: Callable[[], CandidateSource], lock: threading.Lock,
                control: RunControl, model: dict, loading: Callable[[], str | None] = lambda: None,
                ) -> Iterator[dict]:
         """Yield progress dicts (status "waiting", "loading", "generating") then the final dict ("done").

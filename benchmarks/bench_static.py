@@ -32,7 +32,7 @@ EXPECTED = {
     "break-indent": (("syntax-error",), ("syntax-error",)),
     "empty-body": (("empty-implementation",), ("empty-implementation",)),
 }
-FINISH = {"cut-half": "length"}   # the engine says "length" when it cut a candidate; the no-hint row says nothing
+CUT = {"cut-half"}   # the mutants the engine would have cut off (a length limit); the rest ended by themselves
 
 
 @dataclass
@@ -128,7 +128,7 @@ def quality(analyzer: StaticAnalyzer, problems: dict) -> tuple[dict[str, Row], l
     for task_id, problem in problems.items():
         mutants = mutate(problem["prompt"], problem["canonical_solution"], problem["entry_point"])
         kinds = [k for k in EXPECTED if k in mutants]
-        reports = analyzer.analyze(problem["prompt"], [mutants[k] for k in kinds], [FINISH.get(k) for k in kinds])
+        reports = analyzer.analyze(problem["prompt"], [mutants[k] for k in kinds], [k in CUT for k in kinds])
         for kind, report in zip(kinds, reports):
             row, (wanted, allowed) = rows[kind], EXPECTED[kind]
             row.count += 1

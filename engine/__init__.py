@@ -6,12 +6,14 @@ from pathlib import Path
 from engine.generate import DRAFTER_CHOICES, Engine, EngineSettings
 from engine.loading import DEFAULT_DRAFT, DEFAULT_TARGET, ModelSetupError, load_model, pick_device
 from engine.tiny import TINY_PREFIX, load_tiny
-from engine.types import Candidate, GenerationRequest, GenerationResult, GenerationStats, InvalidRequest
+from engine.types import (Candidate, CandidateSource, ContextFile, GenerationRequest, GenerationResult,
+                          GenerationStats, InvalidRequest)
 from engine.weights import WEIGHT_FORMATS, apply_weight_format
 
-__all__ = ["Candidate", "DEFAULT_DRAFT", "DEFAULT_TARGET", "DRAFTER_CHOICES", "Engine", "EngineSettings",
-           "GenerationRequest", "GenerationResult", "GenerationStats", "InvalidRequest", "ModelSetupError",
-           "WEIGHT_FORMATS", "load_engine", "load_any", "check_same_vocabulary", "check_draft_fits"]
+__all__ = ["Candidate", "CandidateSource", "ContextFile", "DEFAULT_DRAFT", "DEFAULT_TARGET", "DRAFTER_CHOICES",
+           "Engine", "EngineSettings", "GenerationRequest", "GenerationResult", "GenerationStats", "InvalidRequest",
+           "ModelSetupError", "WEIGHT_FORMATS", "build_engine", "load_engine", "load_any", "check_same_vocabulary",
+           "check_draft_fits"]
 
 
 def load_any(spec: str, cache_dir: Path | None = None, progress: bool = True, dtype: str = "auto"):
@@ -30,7 +32,7 @@ def check_same_vocabulary(target_tokenizer, draft_tokenizer, target_spec: str, d
     if target_tokenizer.get_vocab() != draft_tokenizer.get_vocab():
         raise ModelSetupError(f"draft {draft_spec!r} cannot draft for {target_spec!r}: their tokenizers differ "
                               f"(vocabularies of {len(target_tokenizer)} and {len(draft_tokenizer)} tokens). "
-                              "Choose a draft model of the same family, or use --drafter sibling (no draft model)")
+                              "Choose a draft model of the same family, or draft without one (drafter='sibling')")
 
 
 def check_draft_fits(target: tuple, draft: tuple, target_spec: str, draft_spec: str) -> None:
@@ -42,14 +44,23 @@ def check_draft_fits(target: tuple, draft: tuple, target_spec: str, draft_spec: 
                               f"{target_spec!r} has {model.config.vocab_size}: they cannot share drafts")
 
 
+def build_engine(target: tuple, draft: tuple | None, target_spec: str, draft_spec: str | None = None,
+                 settings: EngineSettings | None = None) -> Engine:
+    """The one way to make an Engine from loaded (model, tokenizer) pairs: the draft is checked against the target."""
+    model, tokenizer = target
+    if draft is not None:
+        check_draft_fits(target, draft, target_spec, draft_spec or "the draft model")
+    return Engine(model, tokenizer, draft[0] if draft is not None else None, settings)
+
+
 def load_engine(model_spec: str = DEFAULT_TARGET, draft_spec: str | None = None, cache_dir: Path | None = None,
                 settings: EngineSettings | None = None, progress: bool = True, dtype: str = "auto",
                 weights: str = "native") -> Engine:
     """Load the target (and draft) model and build an Engine around them (weights: engine.weights.WEIGHT_FORMATS)."""
     model, tokenizer = load_any(model_spec, cache_dir, progress, dtype)
-    draft_model = None
+    target = (apply_weight_format(model, weights), tokenizer)
+    draft = None
     if draft_spec:
-        draft = load_any(draft_spec, cache_dir, progress, dtype)
-        check_draft_fits((model, tokenizer), draft, model_spec, draft_spec)
-        draft_model = apply_weight_format(draft[0], weights)
-    return Engine(apply_weight_format(model, weights), tokenizer, draft_model, settings)
+        draft_model, draft_tokenizer = load_any(draft_spec, cache_dir, progress, dtype)
+        draft = (apply_weight_format(draft_model, weights), draft_tokenizer)
+    return build_engine(target, draft, model_spec, draft_spec, settings)

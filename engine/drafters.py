@@ -65,8 +65,13 @@ def merge_drafts(lookup: Draft, model: Draft) -> Draft:
 
 
 class Drafter(Protocol):
+    """What the engine reads of every drafter (model-free ones count no passes)."""
+
     name: str           # shown in stats and logs
     uses_model: bool    # True when proposing costs model forward passes
+    passes: int         # model forwards of proposals so far (the controller's per-pass cost)
+    setup_passes: int   # model forwards that were one-offs (a prompt's prefill, catching up after sitting out)
+    setup_s: float      # seconds those one-offs took
 
     def propose(self, context: DraftContext) -> Draft: ...
 
@@ -74,9 +79,9 @@ class Drafter(Protocol):
 class ModelDrafter:
     """A small model of the target's family samples the draft autoregressively, with its own ragged cache.
 
-    Given the request's PositionUniforms, each draft token is drawn with the number the target will use at
-    that position and the draft is a point mass ("coupled"); given a generator, the draft carries its
-    distributions for the min(1, p/q) test ("residual").
+    With the request's PositionUniforms (the "coupled" rule), each draft token is drawn with the number the
+    target will use at that position and the draft is a point mass; without them ("residual") it is drawn with
+    the generator and carries its distributions for the min(1, p/q) test.
 
     Nothing runs before the first proposal: a request whose controller never picks the draft model pays
     nothing for it. The drafter remembers which token it fed at every cached position of every row (`fed`),
@@ -88,10 +93,11 @@ class ModelDrafter:
     uses_model = True
 
     def __init__(self, model, prompt_ids: list[int], temperature: float, top_p: float,
-                 randomness: PositionUniforms | torch.Generator | None, forward, min_confidence: float = 0.0,
-                 check_cache: bool = False, capacity: int = 256):
+                 generator: torch.Generator | None, forward, min_confidence: float = 0.0,
+                 check_cache: bool = False, capacity: int = 256, uniforms: PositionUniforms | None = None):
         self.capacity = capacity              # cache positions per row the request can need (allocated at once)
-        self.model, self.temperature, self.top_p, self.randomness = model, temperature, top_p, randomness
+        self.model, self.temperature, self.top_p, self.generator = model, temperature, top_p, generator
+        self.uniforms = uniforms              # the acceptance rule: "coupled" with them, "residual" without
         self.min_confidence = min_confidence  # stop drafting once every row's newest draft token is less likely
         self.check_cache = check_cache        # verify the cache against the histories at every proposal (tests)
         self._forward = forward  # (model, cache, input_ids [B, q], keep_last) -> logits [B, q, V]
@@ -119,7 +125,7 @@ class ModelDrafter:
         logits = self._catch_up(histories, sat_out=context.round_number > self.last_round + 1)   # [B, V]
         self.last_round = context.round_number
         tokens, probs = [], []
-        coupled = isinstance(self.randomness, PositionUniforms)
+        coupled = self.uniforms is not None
         while True:
             draft_probs = warp_probs(logits, self.temperature, self.top_p)              # [B, V]
             draft_token = self._sample(draft_probs, context, len(tokens))              # [B]
@@ -193,10 +199,10 @@ class ModelDrafter:
 
     def _sample(self, draft_probs: torch.Tensor, context: DraftContext, step: int) -> torch.Tensor:
         """Draft token `step` of every active row: [B, V] -> [B]."""
-        if not isinstance(self.randomness, PositionUniforms):
-            return sample(draft_probs, self.randomness)
+        if self.uniforms is None:
+            return sample(draft_probs, self.generator)
         positions = [len(context.generated[r]) + step for r in context.active_rows]
-        return inverse_cdf(draft_probs, self.randomness.at(context.active_rows, positions, 1)[:, 0])
+        return inverse_cdf(draft_probs, self.uniforms.at(context.active_rows, positions, 1)[:, 0])
 
     def _unsure(self, logits: torch.Tensor, draft_token: torch.Tensor) -> bool:
         """Every row's newest draft token has a draft probability (at temperature >= 1, so greedy drafts are
@@ -230,6 +236,8 @@ class LookupDrafter:
     propose the continuation most of the matches agree on (longest n-gram match first, n = max_ngram..1)."""
 
     uses_model = False
+    passes = setup_passes = 0   # no model, no forwards
+    setup_s = 0.0
 
     def __init__(self, name: str, use_prompt: bool, use_own: bool, use_siblings: bool, max_ngram: int = 4,
                  min_votes: int = 1):

@@ -73,6 +73,7 @@ class _Run:
     started: float
     stats: GenerationStats
     active: list[int]            # original indices of unfinished rows, in batch order
+    round_number: int = 1        # the draft/verify round under way (1: the first after the prompt's prefill)
 
 
 class Engine:
@@ -84,7 +85,7 @@ class Engine:
         if self.settings.drafter not in DRAFTER_CHOICES:
             raise ValueError(f"drafter={self.settings.drafter!r} is unknown: choose one of {', '.join(DRAFTER_CHOICES)}")
         if self.settings.drafter == "model" and draft_model is None:
-            raise ValueError("drafter='model' needs a draft model: pass --draft or choose another drafter")
+            raise ValueError("drafter='model' needs a draft model: give the engine one (draft_model) or choose another drafter")
         if self.settings.acceptance not in ACCEPTANCE_CHOICES:
             raise ValueError(f"acceptance={self.settings.acceptance!r} is unknown: choose one of "
                              f"{', '.join(ACCEPTANCE_CHOICES)}")
@@ -112,7 +113,7 @@ class Engine:
         for row in run.rows:
             row.finish_reason = row.finish_reason or FINISH_BUDGET
         run.stats.drafter_choices = dict(controller.choices)
-        run.stats.draft_passes += sum(getattr(d, "setup_passes", 0) for d in drafters.values())  # one-offs too
+        run.stats.draft_passes += sum(d.setup_passes for d in drafters.values())  # one-offs too
         return self._result(run)
 
     # --- one request ------------------------------------------------------------------------------
@@ -145,9 +146,9 @@ class Engine:
             request = run.request
             coupled = self.settings.acceptance == "coupled"
             drafters["model"] = ModelDrafter(self.draft_model, run.prompt_ids, request.temperature,
-                                             request.top_p, run.uniforms if coupled else run.generator, forward,
+                                             request.top_p, run.generator, forward,
                                              self.settings.controller.min_draft_confidence, self.settings.check_cache,
-                                             capacity=run.cache.capacity)
+                                             capacity=run.cache.capacity, uniforms=run.uniforms if coupled else None)
         return drafters
 
     def _prefill(self, run: _Run) -> None:
@@ -173,7 +174,7 @@ class Engine:
         step_started = time.perf_counter()
         context = DraftContext(run.prompt_ids, [r.token_ids for r in run.rows], list(run.active),
                                self.settings.controller.max_lookup_length, run.deadline,
-                               round_number=run.stats.forward_passes)   # the prefill was pass 1: this round's number
+                               round_number=run.round_number)
         # 1. draft: free lookups first, so the controller can weigh what they actually found
         lookups = {n: d.propose(context) for n, d in drafters.items() if not d.uses_model}
         plan = controller.plan(batch, {n: d.lengths.tolist() for n, d in lookups.items()})
@@ -207,6 +208,7 @@ class Engine:
         step.verify_s = time.perf_counter() - step_started - step.draft_s - step.setup_s
         controller.observe(step)
         self._count(run, step)
+        run.round_number += 1
         self._drop_finished(run)
 
     def _draft(self, run: _Run, drafters, lookups: dict[str, Draft], plan: StepPlan,
@@ -223,10 +225,9 @@ class Engine:
             if plan.fallback is None:
                 return lookup, self._record(plan, lookup, lookup)
         drafter = drafters[plan.fallback or plan.drafter]
-        context.max_len = plan.length
-        passes_before, setup_before, started = drafter.passes, getattr(drafter, "setup_s", 0.0), time.perf_counter()
-        draft = drafter.propose(context)
-        setup_s = getattr(drafter, "setup_s", 0.0) - setup_before     # one-offs: prompt prefill, catching up
+        passes_before, setup_before, started = drafter.passes, drafter.setup_s, time.perf_counter()
+        draft = drafter.propose(replace(context, max_len=plan.length))   # the plan's length, not the lookup cap
+        setup_s = drafter.setup_s - setup_before     # one-offs: prompt prefill, catching up
         draft_s = time.perf_counter() - started - setup_s
         draft = draft if lookup is None else merge_drafts(lookup, draft)
         return draft, self._record(plan, draft, lookup, draft_s, drafter.passes - passes_before, setup_s)

@@ -61,8 +61,6 @@ class _Row(RowState):
 class RemoteEngine:
     """Candidates from an OpenAI-compatible server, through the engine's interface (generate)."""
 
-    uses_local_model = False   # the app may run several of its requests at once (the server batches them)
-
     def __init__(self, settings: RemoteSettings, transport: httpx.BaseTransport | None = None):
         settings.validate()
         self.settings = settings
@@ -137,7 +135,7 @@ class RemoteEngine:
         unfinished = [r for r in rows if r.finish_reason is None]
         if unfinished and not errors and all(not r.text for r in unfinished):
             raise RemoteError(f"the server at {self._client.base_url} sent {len(rows) - len(unfinished)} of the "
-                              f"{len(rows)} choices asked for: it may not support `n`; use --fan-out requests")
+                              f"{len(rows)} choices asked for: it may not support `n`; use fan_out='requests'")
         for row in unfinished:   # a stream that ended or broke without finishing its rows
             row.finish_reason = FINISH_INTERRUPTED
 
@@ -273,11 +271,11 @@ def _http_error(response: httpx.Response, base_url, model: str) -> RemoteError:
     status, server = response.status_code, str(base_url)
     detail = response.text[:200]
     if status == 401 or status == 403:
-        return RemoteError(f"the server at {server} refused the request ({status}): give its API key with "
-                           f"--api-key-env VAR (the variable that holds it). Server said: {detail}")
+        return RemoteError(f"the server at {server} refused the request ({status}): give its API key "
+                           f"(api_key). Server said: {detail}")
     if status == 404:
         return RemoteError(f"the server at {server} does not serve model {model!r} or /completions (404): check "
-                           f"--served-model and --base-url (it ends in /v1). Server said: {detail}")
+                           f"the served model name (model) and base_url (it ends in /v1). Server said: {detail}")
     if status in (429, 503):
         retry = response.headers.get("Retry-After")
         return RemoteError(f"the server at {server} is overloaded ({status}); retry "
@@ -289,7 +287,7 @@ def _http_error(response: httpx.Response, base_url, model: str) -> RemoteError:
 
 def _transport_error(err: Exception, base_url) -> RemoteError:
     if isinstance(err, httpx.ConnectError):
-        return RemoteError(f"no server answers at {base_url} ({err}): is it running, and is --base-url right?")
+        return RemoteError(f"no server answers at {base_url} ({err}): is it running, and is base_url right?")
     if isinstance(err, httpx.TimeoutException):
         return RemoteError(f"the server at {base_url} did not answer in time ({type(err).__name__})")
     return RemoteError(f"the connection to the server at {base_url} broke off ({type(err).__name__}: {err}); what "

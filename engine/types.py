@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Callable, Protocol
 
 # HumanEval's usual stop sequences (what peers such as llama-server are given in the benchmarks). The engine
 # itself ends a function by indentation (engine/blocks.py), which also stops methods and nested functions.
@@ -14,6 +15,10 @@ FINISH_STOP = "stop"      # an end-of-text token, a stop string or the end of th
 FINISH_LENGTH = "length"  # max_new_tokens reached
 FINISH_BUDGET = "budget"  # the deadline (or a cancel) came first: the text is unfinished
 FINISH_INTERRUPTED = "interrupted"  # a remote server's stream broke off: the text is what arrived
+# The one list of how a candidate can end (static_eval, the OpenAI mapping and the page derive from it or are tested
+# against it), and those that cut the text off where it was: it may end anywhere, even mid-token.
+FINISH_REASONS = (FINISH_STOP, FINISH_LENGTH, FINISH_BUDGET, FINISH_INTERRUPTED)
+CUT_REASONS = frozenset({FINISH_LENGTH, FINISH_BUDGET, FINISH_INTERRUPTED})
 
 
 class InvalidRequest(ValueError):
@@ -21,10 +26,18 @@ class InvalidRequest(ValueError):
 
 
 @dataclass(frozen=True)
-class GenerationRequest:
-    """What one call asks for: k sampled continuations of one prompt."""
+class ContextFile:
+    """Another file the editor has open, given to a fill-in-the-middle request as context."""
 
-    prompt: str
+    name: str   # its path or name, as the editor calls it
+    text: str
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    """What one call asks for: k sampled continuations of one prompt (or k middles between it and a suffix)."""
+
+    prompt: str                     # the code before the cursor
     k: int = 8                      # number of candidates (rows), 1..32
     max_new_tokens: int = 256       # per candidate, 1..2048
     budget_s: float = 30.0          # seconds from call to answer, > 0
@@ -33,10 +46,19 @@ class GenerationRequest:
     seed: int | None = None         # fixes the samples when set
     stop: tuple[str, ...] = ()      # a row ends before the first of these strings
     stop_at_body_end: bool = True   # a row ends where its completion leaves the function the prompt opened
+    suffix: str = ""                # the code after the cursor: non-empty (or extra files) asks for middles
+    extra: tuple[ContextFile, ...] = ()  # other files as context of a middle
+
+    @property
+    def is_infill(self) -> bool:
+        """Whether this asks for middles between prompt and suffix (fill-in-the-middle) rather than continuations."""
+        return bool(self.suffix) or bool(self.extra)
 
     def validate(self) -> None:
         """Raise ValueError naming the bad value and the allowed range."""
-        if not isinstance(self.prompt, str) or not self.prompt.strip():
+        if not isinstance(self.prompt, str) or not isinstance(self.suffix, str):
+            raise InvalidRequest("prompt and suffix must be text (the code before and after the cursor)")
+        if not self.prompt.strip() and not self.suffix.strip():
             raise InvalidRequest("prompt is empty: give some code or a function signature to complete")
         _check_int("k", self.k, 1, MAX_K)
         _check_int("max_new_tokens", self.max_new_tokens, 1, MAX_NEW_TOKENS)
@@ -52,6 +74,9 @@ class GenerationRequest:
             raise InvalidRequest(f"stop_at_body_end={self.stop_at_body_end!r} is invalid: it must be true or false")
         if not all(isinstance(s, str) and s for s in self.stop):
             raise InvalidRequest(f"stop={self.stop!r} is invalid: stop strings must be non-empty strings")
+        if not all(isinstance(f, ContextFile) and isinstance(f.name, str) and isinstance(f.text, str)
+                   for f in self.extra):
+            raise InvalidRequest("extra is invalid: each context file needs a name and a text")
 
 
 def _is_finite(value) -> bool:
@@ -70,11 +95,16 @@ class Candidate:
     text: str                                          # decoded continuation, cut before any stop string
     token_ids: list[int] = field(default_factory=list)  # generated token ids (kept ones)
     logprobs: list[float] = field(default_factory=list)  # log p_target(token) per token, at temperature 1
-    finish_reason: str | None = None                   # FINISH_STOP / FINISH_LENGTH / FINISH_BUDGET; None while growing
+    finish_reason: str | None = None                   # one of FINISH_REASONS; None while growing
 
     @property
     def finished(self) -> bool:
         return self.finish_reason is not None
+
+    @property
+    def cut(self) -> bool:
+        """Whether the text was cut off where it was (CUT_REASONS) rather than ending by itself."""
+        return self.finish_reason in CUT_REASONS
 
 
 @dataclass
@@ -128,3 +158,14 @@ class GenerationResult:
 
     candidates: list[Candidate]
     stats: GenerationStats
+
+
+class CandidateSource(Protocol):
+    """What the app asks of a source of candidates (the local Engine, a RemoteEngine in front of a server)."""
+
+    def generate(self, request: GenerationRequest, on_update: Callable[[GenerationResult], None] | None = None,
+                 should_stop: Callable[[], bool] | None = None) -> GenerationResult:
+        """request.k candidates (in row order), returned by the request's deadline with what there is;
+        on_update gets partial results while they grow, should_stop ends the run early (what there is is kept).
+        Raises InvalidRequest for a request this source cannot serve (the message names the value)."""
+        ...

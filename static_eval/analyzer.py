@@ -1,4 +1,5 @@
-"""StaticAnalyzer: syntax, empty implementations and context-diffed lint findings for a batch of candidates."""
+"""StaticAnalyzer: syntax, empty implementations and context-diffed lint findings for a batch of candidates (each a
+continuation of the prompt, or a middle between the prompt and the code after the cursor)."""
 from __future__ import annotations
 
 import re
@@ -17,18 +18,16 @@ from .settings import AnalyzerSettings
 from .syntax import PythonSyntax, SyntaxProblem
 from .worker import TIMEOUT, LintWorker
 
-FINISH_REASONS = ("stop", "length", "budget", None)   # as the engine reports them
-CUT_REASONS = ("length", "budget", "interrupted")                  # the text may end anywhere, even mid-token
 ANALYSIS_FAILURES = ("fatal", "astroid-error", "parse-error")
 _BAD_CHARACTER = re.compile("[\x00\ud800-\udfff]")      # Python source can hold neither NUL nor lone surrogates
 
 
 @dataclass
 class _PromptFacts:
-    """What the prompt alone is, computed once per prompt."""
+    """What the context alone (the prompt, and the code after the cursor) is, computed once per context."""
 
     parses: bool                      # a valid prefix: parses as is, or once its open block gets a body
-    lint_source: str | None           # what to lint for the baseline (the prompt, or the prompt + `pass`)
+    lint_source: str | None           # what to lint for the baseline (the context, or with `pass` at the cursor)
     baseline: Counter | None = None   # the prompt's own lint messages by key, once linted
 
 
@@ -49,7 +48,7 @@ class StaticAnalyzer:
         self.settings = settings if settings is not None else AnalyzerSettings()
         self.settings.validate()
         self._syntax = PythonSyntax()
-        self._prompts: OrderedDict[str, _PromptFacts] = OrderedDict()
+        self._prompts: OrderedDict[tuple[str, str], _PromptFacts] = OrderedDict()   # (prompt, suffix) -> facts
         self._lock = threading.Lock()
         self._worker = None
         if self.settings.lint:
@@ -60,15 +59,18 @@ class StaticAnalyzer:
             except OSError:              # could not spawn now: the first lint tries again (and reports)
                 self._worker.close()
 
-    def analyze(self, prompt: str, completions: list[str],
-                finish_reasons: list[str | None] | None = None) -> list[CandidateReport]:
-        """One report per completion; each completion continues the prompt text directly."""
-        prompt = _as_text(prompt)
+    def analyze(self, prompt: str, completions: list[str], cut: list[bool] | None = None,
+                suffix: str = "") -> list[CandidateReport]:
+        """One report per completion; each completion continues the prompt text directly (and, given the code after
+        the cursor, `suffix`, is the middle between them: judged as prompt + middle + suffix, minus what prompt +
+        suffix alone already has). cut: per completion, whether its text was cut off where it was (a length limit,
+        a deadline, a broken stream) rather than ending by itself; None: none was."""
+        prompt, suffix = _as_text(prompt), _as_text(suffix)
         completions = [_as_text(c) for c in completions]
-        reasons = _check_reasons(finish_reasons, len(completions))
+        cut = _check_cut(cut, len(completions))
         with self._lock:
-            facts = self._prompt_facts(prompt)
-            checked = [self._check_syntax(prompt, c, r, facts) for c, r in zip(completions, reasons)]
+            facts = self._prompt_facts(prompt, suffix)
+            checked = [self._check_syntax(prompt, c, suffix, was_cut, facts) for c, was_cut in zip(completions, cut)]
             self._lint(facts, checked)
         return [c.report for c in checked]
 
@@ -86,33 +88,36 @@ class StaticAnalyzer:
 
     # 1. the prompt alone
 
-    def _prompt_facts(self, prompt: str) -> _PromptFacts:
-        facts = self._prompts.get(prompt)
+    def _prompt_facts(self, prompt: str, suffix: str) -> _PromptFacts:
+        key = (prompt, suffix)
+        facts = self._prompts.get(key)
         if facts is not None:
-            self._prompts.move_to_end(prompt)
+            self._prompts.move_to_end(key)
             return facts
         facts = _PromptFacts(False, None)
-        if _BAD_CHARACTER.search(prompt) is None:
-            if not self._syntax.parse(prompt.encode("utf-8")).has_error:
-                facts = _PromptFacts(True, prompt)
+        context = prompt + suffix
+        if _BAD_CHARACTER.search(context) is None:
+            if not self._syntax.parse(context.encode("utf-8")).has_error:
+                facts = _PromptFacts(True, context)
             else:
-                stubbed = _with_stub_body(prompt)
+                stubbed = _with_stub_body(prompt, suffix)
                 if stubbed is not None and not self._syntax.parse(stubbed.encode("utf-8")).has_error:
                     facts = _PromptFacts(True, stubbed)
-        self._prompts[prompt] = facts
+        self._prompts[key] = facts
         while len(self._prompts) > self.settings.prompt_cache_size:
             self._prompts.popitem(last=False)
         return facts
 
     # 2. syntax, completeness, empty implementations (tree-sitter, per candidate)
 
-    def _check_syntax(self, prompt: str, completion: str, reason: str | None, facts: _PromptFacts) -> _Checked:
+    def _check_syntax(self, prompt: str, completion: str, suffix: str, was_cut: bool,
+                      facts: _PromptFacts) -> _Checked:
         started = time.perf_counter()
-        code = prompt + completion
+        code = prompt + completion + suffix
         coords = CandidateCoordinates(prompt, code)
         report = CandidateReport(parses=False, complete=True, prompt_parses=facts.parses)
         item = _Checked(report, code, coords)
-        cut = reason in CUT_REASONS and _ends_mid_statement(code)
+        cut = was_cut and _ends_mid_statement(prompt + completion)
         bad = _BAD_CHARACTER.search(code)
         if bad is not None and not facts.parses:
             report.complete = not cut           # the prompt holds it: blame nothing on the candidate
@@ -123,17 +128,19 @@ class StaticAnalyzer:
                                            f"invalid character {bad.group()!r} (U+{ord(bad.group()):04X})"))
             report.complete = not cut
         else:
-            self._tree_checks(item, len(prompt.encode("utf-8")), cut, facts)
+            boundary = len(prompt.encode("utf-8"))
+            self._tree_checks(item, (boundary, boundary + len(completion.encode("utf-8"))), cut, facts)
         if not report.parses and not facts.parses and not any(f.kind == SYNTAX_ERROR for f in report.findings):
             report.findings.append(Finding(PROMPT_SYNTAX_ERROR, None, 1, 0, _prompt_problem(prompt), WARNING))
         if not report.complete:
             last_line = completion.count("\n") + 1
-            report.findings.append(Finding(TRUNCATED, None, last_line, 0,
-                                           f"the candidate is cut off (finish reason {reason!r}) mid-statement"))
+            report.findings.append(Finding(TRUNCATED, None, last_line, 0, "the candidate is cut off mid-statement "
+                                           "(a length limit, the deadline or a broken stream ended it)"))
         report.elapsed_s = time.perf_counter() - started
         return item
 
-    def _tree_checks(self, item: _Checked, boundary: int, cut: bool, facts: _PromptFacts) -> None:
+    def _tree_checks(self, item: _Checked, span: tuple[int, int], cut: bool, facts: _PromptFacts) -> None:
+        """span: the completion's bytes in the code (from the prompt's end to the suffix's start)."""
         report = item.report
         source = item.code.encode("utf-8")
         parsed = self._syntax.parse(source)
@@ -146,7 +153,7 @@ class StaticAnalyzer:
             report.findings.append(_syntax_finding(problem, item.coords))
         if not report.parses:
             return
-        empty = empty_implementation(parsed.added_code(boundary))
+        empty = empty_implementation(parsed.added_code(*span))
         if empty is not None:
             report.findings.append(empty)
         if self._worker is None:
@@ -228,14 +235,15 @@ def _ends_mid_statement(code: str) -> bool:
     return last_written[:1].isspace()           # the last written line is indented: a compound statement is open
 
 
-def _with_stub_body(prompt: str) -> str | None:
-    """The prompt with `pass` as the body of its last, still open block (`def f(x):`), if it ends in one."""
+def _with_stub_body(prompt: str, suffix: str = "") -> str | None:
+    """The prompt with `pass` as the body of its last, still open block (`def f(x):`), if it ends in one, then the
+    code after the cursor."""
     head = prompt.rstrip()
     last = head.rpartition("\n")[2]
     if not last.rstrip().endswith(":"):
         return None
     indent = last[:len(last) - len(last.lstrip())]
-    return f"{head}\n{indent}    pass\n"
+    return f"{head}\n{indent}    pass\n" + suffix.lstrip(" \t")
 
 
 def _as_text(value) -> str:
@@ -249,16 +257,16 @@ def _as_text(value) -> str:
     return value.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def _check_reasons(finish_reasons, count: int) -> list[str | None]:
-    if finish_reasons is None:
-        return [None] * count
-    reasons = list(finish_reasons)
-    if len(reasons) != count:
-        raise ValueError(f"finish_reasons has {len(reasons)} entries: it must have one per completion ({count})")
-    for reason in reasons:
-        if reason not in FINISH_REASONS:
-            raise ValueError(f"finish_reason={reason!r} is invalid: it must be one of {FINISH_REASONS}")
-    return reasons
+def _check_cut(cut, count: int) -> list[bool]:
+    if cut is None:
+        return [False] * count
+    flags = list(cut)
+    if len(flags) != count:
+        raise ValueError(f"cut has {len(flags)} entries: it must have one per completion ({count})")
+    for flag in flags:
+        if not isinstance(flag, bool):
+            raise TypeError(f"cut={flag!r} is invalid: each entry must be True or False (was the text cut off?)")
+    return flags
 
 
 def _prompt_problem(prompt: str) -> str:

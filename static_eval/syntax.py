@@ -83,10 +83,12 @@ class ParsedCode:
             stack.extend(child for child in node.children if child.has_error and child.end_byte >= end)
         return False
 
-    def added_code(self, boundary: int) -> AddedCode:
-        """Classify the statements that start at or after byte `boundary` (where the completion begins)."""
+    def added_code(self, boundary: int, end: int | None = None) -> AddedCode:
+        """Classify the statements that start at or after byte `boundary` (where the completion begins) and before
+        byte `end` (where the code after the cursor begins, for a middle; None: the end of the source)."""
+        end = len(self._source) if end is None else end
         prompt_end = len(self._source[:boundary].rstrip())
-        stub = self._stub_function(boundary, prompt_end)
+        stub = self._stub_function(boundary, prompt_end, end)
         categories: list[str] = []
         stub_categories: list[str] = []
         stack: list[tuple[Node, Node | None]] = [(self._root, None)]   # (node, innermost enclosing function)
@@ -95,7 +97,7 @@ class ParsedCode:
             if node.type == "function_definition":
                 function = node
             for child in reversed(node.children):
-                if child.end_byte <= boundary or child.type == "comment":
+                if child.end_byte <= boundary or child.start_byte >= end or child.type == "comment":
                     continue
                 is_statement = child.is_named and node.type in STATEMENT_PARENTS
                 if is_statement and (child.start_byte >= boundary or not _is_compound(child)):
@@ -108,16 +110,18 @@ class ParsedCode:
         name = _name(stub) if stub is not None else None
         return AddedCode(tuple(categories), name, tuple(stub_categories))
 
-    def _stub_function(self, boundary: int, prompt_end: int) -> Node | None:
-        """The innermost function still open at the prompt's end whose prompt-side body runs nothing."""
+    def _stub_function(self, boundary: int, prompt_end: int, end: int) -> Node | None:
+        """The innermost function still open at the prompt's end whose body outside the completion (before it, and
+        after it for a middle) runs nothing."""
         if prompt_end == 0:
             return None
         node = self._root.descendant_for_byte_range(prompt_end - 1, prompt_end)
         while node is not None:
             if node.type == "function_definition" and node.start_byte < boundary and node.end_byte >= prompt_end:
                 body = node.child_by_field_name("body")
-                before = [c for c in (body.named_children if body else []) if c.end_byte <= boundary and c.type != "comment"]
-                return node if all(_category(c) in TRIVIAL for c in before) else None
+                around = [c for c in (body.named_children if body else [])
+                          if (c.end_byte <= boundary or c.start_byte >= end) and c.type != "comment"]
+                return node if all(_category(c) in TRIVIAL for c in around) else None
             node = node.parent
         return None
 

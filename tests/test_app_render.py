@@ -37,3 +37,15 @@ def test_status_and_notes_escape_names():
     assert "<script" not in render.status_html(state)
     assert "<script" not in render.notes_html([XSS])
     assert "<script" not in render.stats_html({"drafter_choices": {XSS: 1}, "total_s": 2.0})
+
+
+def test_every_finish_reason_of_the_engine_has_words_and_a_protocol_name():
+    """The engine defines how a candidate can end (engine.types.FINISH_REASONS); the page and the OpenAI mapping
+    must know each one, and only the cut ones map to "length"."""
+    from app.openai_api import protocol_finish
+    from engine.types import CUT_REASONS, FINISH_REASONS
+
+    assert set(render.REASONS) == set(FINISH_REASONS) | {None}
+    assert {r: protocol_finish(r) for r in FINISH_REASONS} == {r: "length" if r in CUT_REASONS else "stop"
+                                                               for r in FINISH_REASONS}
+    assert CUT_REASONS < set(FINISH_REASONS) and "stop" not in CUT_REASONS

@@ -152,6 +152,8 @@ class ArgmaxOracleDrafter:
     resampling from p_target instead of the residual in the earlier accept-with-p(x) rule (p = 1e-38)."""
 
     name, uses_model = "prompt", False
+    passes = setup_passes = 0   # the Drafter protocol: no model, no forwards
+    setup_s = 0.0
 
     def __init__(self, model):
         self.model = model

@@ -107,7 +107,7 @@ def test_not_enough_disk_names_the_cache_options(tmp_path, monkeypatch):
     monkeypatch.setattr(loading.shutil, "disk_usage", lambda path: usage(100, 95, 5))
     with pytest.raises(ModelSetupError) as err:
         loading.join_parts(parts, tmp_path / "cache" / "model.gguf", progress=False)
-    assert "--cache-dir" in str(err.value) and loading.CACHE_ENV in str(err.value)
+    assert "cache_dir" in str(err.value) and loading.CACHE_ENV in str(err.value)
 
 
 # --- the cache directory and converted weights ---------------------------------------------------------------

@@ -156,8 +156,8 @@ def test_a_stream_cut_midway_keeps_what_arrived_and_marks_it():
 
 
 @pytest.mark.parametrize(("status", "headers", "message"), [
-    (401, {}, r"refused the request \(401\).*--api-key-env"),
-    (404, {}, r"does not serve model 'm'.*--served-model"),
+    (401, {}, r"refused the request \(401\).*\(api_key\)"),
+    (404, {}, r"does not serve model 'm'.*\(model\) and base_url"),
     (429, {"Retry-After": "7"}, r"overloaded \(429\); retry after 7 s"),
     (503, {}, r"overloaded \(503\); retry in a moment"),
 ])
@@ -170,7 +170,7 @@ def test_refusals_are_said_in_words_that_name_the_fix(status, headers, message):
 def test_a_server_that_ignores_n_is_named():
     one = _sse([{"index": 0, "text": "    return 1\n", "finish_reason": "stop"}])
     with Misbehaving([one]) as server:
-        with pytest.raises(RemoteError, match="sent 1 of the 3 choices.*--fan-out requests"):
+        with pytest.raises(RemoteError, match="sent 1 of the 3 choices.*fan_out='requests'"):
             RemoteEngine(RemoteSettings(server.url, "m")).generate(GenerationRequest(PROMPT, k=3, budget_s=10))
 
 

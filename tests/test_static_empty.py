@@ -13,7 +13,7 @@ def analyzer():
 
 
 def report_for(analyzer, completion, prompt=PROMPT):
-    return analyzer.analyze(prompt, [completion], ["stop"])[0]
+    return analyzer.analyze(prompt, [completion], [False])[0]
 
 
 @pytest.mark.parametrize("completion", [

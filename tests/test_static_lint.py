@@ -13,7 +13,7 @@ def analyzer():
 
 
 def kinds(analyzer, completion, prompt=PROMPT):
-    return analyzer.analyze(prompt, [completion], ["stop"])[0].kinds
+    return analyzer.analyze(prompt, [completion], [False])[0].kinds
 
 
 def test_correct_completion_has_no_findings(analyzer):
@@ -80,4 +80,4 @@ def test_the_prompt_is_linted_once_and_cached(analyzer):
     first = analyzer.analyze(prompt, ["    return x\n"])[0]
     second = analyzer.analyze(prompt, ["    return x + 1\n"])[0]
     assert first.kinds == second.kinds == []
-    assert analyzer._prompts[prompt].baseline is not None   # kept after the first call
+    assert analyzer._prompts[(prompt, "")].baseline is not None   # kept after the first call

@@ -37,10 +37,10 @@ def test_bad_settings_are_rejected(bad):
         StaticAnalyzer(AnalyzerSettings(lint=False, **bad))
 
 
-def test_finish_reasons_are_checked():
+def test_cut_flags_are_checked():
     with StaticAnalyzer(AnalyzerSettings(lint=False)) as analyzer:
         with pytest.raises(ValueError):
-            analyzer.analyze("x = 1\n", ["y = 2\n"], ["stop", "stop"])
-        with pytest.raises(ValueError):
-            analyzer.analyze("x = 1\n", ["y = 2\n"], ["eos"])
+            analyzer.analyze("x = 1\n", ["y = 2\n"], [False, False])
+        with pytest.raises(TypeError):
+            analyzer.analyze("x = 1\n", ["y = 2\n"], ["stop"])   # finish reasons are the engine's: say cut or not
         assert analyzer.analyze("x = 1\n", []) == []

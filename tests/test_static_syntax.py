@@ -1,6 +1,7 @@
 """Syntax checks: ERROR/MISSING nodes, candidate coordinates, cut-off candidates, prompts that do not parse."""
 import pytest
 
+from engine.types import CUT_REASONS
 from static_eval import AnalyzerSettings, StaticAnalyzer
 
 PROMPT = 'def add(a, b):\n    """Add two numbers."""\n'
@@ -13,7 +14,7 @@ def analyzer():
 
 
 def one(analyzer, completion, reason=None, prompt=PROMPT):
-    return analyzer.analyze(prompt, [completion], [reason])[0]
+    return analyzer.analyze(prompt, [completion], [reason in CUT_REASONS])[0]
 
 
 def test_valid_completion_has_no_findings(analyzer):
@@ -47,7 +48,7 @@ def test_unfinished_statement_is_not_complete(analyzer):
     assert report.kinds.count("truncated") == 1
 
 
-@pytest.mark.parametrize("reason", ["length", "budget"])
+@pytest.mark.parametrize("reason", ["length", "budget", "interrupted"])
 def test_cut_off_mid_line_that_parses_is_not_complete(analyzer, reason):
     report = one(analyzer, "    return a", reason)
     assert report.parses and not report.complete
