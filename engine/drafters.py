@@ -11,6 +11,7 @@ from typing import Protocol
 import torch
 
 from engine.kv_cache import RaggedKVCache
+from engine.prefix_cache import PrefixCache, read_prompt
 from engine.sampling import PositionUniforms, inverse_cdf, sample, warp_probs
 
 
@@ -94,10 +95,12 @@ class ModelDrafter:
 
     def __init__(self, model, prompt_ids: list[int], temperature: float, top_p: float,
                  generator: torch.Generator | None, forward, min_confidence: float = 0.0,
-                 check_cache: bool = False, capacity: int = 256, uniforms: PositionUniforms | None = None):
+                 check_cache: bool = False, capacity: int = 256, uniforms: PositionUniforms | None = None,
+                 prefix_cache: PrefixCache | None = None, chunk_tokens: int = 512):
         self.capacity = capacity              # cache positions per row the request can need (allocated at once)
         self.model, self.temperature, self.top_p, self.generator = model, temperature, top_p, generator
         self.uniforms = uniforms              # the acceptance rule: "coupled" with them, "residual" without
+        self.prefix_cache, self.chunk_tokens = prefix_cache, chunk_tokens   # recent prompts' KV of the draft model
         self.min_confidence = min_confidence  # stop drafting once every row's newest draft token is less likely
         self.check_cache = check_cache        # verify the cache against the histories at every proposal (tests)
         self._forward = forward  # (model, cache, input_ids [B, q], keep_last) -> logits [B, q, V]
@@ -143,12 +146,11 @@ class ModelDrafter:
                      None if coupled else torch.stack(probs, dim=1))
 
     def _prefill(self, active_rows: list[int]) -> None:
-        """The prompt once (batch 1), fanned out to the active rows."""
+        """The prompt once (batch 1; a recent request's prefix from the prefix cache), fanned out to the active rows."""
         started = time.perf_counter()
         self.cache = RaggedKVCache(self.model.config.num_hidden_layers, 1, self.device, self.capacity)
-        self._forward(self.model, self.cache, torch.tensor([self.prompt_ids], device=self.device), keep_last=1)
+        read_prompt(self._forward, self.model, self.cache, self.prompt_ids, self.prefix_cache, self.chunk_tokens)
         self._count_one_off(started)
-        self.cache.commit(torch.tensor([len(self.prompt_ids)], device=self.device))
         self.cache.select_rows(torch.zeros(len(active_rows), dtype=torch.long, device=self.device))
         self.rows = list(active_rows)
         self.fed = [list(self.prompt_ids) for _ in active_rows]

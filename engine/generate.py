@@ -11,11 +11,12 @@ from typing import Callable
 import torch
 
 from engine.acceptance import speculative_accept
-from engine.blocks import BodyEnd
 from engine.controller import ControllerMemory, ControllerSettings, DraftController, StepPlan, StepRecord
 from engine.drafters import (Draft, DraftContext, Drafter, ModelDrafter, merge_drafts, prompt_lookup_drafter,
                              sibling_drafter)
+from engine.infill import FimFormat, fim_format_or_refuse
 from engine.kv_cache import RaggedKVCache
+from engine.prefix_cache import PrefixCache, PromptReading, read_prompt
 from engine.sampling import PositionUniforms, inverse_cdf, token_logprobs, warp_probs
 from engine.stopping import RowState, StopRules
 from engine.types import FINISH_BUDGET, GenerationRequest, GenerationResult, GenerationStats, InvalidRequest
@@ -39,6 +40,8 @@ class EngineSettings:
     acceptance: str = "coupled"
     controller: ControllerSettings = field(default_factory=ControllerSettings)
     check_cache: bool = False   # the draft model checks its cache against the rows' histories at every proposal
+    prefix_cache_mb: float = 512.0  # KV of recent prompts kept per model (target, draft), least recently used out; 0: off
+    prefill_chunk: int = 512    # prompt tokens per forward while a prompt is read (progress and cancels in between)
 
 
 def forward(model, cache: RaggedKVCache, input_ids: torch.Tensor, keep_last: int | torch.Tensor = 0) -> torch.Tensor:
@@ -50,6 +53,13 @@ def forward(model, cache: RaggedKVCache, input_ids: torch.Tensor, keep_last: int
                     position_ids=cache.position_ids(q_len), use_cache=True, logits_to_keep=keep_last,
                     **{_cache_argument(type(model)): cache})
     return out.logits
+
+
+def _encode(tokenizer, text: str) -> list[int]:
+    """Token ids of text read as text: a special token's spelling typed in the code stays characters."""
+    if not text:
+        return []
+    return tokenizer(text, add_special_tokens=False, split_special_tokens=True)["input_ids"]
 
 
 @functools.cache
@@ -95,6 +105,10 @@ class Engine:
         self.eos_ids = end_of_text_ids(model, tokenizer)
         self.context_limit = getattr(model.config, "max_position_embeddings", None) or 32768
         self.memory = ControllerMemory(self.settings.controller)  # measured costs and acceptance, across requests
+        self.fim = FimFormat.of(tokenizer)    # None: the model cannot fill in a middle
+        cache_bytes = int(self.settings.prefix_cache_mb * 2**20)
+        self.prefix_cache = PrefixCache(cache_bytes)                                 # the target's recent prompts
+        self.draft_prefix_cache = PrefixCache(cache_bytes) if draft_model is not None else None
 
     def generate(self, request: GenerationRequest, on_update: Callable[[GenerationResult], None] | None = None,
                  should_stop: Callable[[], bool] | None = None) -> GenerationResult:
@@ -104,8 +118,10 @@ class Engine:
         drafters = self._drafters(run)
         controller = DraftController(self.settings.controller, list(drafters),
                                      {n for n, d in drafters.items() if d.uses_model}, self.memory, request.temperature)
-        self._prefill(run)
+        self._prefill(run, on_update, should_stop)
         run.stats.prefill_s = time.perf_counter() - run.started
+        if request.budget_after_prompt:
+            run.deadline = time.perf_counter() + request.budget_s
         self._notify(run, on_update)
         while run.active and time.perf_counter() < run.deadline and not (should_stop and should_stop()):
             self._step(run, drafters, controller)
@@ -118,7 +134,7 @@ class Engine:
 
     # --- one request ------------------------------------------------------------------------------
     def _start(self, request: GenerationRequest) -> _Run:
-        prompt_ids = self.tokenizer(request.prompt, add_special_tokens=False)["input_ids"]
+        prompt_ids = self._prompt_ids(request)
         room = self.context_limit - request.max_new_tokens - self.settings.controller.max_length - 1
         if not prompt_ids or len(prompt_ids) > room:
             raise InvalidRequest(f"prompt is {len(prompt_ids)} tokens: with max_new_tokens={request.max_new_tokens} "
@@ -128,12 +144,11 @@ class Engine:
         capacity = len(prompt_ids) + request.max_new_tokens + self.settings.controller.max_length + 1  # per row
         started = time.perf_counter()
         return _Run(request=request, prompt_ids=prompt_ids, rows=[RowState() for _ in range(request.k)],
-                    rules=StopRules(self.eos_ids, tuple(request.stop), request.max_new_tokens,
-                                    BodyEnd.of(request.prompt) if request.stop_at_body_end else None),
+                    rules=StopRules.of(request, self.eos_ids),
                     cache=RaggedKVCache(self.model.config.num_hidden_layers, 1, self.device, capacity),
                     generator=torch.Generator(self.device).manual_seed(seed), uniforms=PositionUniforms(seed),
-                    deadline=started + request.budget_s,
-                    started=started, stats=GenerationStats(), active=list(range(request.k)))
+                    deadline=started + (request.budget_s if not request.budget_after_prompt else float("inf")),
+                    started=started, stats=GenerationStats(prompt_tokens=len(prompt_ids)), active=list(range(request.k)))
 
     def _drafters(self, run: _Run) -> dict[str, Drafter]:
         choice = self.settings.drafter
@@ -148,15 +163,38 @@ class Engine:
             drafters["model"] = ModelDrafter(self.draft_model, run.prompt_ids, request.temperature,
                                              request.top_p, run.generator, forward,
                                              self.settings.controller.min_draft_confidence, self.settings.check_cache,
-                                             capacity=run.cache.capacity, uniforms=run.uniforms if coupled else None)
+                                             capacity=run.cache.capacity, uniforms=run.uniforms if coupled else None,
+                                             prefix_cache=self.draft_prefix_cache,
+                                             chunk_tokens=self.settings.prefill_chunk)
         return drafters
 
-    def _prefill(self, run: _Run) -> None:
-        """Run the prompt once (batch 1), fan the cache out to k rows, sample every row's first token."""
-        prompt = torch.tensor([run.prompt_ids], device=self.device)
-        logits = forward(self.model, run.cache, prompt, keep_last=1)[:, -1]      # [1, V]
-        run.stats.forward_passes += 1
-        run.cache.commit(torch.tensor([len(run.prompt_ids)], device=self.device))
+    def _prompt_ids(self, request: GenerationRequest) -> list[int]:
+        """The prompt's tokens: the text as it is, or a middle's prompt in the model's FIM format."""
+        encode = functools.partial(_encode, self.tokenizer)
+        if not request.is_infill:
+            return encode(request.prompt)
+        name = getattr(self.model.config, "_name_or_path", "") or type(self.model).__name__
+        return fim_format_or_refuse(self.tokenizer, name).prompt_ids(request, encode)
+
+    def _prefill(self, run: _Run, on_update, should_stop) -> None:
+        """Read the prompt once (batch 1; the longest prefix a recent request left in the prefix cache is copied,
+        the rest computed in chunks with progress, stopped by the deadline or a cancel), fan the cache out to k
+        rows, sample every row's first token."""
+
+        def go_on(reading: PromptReading) -> bool:
+            run.stats.cached_prompt_tokens, run.stats.prompt_read_tokens = reading.cached, reading.read
+            if reading.computed:
+                self._notify(run, on_update)
+            return time.perf_counter() < run.deadline and not (should_stop and should_stop())
+
+        reading = read_prompt(forward, self.model, run.cache, run.prompt_ids, self.prefix_cache,
+                              self.settings.prefill_chunk, go_on)
+        run.stats.forward_passes += reading.forwards
+        run.stats.cached_prompt_tokens, run.stats.prompt_read_tokens = reading.cached, reading.read
+        if not reading.done:   # cut while reading: no row has a token (what was read stays cached)
+            run.active = []
+            return
+        logits = reading.last_logits                                              # [1, V]
         run.cache.select_rows(torch.zeros(run.request.k, dtype=torch.long, device=self.device))
         logits = logits.expand(run.request.k, -1)                                 # [k, V]
         rows = list(range(run.request.k))

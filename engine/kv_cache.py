@@ -69,6 +69,19 @@ class RaggedKVCache:
         """Declare how many entries of each row are valid (shorter than now is always safe)."""
         self.lengths = lengths.clone()
 
+    def preload(self, keys: list[torch.Tensor], values: list[torch.Tensor]) -> None:
+        """Fill an empty batch-1 cache with n entries per layer (each [1, H_kv, n, D]): the prompt's first n tokens."""
+        length = keys[0].shape[2]
+        for layer_idx, (key, value) in enumerate(zip(keys, values)):
+            self._ensure_capacity(layer_idx, key, length)
+            self.keys[layer_idx][:, :, :length] = key
+            self.values[layer_idx][:, :, :length] = value
+        self.lengths = torch.full_like(self.lengths, length)
+
+    def prefix(self, length: int) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+        """Copies of row 0's first `length` entries of every layer (each [1, H_kv, length, D])."""
+        return ([k[:1, :, :length].clone() for k in self.keys], [v[:1, :, :length].clone() for v in self.values])
+
     def select_rows(self, rows: torch.Tensor) -> None:
         """Keep (or repeat) the given rows, in that order: drops finished rows, or fans one prompt out to k rows."""
         self.keys = [None if k is None else k.index_select(0, rows) for k in self.keys]

@@ -17,7 +17,6 @@ from typing import Callable
 
 import httpx
 
-from engine.blocks import BodyEnd
 from engine.stopping import RowState, StopRules
 from engine.types import (FINISH_BUDGET, FINISH_INTERRUPTED, FINISH_LENGTH, FINISH_STOP, GenerationRequest,
                           GenerationResult, GenerationStats)
@@ -79,8 +78,7 @@ class RemoteEngine:
         started = time.perf_counter()
         deadline = started + request.budget_s
         rows = [_Row() for _ in range(request.k)]
-        rules = StopRules(frozenset(), tuple(request.stop), request.max_new_tokens,
-                          BodyEnd.of(request.prompt) if request.stop_at_body_end else None)
+        rules = StopRules.of(request, frozenset())
         events: queue.Queue = queue.Queue()
         streams = [_Stream(self._client, body, rows_of, events)
                    for body, rows_of in self._requests(request)]
@@ -153,7 +151,7 @@ def _apply(row: _Row, choice: dict, rules: StopRules) -> None:
     reason = choice.get("finish_reason")
     if reason is not None:
         row.finish_reason = SERVER_FINISH.get(str(reason).lower(), FINISH_STOP)
-    cut = rules.cut(row.text, old_len)
+    cut = rules.cut(row.text, old_len, final=row.finish_reason is not None)
     if cut is not None:
         row.text, row.finish_reason = row.text[:cut], FINISH_STOP
         kept = _tokens_within(row, cut)   # the tokens (and their log-probabilities) that lie in the kept text

@@ -1,11 +1,11 @@
-"""Per-row bookkeeping of generated tokens and the stopping rules: end-of-text tokens, length, stop strings and
-the end of the function body, one rule for every candidate."""
+"""Per-row bookkeeping of generated tokens and the stopping rules: end-of-text tokens, length, stop strings, the end
+of the function body and, for a middle, the code after the cursor written again; one rule for every candidate."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from engine.blocks import BodyEnd
-from engine.types import FINISH_LENGTH, FINISH_STOP, Candidate
+from engine.types import FINISH_LENGTH, FINISH_STOP, Candidate, GenerationRequest
 
 
 def earliest_stop(text: str, stops: tuple[str, ...], search_from: int = 0) -> int | None:
@@ -28,6 +28,34 @@ class RowState:
 
 
 @dataclass(frozen=True)
+class SuffixEcho:
+    """Where a middle runs into the code after the cursor: a whole line of the middle that repeats the first
+    non-blank line of the suffix (after the rest of the cursor's own line) ends the middle before it."""
+
+    line: str            # that suffix line, without its indentation
+    first_is_whole: bool  # the cursor is at a line's start (only blanks before it), so the middle's first line counts
+
+    @staticmethod
+    def of(prompt: str, suffix: str) -> "SuffixEcho | None":
+        following = [line.strip() for line in suffix.split("\n")[1:] if line.strip()]
+        if not following:
+            return None
+        return SuffixEcho(following[0], not prompt.rpartition("\n")[2].strip())
+
+    def cut(self, text: str, final: bool = False) -> int | None:
+        """Index in the middle where the repeated line begins, or None; a last line without its newline counts
+        only once the middle is over (final), since it may still grow into another line."""
+        offset = 0
+        lines = text.split("\n")
+        for index, line in enumerate(lines):
+            whole = index < len(lines) - 1 or final
+            if whole and (index > 0 or self.first_is_whole) and line.strip() == self.line:
+                return offset
+            offset += len(line) + 1
+        return None
+
+
+@dataclass(frozen=True)
 class StopRules:
     """Everything that ends a row, for one request."""
 
@@ -35,6 +63,14 @@ class StopRules:
     stops: tuple[str, ...]
     max_new_tokens: int
     body: BodyEnd | None = None     # the end-of-body rule of the request's prompt; None: off
+    echo: SuffixEcho | None = None  # a middle's end where it repeats the code after the cursor; None: not a middle
+
+    @staticmethod
+    def of(request: GenerationRequest, eos_ids: frozenset[int]) -> "StopRules":
+        """The rules of a request (local and remote rows alike)."""
+        return StopRules(eos_ids, tuple(request.stop), request.max_new_tokens,
+                         BodyEnd.of(request.prompt) if request.stop_at_body_end else None,
+                         SuffixEcho.of(request.prompt, request.suffix) if request.suffix else None)
 
     def extend(self, row: RowState, tokens: list[int], logprobs: list[float], decode) -> None:
         """Append newly committed tokens to a row, applying end-of-text tokens, max length, then stop strings and
@@ -50,16 +86,18 @@ class StopRules:
         row.token_ids.extend(tokens[:room])
         row.logprobs.extend(logprobs[:room])
         row.text = decode(row.token_ids)
-        cut = self.cut(row.text, old_text_len)
+        cut = self.cut(row.text, old_text_len, final=row.finish_reason == FINISH_STOP)
         if cut is not None:
             self.cut_at(row, cut, decode)
 
-    def cut(self, text: str, old_text_len: int = 0) -> int | None:
-        """Where a text must end by a stop string or the end of the function body (the earlier), or None; text
-        before old_text_len was checked already (it holds no stop string). Local and remote rows use it alike."""
+    def cut(self, text: str, old_text_len: int = 0, final: bool = False) -> int | None:
+        """Where a text must end by a stop string, the end of the function body or the suffix's echo (the
+        earliest), or None; text before old_text_len was checked already (it holds no stop string); final: the
+        text ended by itself. Local and remote rows use it alike."""
         longest_stop = max((len(s) for s in self.stops), default=0)
         cuts = [earliest_stop(text, self.stops, max(0, old_text_len - longest_stop)),
-                self.body.cut(text) if self.body is not None else None]
+                self.body.cut(text) if self.body is not None else None,
+                self.echo.cut(text, final) if self.echo is not None else None]
         return min((c for c in cuts if c is not None), default=None)
 
     @staticmethod

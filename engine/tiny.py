@@ -7,8 +7,12 @@ TINY_PREFIX = "tiny:"
 EOS_TOKEN = "<|endoftext|>"
 
 
-def byte_tokenizer():
-    """A 257-token byte-level tokenizer (256 bytes + EOS), built locally with no download."""
+FIM_TOKENS = ("<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>", "<|fim_pad|>", "<|repo_name|>", "<|file_sep|>")
+
+
+def byte_tokenizer(fim: bool = False):
+    """A 257-token byte-level tokenizer (256 bytes + EOS), built locally with no download; with fim, Qwen2.5-Coder's
+    six fill-in-the-middle tokens follow (ids 257..262)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
@@ -18,7 +22,10 @@ def byte_tokenizer():
     backend = Tokenizer(models.BPE(vocab=vocab, merges=[]))
     backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
     backend.decoder = decoders.ByteLevel()
-    return PreTrainedTokenizerFast(tokenizer_object=backend, eos_token=EOS_TOKEN)
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, eos_token=EOS_TOKEN)
+    if fim:
+        tokenizer.add_special_tokens({"additional_special_tokens": list(FIM_TOKENS)})
+    return tokenizer
 
 
 def tiny_model(seed: int = 0, vocab_size: int = 257, hidden: int = 64, layers: int = 2, eos_token_id: int = 256):

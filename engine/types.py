@@ -48,6 +48,7 @@ class GenerationRequest:
     stop_at_body_end: bool = True   # a row ends where its completion leaves the function the prompt opened
     suffix: str = ""                # the code after the cursor: non-empty (or extra files) asks for middles
     extra: tuple[ContextFile, ...] = ()  # other files as context of a middle
+    budget_after_prompt: bool = False  # the budget starts once the prompt is read (llama.cpp's t_max_predict_ms)
 
     @property
     def is_infill(self) -> bool:
@@ -70,6 +71,8 @@ class GenerationRequest:
             raise InvalidRequest(f"top_p={self.top_p!r} is out of range: it must be in (0, 1]")
         if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0):
             raise InvalidRequest(f"seed={self.seed!r} is out of range: it must be an integer >= 0 or None")
+        if not isinstance(self.budget_after_prompt, bool):
+            raise InvalidRequest(f"budget_after_prompt={self.budget_after_prompt!r} is invalid: it must be true or false")
         if not isinstance(self.stop_at_body_end, bool):
             raise InvalidRequest(f"stop_at_body_end={self.stop_at_body_end!r} is invalid: it must be true or false")
         if not all(isinstance(s, str) and s for s in self.stop):
@@ -121,6 +124,9 @@ class GenerationStats:
     speculative_steps: int = 0      # verify steps that carried at least one draft token
     drafted_rows: int = 0           # row-steps that carried at least one draft token
     drafter_choices: dict[str, int] = field(default_factory=dict)  # steps (row-steps) per drafter name
+    prompt_tokens: int = 0          # tokens of the prompt as the model reads it (a middle's FIM markers included)
+    cached_prompt_tokens: int = 0   # of which the prefix cache gave (not computed)
+    prompt_read_tokens: int = 0     # of which are read so far (cached and computed; all of them once generating)
 
     @property
     def tokens_per_s(self) -> float:
@@ -149,6 +155,11 @@ class GenerationStats:
             "acceptance_rate": round(self.acceptance_rate, 4),
             "mean_draft_length": round(self.mean_draft_length, 3),
             "drafter_choices": dict(self.drafter_choices),
+            "prompt_tokens": self.prompt_tokens,
+            "cached_prompt_tokens": self.cached_prompt_tokens,
+            "computed_prompt_tokens": self.prompt_read_tokens - self.cached_prompt_tokens,
+            "prompt_read_tokens": self.prompt_read_tokens,
+            "prefill_s": round(self.prefill_s, 4),
         }
 
 

@@ -1,0 +1,110 @@
+"""Fill-in-the-middle: the model's own FIM format, read from its tokenizer, turns prefix, suffix and other files into
+prompt tokens; a prompt that already carries the markers (as Continue builds it) is split back into its parts."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from engine.types import ContextFile, GenerationRequest, InvalidRequest
+
+
+@dataclass(frozen=True)
+class FimSpelling:
+    """How one model family spells its fill-in-the-middle markers."""
+
+    prefix: str
+    suffix: str
+    middle: str
+    repo_name: str | None = None   # repo-level context: <repo_name>name, then <file_sep>path\ntext per file
+    file_sep: str | None = None
+
+
+SPELLINGS = (
+    FimSpelling("<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>", "<|repo_name|>", "<|file_sep|>"),  # Qwen2.5-Coder
+    FimSpelling("<fim_prefix>", "<fim_suffix>", "<fim_middle>", "<repo_name>", "<file_sep>"),             # StarCoder 2
+    FimSpelling("<PRE>", "<SUF>", "<MID>"),                                                                # Code Llama
+)
+REPO_NAME = "project"          # the repository name given before other files (the model only needs one)
+CURRENT_FILE = "current_file"  # the name given to the file being edited, after the other files
+
+
+@dataclass(frozen=True)
+class FimFormat:
+    """A model's FIM markers as token ids: prompt layout <prefix>P<suffix>S<middle>, the middle is generated."""
+
+    spelling: FimSpelling
+    ids: dict[str, int]   # marker text -> token id
+
+    @staticmethod
+    def of(tokenizer) -> "FimFormat | None":
+        """The format a tokenizer's vocabulary supports, or None when it has no FIM markers."""
+        vocab = tokenizer.get_vocab()
+        for spelling in SPELLINGS:
+            markers = [spelling.prefix, spelling.suffix, spelling.middle]
+            if all(m in vocab for m in markers):
+                repo = [m for m in (spelling.repo_name, spelling.file_sep) if m is not None and m in vocab]
+                return FimFormat(spelling, {m: vocab[m] for m in markers + repo})
+        return None
+
+    @property
+    def has_files(self) -> bool:
+        return self.spelling.file_sep in self.ids and self.spelling.repo_name in self.ids
+
+    def prompt_ids(self, request: GenerationRequest, encode) -> list[int]:
+        """The token ids of a middle's prompt: other files first (they change least, so a prefix cache keeps them),
+        then <prefix> prefix <suffix> suffix <middle>. encode(text) -> ids reads the user's text as text (a marker
+        typed in the code is not a marker)."""
+        s, ids = self.spelling, self.ids
+        tokens: list[int] = []
+        if request.extra and self.has_files:
+            tokens += [ids[s.repo_name]] + encode(REPO_NAME + "\n")
+            for context in request.extra:
+                tokens += [ids[s.file_sep]] + encode(f"{context.name}\n{context.text}")
+            tokens += [ids[s.file_sep]] + encode(CURRENT_FILE + "\n")
+        elif request.extra:   # no file markers: the other files as a leading comment block of the prefix
+            tokens += encode("".join(f"# file: {c.name}\n{c.text}\n" for c in request.extra))
+        return tokens + ([ids[s.prefix]] + encode(request.prompt) + [ids[s.suffix]] + encode(request.suffix)
+                         + [ids[s.middle]])
+
+
+def fim_format_or_refuse(tokenizer, model_name: str) -> FimFormat:
+    """The tokenizer's FIM format; InvalidRequest naming the model when it has none."""
+    found = FimFormat.of(tokenizer)
+    if found is None:
+        raise InvalidRequest(f"the model {model_name!r} has no fill-in-the-middle tokens (none of "
+                             f"{', '.join(s.prefix for s in SPELLINGS)} in its vocabulary): it cannot take code after "
+                             "the cursor (suffix). Leave the suffix empty or choose a coder model with FIM (e.g. "
+                             "Qwen2.5-Coder)")
+    return found
+
+
+_ANY_MARKER = re.compile("|".join(re.escape(m) for s in SPELLINGS for m in (s.prefix, s.suffix, s.middle)))
+
+
+def split_fim_prompt(prompt: str) -> tuple[str, str, tuple[ContextFile, ...]] | None:
+    """(prefix, suffix, other files) of a prompt that spells a FIM request in one of SPELLINGS (prefix, suffix,
+    middle markers in that order, nothing after the middle marker), or None for a plain prompt."""
+    if _ANY_MARKER.search(prompt) is None:
+        return None
+    for s in SPELLINGS:
+        head, found_prefix, rest = prompt.partition(s.prefix)
+        prefix, found_suffix, rest = rest.partition(s.suffix)
+        suffix, found_middle, tail = rest.partition(s.middle)
+        if found_prefix and found_suffix and found_middle and not tail.strip():
+            return prefix + tail, suffix, _files_of(head, s)
+    raise InvalidRequest("prompt holds fill-in-the-middle markers but not in the order prefix, suffix, middle with "
+                         "nothing after the middle marker: send the code before and after the cursor as prompt and "
+                         "suffix instead")
+
+
+def _files_of(head: str, spelling: FimSpelling) -> tuple[ContextFile, ...]:
+    """Other files written before the prefix as <file_sep>name\\ntext (the repo name and the current file's own
+    name are dropped)."""
+    if spelling.file_sep is None or spelling.file_sep not in head:
+        return ()
+    files = []
+    for part in head.split(spelling.file_sep)[1:]:
+        name, _, text = part.partition("\n")
+        if text.strip():
+            files.append(ContextFile(name.strip(), text))
+    return tuple(files)

@@ -1,0 +1,152 @@
+"""Fill-in-the-middle and prompt reuse on tiny models: the FIM layout from the tokenizer, a suffix refused by a model
+without FIM, middles that stop before the code after the cursor, and a prefix cache that changes no token."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from engine import ContextFile, Engine, EngineSettings, GenerationRequest, InvalidRequest
+from engine.infill import FimFormat, split_fim_prompt
+from engine.kv_cache import RaggedKVCache
+from engine.prefix_cache import PrefixCache
+from engine.stopping import SuffixEcho
+from engine.tiny import byte_tokenizer, tiny_model
+
+PREFIX = "class Store:\n    def __init__(self, path):\n        self.path = path\n\n    def save(self):\n        "
+SUFFIX = "\n\n    def load(self):\n        return open(self.path).read()\n"
+
+
+@pytest.fixture(scope="module")
+def fim_tokenizer():
+    return byte_tokenizer(fim=True)
+
+
+@pytest.fixture(scope="module")
+def fim_model():
+    return tiny_model(0, vocab_size=263)
+
+
+def fim_engine(model, tokenizer, **settings) -> Engine:
+    return Engine(model, tokenizer, None, EngineSettings(drafter="none", **settings))
+
+
+def test_the_fim_layout_comes_from_the_tokenizer(fim_tokenizer):
+    fim = FimFormat.of(fim_tokenizer)
+    encode = lambda text: fim_tokenizer(text, add_special_tokens=False, split_special_tokens=True)["input_ids"]
+    request = GenerationRequest("a", suffix="b", extra=(ContextFile("x.py", "X = 1\n"),))
+    ids = fim.prompt_ids(request, encode)
+    text = fim_tokenizer.decode(ids)
+    assert text == ("<|repo_name|>project\n<|file_sep|>x.py\nX = 1\n<|file_sep|>current_file\n"
+                    "<|fim_prefix|>a<|fim_suffix|>b<|fim_middle|>")
+    marker = fim.prompt_ids(GenerationRequest("<|fim_middle|>", suffix="z"), encode)   # typed text stays text
+    assert marker.count(fim.ids["<|fim_middle|>"]) == 1 and marker[-1] == fim.ids["<|fim_middle|>"]
+    assert FimFormat.of(byte_tokenizer()) is None
+
+
+def test_a_model_without_fim_refuses_a_suffix_and_names_the_model(target, tokenizer):
+    engine = Engine(target, tokenizer, None, EngineSettings(drafter="none"))
+    with pytest.raises(InvalidRequest, match="has no fill-in-the-middle tokens"):
+        engine.generate(GenerationRequest(PREFIX, suffix=SUFFIX, k=1, max_new_tokens=4))
+
+
+def test_a_prompt_with_fim_markers_is_read_as_prefix_and_suffix():
+    assert split_fim_prompt("def f():\n    return 1\n") is None
+    prefix, suffix, files = split_fim_prompt("<|fim_prefix|>def f():\n    <|fim_suffix|>\nf()\n<|fim_middle|>")
+    assert (prefix, suffix, files) == ("def f():\n    ", "\nf()\n", ())
+    prompt = "<|repo_name|>r\n<|file_sep|>a.py\nA = 1\n<|file_sep|>b.py\n<|fim_prefix|>x<|fim_suffix|>y<|fim_middle|>"
+    assert split_fim_prompt(prompt) == ("x", "y", (ContextFile("a.py", "A = 1\n"),))
+    assert split_fim_prompt("<fim_prefix>p<fim_suffix>s<fim_middle>") == ("p", "s", ())
+    with pytest.raises(InvalidRequest, match="not in the order"):
+        split_fim_prompt("<|fim_suffix|>s<|fim_prefix|>p<|fim_middle|>")
+
+
+def test_a_middle_ends_where_it_repeats_the_code_after_the_cursor():
+    echo = SuffixEcho.of(PREFIX, SUFFIX)
+    assert echo.line == "def load(self):" and echo.first_is_whole    # only indentation before the cursor
+    middle = "with open(self.path, 'w') as f:\n            f.write('x')\n\n    def load(self):\n        return 1\n"
+    assert echo.cut(middle) == middle.index("    def load")
+    assert echo.cut("x = 1\n    def load(self)") is None          # an unfinished line may still become another
+    assert echo.cut("x = 1\n    def load(self):", final=True) == len("x = 1\n")
+    assert echo.cut("def load(self):\n") == 0
+    typed = SuffixEcho.of(PREFIX + "x = ", SUFFIX)                  # text before the cursor: the middle's first line
+    assert typed.cut("def load(self):\n") is None                  # finishes the cursor's line, it is not a line
+    assert SuffixEcho.of("x = 1\n", "\n\n   \n") is None
+
+
+def test_a_middle_from_the_engine_has_its_stop_rules_and_reports_its_prompt(fim_model, fim_tokenizer):
+    engine = fim_engine(fim_model, fim_tokenizer)
+    result = engine.generate(GenerationRequest(PREFIX, suffix=SUFFIX, k=3, max_new_tokens=40, temperature=1.0,
+                                               seed=1, stop=()))
+    fim_text = "<|fim_prefix|>" + PREFIX + "<|fim_suffix|>" + SUFFIX + "<|fim_middle|>"
+    assert result.stats.prompt_tokens == len(fim_tokenizer(fim_text, add_special_tokens=False)["input_ids"])
+    echo = SuffixEcho.of(PREFIX, SUFFIX)
+    for candidate in result.candidates:
+        assert candidate.finish_reason in ("stop", "length")
+        assert echo.cut(candidate.text, final=True) is None       # no middle runs into the suffix's first line
+
+
+def seeded(prompt: str, suffix: str = "", **changes) -> GenerationRequest:
+    fields = dict(k=3, max_new_tokens=10, temperature=0.9, top_p=0.95, seed=7, stop=(), stop_at_body_end=False)
+    return GenerationRequest(prompt, suffix=suffix, **(fields | changes))
+
+
+@pytest.mark.parametrize("suffix", ["", SUFFIX])
+def test_a_cached_prompt_gives_the_same_tokens_and_says_what_it_reused(fim_model, fim_tokenizer, suffix):
+    """fp32 with a seed: the tokens of a request are the same whether its prompt comes partly from the prefix cache
+    (a previous request that shares its beginning) or is computed whole."""
+    fresh = fim_engine(fim_model, fim_tokenizer, prefix_cache_mb=0)
+    warm = fim_engine(fim_model, fim_tokenizer)
+    first = warm.generate(seeded(PREFIX, suffix))
+    assert first.stats.cached_prompt_tokens == 0
+    assert [c.token_ids for c in first.candidates] == [c.token_ids for c in fresh.generate(seeded(PREFIX, suffix)).candidates]
+    longer = PREFIX + "with open(self.path) as f:\n            "
+    again = warm.generate(seeded(longer, suffix))
+    reference = fresh.generate(seeded(longer, suffix))
+    assert [c.token_ids for c in again.candidates] == [c.token_ids for c in reference.candidates]
+    shared = len(fim_tokenizer(("<|fim_prefix|>" if suffix else "") + PREFIX, add_special_tokens=False)["input_ids"])
+    assert again.stats.cached_prompt_tokens >= shared - 1      # the old prefix was reused, the rest computed
+    assert reference.stats.cached_prompt_tokens == 0 and reference.stats.prompt_read_tokens == reference.stats.prompt_tokens
+
+
+def test_a_prompt_read_in_chunks_gives_the_tokens_of_one_read(fim_model, fim_tokenizer):
+    whole = fim_engine(fim_model, fim_tokenizer, prefix_cache_mb=0)
+    chunked = fim_engine(fim_model, fim_tokenizer, prefix_cache_mb=0, prefill_chunk=7)
+    a, b = whole.generate(seeded(PREFIX)), chunked.generate(seeded(PREFIX))
+    assert [c.token_ids for c in a.candidates] == [c.token_ids for c in b.candidates]
+    chunks = -(-b.stats.prompt_tokens // 7)
+    assert b.stats.forward_passes - a.stats.forward_passes == chunks - 1
+
+
+def test_a_request_cancelled_while_reading_leaves_what_it_read_for_the_next(fim_model, fim_tokenizer):
+    engine = fim_engine(fim_model, fim_tokenizer, prefill_chunk=16)
+    asked = []
+
+    def stop_after_two_chunks():
+        asked.append(1)
+        return len(asked) > 2
+
+    cut = engine.generate(seeded(PREFIX * 3), should_stop=stop_after_two_chunks)
+    assert all(c.finish_reason == "budget" and not c.token_ids for c in cut.candidates)
+    assert cut.stats.prompt_read_tokens == 32 < cut.stats.prompt_tokens
+    after = engine.generate(seeded(PREFIX * 3))
+    assert after.stats.cached_prompt_tokens == 32
+
+
+def test_the_prefix_cache_keeps_within_its_bound_least_recently_used_out():
+    def cache_of(tokens: int) -> RaggedKVCache:
+        cache = RaggedKVCache(1, 1, torch.device("cpu"), capacity=tokens)
+        cache.update(torch.randn(1, 2, tokens, 4), torch.randn(1, 2, tokens, 4), 0)
+        cache.commit(torch.tensor([tokens]))
+        return cache
+
+    per_token = 2 * 2 * 4 * 4                          # keys and values, 2 heads of 4 floats
+    store = PrefixCache(max_bytes=25 * per_token)
+    store.store(list(range(10)), cache_of(10))
+    store.store([50 + i for i in range(10)], cache_of(10))
+    assert store.longest_prefix(list(range(5)) + [99]) == (5, tuple(range(10)))
+    store.store(list(range(12)), cache_of(12))         # extends the first: replaces it
+    assert len(store) == 2 and store.nbytes == 22 * per_token
+    store.store([90 + i for i in range(10)], cache_of(10))   # over the bound: the least recently used goes
+    assert len(store) == 2 and store.longest_prefix([50, 51])[0] == 0
+    store.store(list(range(30)), cache_of(30))          # larger than the bound alone: not kept
+    assert store.longest_prefix(list(range(30)))[0] == 12
