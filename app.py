@@ -104,6 +104,7 @@ def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")  # model preparation steps
     logging.getLogger("httpx").setLevel(logging.WARNING)  # gradio's own start-up requests
     check_port(args.host, args.port)
+    from app.infill_api import mount_infill
     from app.openai_api import mount_completions
 
     built = build(args)
@@ -113,10 +114,11 @@ def main(argv: list[str] | None = None) -> None:
         demo.launch(server_name=args.host, server_port=args.port, share=args.share, quiet=True,
                     prevent_thread_lock=True)
         mount_completions(demo, hub, built["pipeline"], built["limits"])   # POST /v1/completions, same server
+        mount_infill(demo, hub, built["pipeline"], built["limits"])        # POST /infill (llama.vim, llama.vscode)
         print(f"Ranked code drafts is running at {demo.local_url}"
               + (f" and {demo.share_url}" if demo.share_url else " (this machine only: --host 0.0.0.0 serves "
                  "your network, --share makes a public link)")
-              + "; APIs: Gradio /generate and OpenAI-style /v1/completions (see the README). "
+              + "; APIs: Gradio /generate, OpenAI-style /v1/completions and llama.cpp-style /infill (see the README). "
               + f"Preparing {hub.default_label!r} in the background.",
               flush=True)
         demo.block_thread()

@@ -14,6 +14,7 @@ import re
 import time
 import uuid
 from dataclasses import replace
+from typing import Callable
 
 import gradio as gr
 from fastapi import Request
@@ -25,6 +26,7 @@ from app.requests import Defaults, Limits, build_request
 from app.runs import USER_ERRORS, BusyError, RunControl, as_reported
 from app.service import Pipeline
 from engine import InvalidRequest, ModelSetupError
+from engine.infill import split_fim_prompt
 from engine.remote import RemoteError
 from engine.types import CUT_REASONS, FINISH_STOP
 
@@ -84,11 +86,16 @@ def mount_completions(demo: gr.Blocks, hub: EngineHub, pipeline: Pipeline, limit
         return {"object": "list", "data": [{"id": label, "object": "model", "owned_by": "ranked-drafts"}
                                            for label in hub.labels]}
 
-    routes = demo.app.router.routes
-    before = len(routes)
-    demo.app.add_api_route("/v1/completions", handler, methods=["POST"])
-    demo.app.add_api_route("/v1/models", models, methods=["GET"])
-    routes[:] = routes[before:] + routes[:before]   # ours first: no Gradio route may shadow them
+    mount_first(demo, [("/v1/completions", handler, "POST"), ("/v1/models", models, "GET")])
+
+
+def mount_first(demo: gr.Blocks, routes: list[tuple[str, Callable, str]]) -> None:
+    """Add (path, handler, method) routes to a launched demo's server ahead of Gradio's, which may not shadow them."""
+    table = demo.app.router.routes
+    before = len(table)
+    for path, handler, method in routes:
+        demo.app.add_api_route(path, handler, methods=[method])
+    table[:] = table[before:] + table[:before]
 
 
 async def _stop_when_gone(http_request: Request, control: RunControl) -> None:
@@ -122,10 +129,15 @@ def _parse(body: dict, hub: EngineHub, limits: Limits, defaults: Defaults):
     body_end = body.get("stop_at_body_end", True)
     if not isinstance(body_end, bool):
         raise InvalidRequest(f"stop_at_body_end={body_end!r} is invalid: it must be true or false")
+    suffix, extra = body.get("suffix") or "", ()
+    if isinstance(prompt, str) and (split := split_fim_prompt(prompt)) is not None:   # Continue's FIM template
+        if suffix:
+            raise InvalidRequest("prompt holds fill-in-the-middle markers and suffix is set too: send one of them")
+        prompt, suffix, extra = split
     request = build_request(prompt, n, body.get("budget_s", defaults.budget_s),
                             body.get("temperature", defaults.temperature),
                             body.get("max_tokens", defaults.max_new_tokens), body.get("top_p", defaults.top_p),
-                            -1 if body.get("seed") is None else body.get("seed"), limits)
+                            -1 if body.get("seed") is None else body.get("seed"), limits, suffix, extra)
     request = replace(request, stop=tuple(stop or ()), stop_at_body_end=body_end)
     request.validate()
     return choice, request

