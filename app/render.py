@@ -24,6 +24,13 @@ def status_html(state: dict) -> str:
         what = escape(state.get("loading") or "the model")
         return _line(f"Loading {what} for <b>{model}</b> — {progress.get('elapsed_s', 0):.0f} s. The first start of "
                      "a bundled model prepares it once (minutes); this page stays connected meanwhile.")
+    total, read = progress.get("prompt_tokens", 0), progress.get("prompt_read_tokens", 0)
+    if status == "generating" and read < total:
+        cached = progress.get("cached_prompt_tokens", 0)
+        return (_line(f"Reading the prompt with <b>{model}</b>: {read} of {total} tokens"
+                      + (f" ({cached} from the cache of recent prompts)" if cached else "")
+                      + f" · {progress.get('elapsed_s', 0.0):.1f} s")
+                + _bar(read / total))
     if status == "generating":
         used, budget = progress.get("generation_s", 0.0), progress.get("budget_s", 1.0)
         return (_line(f"Generating with <b>{model}</b>: {used:.1f} s of {budget:g} s budget · "

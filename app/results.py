@@ -31,6 +31,9 @@ def progress(phase: str, latest: GenerationResult | None, request: GenerationReq
                      "generation_s": round(latest.stats.wall_s, 3) if latest else 0.0,
                      "budget_s": request.budget_s, "k": request.k,
                      "generated_tokens": latest.stats.generated_tokens if latest else 0,
+                     "prompt_tokens": latest.stats.prompt_tokens if latest else 0,
+                     "prompt_read_tokens": latest.stats.prompt_read_tokens if latest else 0,
+                     "cached_prompt_tokens": latest.stats.cached_prompt_tokens if latest else 0,
                      "finished": sum(c["finish_reason"] is not None for c in candidates)},
         "candidates": candidates,
     }
@@ -80,7 +83,8 @@ def run_stats(result: GenerationResult) -> dict:
 
 
 def request_dict(request: GenerationRequest) -> dict:
-    return {"prompt_chars": len(request.prompt), "k": request.k, "budget_s": request.budget_s,
+    return {"prompt_chars": len(request.prompt), "suffix_chars": len(request.suffix),
+            "extra_files": [f.name for f in request.extra], "k": request.k, "budget_s": request.budget_s,
             "temperature": request.temperature, "top_p": request.top_p, "max_new_tokens": request.max_new_tokens,
             "seed": request.seed}
 

@@ -45,10 +45,10 @@ def build_demo(hub: EngineHub, pipeline: Pipeline, limits: Limits = Limits(), de
     runs = runs or RunRegistry()
     defaults = defaults.clipped(limits)
 
-    def run_stream(prompt, k, budget_s, temperature, max_new_tokens, top_p, seed, model, session: str):
+    def run_stream(prompt, k, budget_s, temperature, max_new_tokens, top_p, seed, model, suffix, session: str):
         """Validate, then stream pipeline states; errors for people and programs are gr.Error."""
         try:
-            request = build_request(prompt, k, budget_s, temperature, max_new_tokens, top_p, seed, limits)
+            request = build_request(prompt, k, budget_s, temperature, max_new_tokens, top_p, seed, limits, suffix)
             choice = hub.choice(model)
         except USER_ERRORS as err:
             raise gr.Error(str(err), print_exception=False) from None
@@ -72,6 +72,9 @@ def build_demo(hub: EngineHub, pipeline: Pipeline, limits: Limits = Limits(), de
             with gr.Column(scale=3):
                 prompt = gr.Code(value=EXAMPLES[0], language="python", label="Prompt", lines=12,
                                  interactive=True, elem_id="prompt")
+                suffix = gr.Code(value="", language="python", lines=3, interactive=True, elem_id="suffix",
+                                 label="Code after the cursor (optional: then each candidate is a middle between the "
+                                       "prompt and this code, checked in place)")
                 gr.Examples(EXAMPLES, inputs=[prompt], label="Example prompts",
                             example_labels=["is_palindrome", "running_max", "fizzbuzz"])
             with gr.Column(scale=2):
@@ -103,7 +106,8 @@ def build_demo(hub: EngineHub, pipeline: Pipeline, limits: Limits = Limits(), de
                         header = gr.HTML(elem_classes=["rd-header"])
                         code = IntactCode(language="python", interactive=False, label="completion",
                                           elem_classes=["rd-code"], elem_id=f"candidate-{index}")
-                        with gr.Accordion("Whole function (prompt + completion), to copy", open=False):
+                        with gr.Accordion("Whole code (prompt + candidate + code after the cursor), to copy",
+                                          open=False):
                             whole = IntactCode(language="python", interactive=False, show_label=False,
                                                elem_classes=["rd-whole"], elem_id=f"whole-{index}")
                     slots.append((group, header, code, whole))
@@ -118,14 +122,13 @@ def build_demo(hub: EngineHub, pipeline: Pipeline, limits: Limits = Limits(), de
                 with gr.Accordion("Raw JSON (what /generate returns)", open=False):
                     raw = gr.JSON(elem_id="raw-json")
         slot_outputs = [component for slot in slots for component in slot]
-        form = [prompt, k, budget, temperature, max_new_tokens, top_p, seed, model]
+        form = [prompt, k, budget, temperature, max_new_tokens, top_p, seed, model, suffix]
 
         def on_generate(prompt_text, k_value, budget_value, temperature_value, tokens_value, top_p_value,
-                        seed_value, model_label, request: gr.Request):
-            echo = prompt_text
+                        seed_value, model_label, suffix_text, request: gr.Request):
             for state in run_stream(prompt_text, k_value, budget_value, temperature_value, tokens_value, top_p_value,
-                                    seed_value, model_label, _session(request)):
-                yield _ui_updates(state, echo, len(slots))
+                                    seed_value, model_label, suffix_text or "", _session(request)):
+                yield _ui_updates(state, prompt_text, suffix_text or "", len(slots))
 
         generate_btn.click(on_generate, inputs=form, outputs=[status, notes, heatmap, stats, prompt_echo, raw,
                                                               *slot_outputs],
@@ -150,9 +153,10 @@ def build_demo(hub: EngineHub, pipeline: Pipeline, limits: Limits = Limits(), de
         def generate(prompt: str, k: int = defaults.k, budget_s: float = defaults.budget_s,
                      temperature: float = defaults.temperature, max_new_tokens: int = defaults.max_new_tokens,
                      top_p: float = defaults.top_p, seed: int = defaults.seed, model: str = hub.default_label,
-                     request: gr.Request = None) -> Iterator[dict]:
-            """k ranked completions of `prompt` as JSON; streams partial results (status != "done") first."""
-            yield from run_stream(prompt, k, budget_s, temperature, max_new_tokens, top_p, seed, model,
+                     suffix: str = "", request: gr.Request = None) -> Iterator[dict]:
+            """k ranked completions of `prompt` as JSON (middles between `prompt` and `suffix`, the code after the
+            cursor, when it is given); streams partial results (status != "done") first."""
+            yield from run_stream(prompt, k, budget_s, temperature, max_new_tokens, top_p, seed, model, suffix or "",
                                   _session(request))
 
         def stop(request: gr.Request = None) -> bool:
@@ -169,7 +173,7 @@ def _session(request: gr.Request | None) -> str:
     return getattr(request, "session_hash", None) or "anonymous"
 
 
-def _ui_updates(state: dict, prompt_text: str, n_slots: int) -> list:
+def _ui_updates(state: dict, prompt_text: str, suffix_text: str, n_slots: int) -> list:
     """Component values for one pipeline state, in the order of build_demo's outputs."""
     done = state.get("status") == "done"
     candidates = state.get("candidates") or []
@@ -185,7 +189,7 @@ def _ui_updates(state: dict, prompt_text: str, n_slots: int) -> list:
         if index < len(candidates):
             entry = candidates[index]
             values += [gr.Group(visible=True), render.candidate_header_html(entry), entry["code"],
-                       prompt_text + entry["code"]]
+                       prompt_text + entry["code"] + suffix_text]
         else:
             values += [gr.Group(visible=False), "", "", ""]
     return values

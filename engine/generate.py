@@ -183,8 +183,7 @@ class Engine:
 
         def go_on(reading: PromptReading) -> bool:
             run.stats.cached_prompt_tokens, run.stats.prompt_read_tokens = reading.cached, reading.read
-            if reading.computed:
-                self._notify(run, on_update)
+            self._notify(run, on_update)   # progress: tokens read of the prompt's total
             return time.perf_counter() < run.deadline and not (should_stop and should_stop())
 
         reading = read_prompt(forward, self.model, run.cache, run.prompt_ids, self.prefix_cache,

@@ -120,7 +120,7 @@ def call_raw(url: str, body: bytes) -> tuple[int, str]:
 
 def test_non_utf8_input_is_refused_and_the_server_keeps_serving(served):
     _, url, client = served
-    fields = '2, 2.0, 0.8, 8, 0.95, -1, "tiny pair"'
+    fields = '2, 2.0, 0.8, 8, 0.95, -1, "tiny pair", ""'   # every input, the suffix last
     status, events = call_raw(url, b'{"data": ["def f():\\n    x = \'\\ud800\'\\n", ' + fields.encode() + b"]}")
     assert status == 200 and "event: error" in events
     assert "prompt is not valid UTF-8 text: character 18 is" in events and "lone surrogate" in events

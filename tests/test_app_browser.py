@@ -55,8 +55,8 @@ def page(app_url):
         browser.close()
 
 
-def enter_prompt(page, text: str) -> None:
-    editor = page.locator("#prompt .cm-content")
+def enter_prompt(page, text: str, box: str = "#prompt") -> None:
+    editor = page.locator(f"{box} .cm-content")
     editor.click()
     page.keyboard.press("Control+A")
     page.keyboard.press("Delete")
@@ -148,11 +148,41 @@ def test_the_copied_top_candidate_is_whole_runnable_code(bundled_url):
 
         completion = clipboard_of_copy_button(page, "#candidate-0")
         assert completion.startswith("        ")                  # the method body's indentation, intact
-        page.locator(".rd-slot").first.get_by_text("Whole function").click()
+        page.locator(".rd-slot").first.get_by_text("Whole code").click()
         whole = clipboard_of_copy_button(page, "#whole-0")
         assert whole == METHOD_PROMPT + completion
         header = page.locator(".rd-slot").first.locator(".rd-cand").inner_text()
         if "does not parse" not in header:
             ast.parse(whole)                                        # pasted as is, it is valid Python
         assert "def push" not in completion                         # the method ended where its body ended
+        browser.close()
+
+
+SAVE_PREFIX = ('import json\n\n\nclass Settings:\n    def __init__(self, path):\n        self.path = path\n'
+               '        self.values = {}\n\n    def save(self):\n        """Write the values to the file as JSON."""\n')
+LOAD_SUFFIX = ('\n    def load(self):\n        with open(self.path) as f:\n            self.values = json.load(f)\n')
+
+
+@pytest.mark.bundled
+def test_code_after_the_cursor_makes_middles_shown_in_place(bundled_url):
+    """The page's suffix box: the candidates are middles, and the whole code to copy is prompt + middle + suffix."""
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        context = browser.new_context(viewport={"width": 1400, "height": 1800})
+        context.grant_permissions(["clipboard-read", "clipboard-write"], origin=bundled_url)
+        page = context.new_page()
+        page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(bundled_url)
+                   else route.abort())
+        page.goto(bundled_url, wait_until="domcontentloaded")
+        expect(page.locator("#model-state")).to_contain_text("ready", timeout=30_000)
+        enter_prompt(page, SAVE_PREFIX)
+        enter_prompt(page, LOAD_SUFFIX, "#suffix")
+        page.locator("#generate").click()
+        page.locator("#status", has_text="Done").wait_for(timeout=120_000)
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "infill_final.png"), full_page=True)
+        middle = clipboard_of_copy_button(page, "#candidate-0")
+        page.locator(".rd-slot").first.get_by_text("Whole code").click()
+        assert clipboard_of_copy_button(page, "#whole-0") == SAVE_PREFIX + middle + LOAD_SUFFIX
+        assert "def load" not in middle                     # the middle stopped before the code after the cursor
         browser.close()

@@ -51,7 +51,7 @@ def test_valid_fields_become_a_request():
     ({"budget_s": 0}, r"budget_s=0 is out of range: it must be a number in 1\.\.30"),
     ({"budget_s": float("nan")}, r"budget_s=nan is out of range"),
     ({"temperature": 2.5}, r"temperature=2\.5 is out of range: it must be a number in 0\.\.2"),
-    ({"top_p": 0}, r"top_p=0 is out of range"),
+    ({"top_p": 0}, r"top_p=0.0 is out of range: it must be in \(0, 1\]"),   # the engine's check and message
     ({"max_new_tokens": 5000}, r"max_new_tokens=5000 is out of range: it must be an integer in 1\.\.1024"),
     ({"seed": -2}, r"seed=-2 is out of range"),
 ])
