@@ -97,12 +97,13 @@ class StaticAnalyzer:
         facts = _PromptFacts(False, None)
         context = prompt + suffix
         if _BAD_CHARACTER.search(context) is None:
-            if not self._syntax.parse(context.encode("utf-8")).has_error:
-                facts = _PromptFacts(True, context)
-            else:
-                stubbed = _with_stub_body(prompt, suffix)
-                if stubbed is not None and not self._syntax.parse(stubbed.encode("utf-8")).has_error:
-                    facts = _PromptFacts(True, stubbed)
+            # a block left open at the cursor gets `pass` first: tree-sitter lets `def f():` without a body pass,
+            # pylint would not
+            stubbed = _with_stub_body(prompt, suffix)
+            for source in (stubbed, context):
+                if source is not None and not self._syntax.parse(source.encode("utf-8")).has_error:
+                    facts = _PromptFacts(True, source)
+                    break
         self._prompts[key] = facts
         while len(self._prompts) > self.settings.prompt_cache_size:
             self._prompts.popitem(last=False)

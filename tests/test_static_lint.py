@@ -81,3 +81,22 @@ def test_the_prompt_is_linted_once_and_cached(analyzer):
     second = analyzer.analyze(prompt, ["    return x + 1\n"])[0]
     assert first.kinds == second.kinds == []
     assert analyzer._prompts[(prompt, "")].baseline is not None   # kept after the first call
+
+
+MIDDLE_PREFIX = 'class Store:\n    def __init__(self, path):\n        self.path = path\n\n    def save(self):\n'
+MIDDLE_SUFFIX = '\n    def load(self):\n        return self._read(self.path)\n\n    def _read(self, path):\n        return path\n'
+
+
+def test_a_middle_is_judged_in_place_with_the_code_after_the_cursor(analyzer):
+    """A helper defined after the cursor is not an undefined name; a middle that breaks the suffix is found; what
+    prefix + suffix alone already have is not blamed on the middle (its empty `save` body, a stub, is not)."""
+    uses_helper = "        return _encode(self.path)\n"
+    suffix = MIDDLE_SUFFIX + "\n\ndef _encode(text):\n    return text\n"
+    assert analyzer.analyze(MIDDLE_PREFIX, [uses_helper], [False], suffix)[0].kinds == []
+    assert "undefined-variable" in analyzer.analyze(MIDDLE_PREFIX, [uses_helper], [False])[0].kinds
+    reports = analyzer.analyze(MIDDLE_PREFIX, ["        pass\n", "        with open(self.path) as f:\n"], [False, False],
+                               MIDDLE_SUFFIX)
+    assert "empty-implementation" in reports[0].kinds          # save() still does nothing
+    assert not reports[1].parses and "syntax-error" in reports[1].kinds   # nothing under the `with`
+    unused = 'import os\n\n\n' + MIDDLE_PREFIX                    # the context's own unused import is not new
+    assert analyzer.analyze(unused, ["        return self.path\n"], [False], MIDDLE_SUFFIX)[0].kinds == []
