@@ -39,9 +39,9 @@ def llama_server_binary() -> str:
 class LlamaServer:
     """llama-server on the bundled 0.5B GGUF, 4 slots (n up to 4), on a free loopback port."""
 
-    def __init__(self, slots: int = 4):
+    def __init__(self, slots: int = 4, port: int | None = None):
         gguf = bundled_gguf(BUNDLED["qwen2.5-coder-0.5b"], default_cache_dir(), progress=False)
-        self.port = free_port()
+        self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}/v1"
         # --no-repack: ggml's AMX repacking crashes on this machine's CPU
         self.process = subprocess.Popen(
@@ -153,3 +153,42 @@ def test_a_server_killed_mid_stream_keeps_what_arrived_and_the_next_request_is_t
     assert any(c.text for c in result.candidates)
     with pytest.raises(RemoteError, match="no server answers"):
         engine.generate(GenerationRequest(PROMPT, k=1, budget_s=10))
+
+
+def test_a_server_killed_mid_stream_behind_the_app_gives_what_arrived_ranked_and_the_app_serves_on(entry_point):
+    """Regression (issue 21): the pipeline's static analysis refused the finish reason "interrupted", so the app
+    answered an internal error and every candidate that had arrived was lost."""
+    server = LlamaServer(slots=4)
+    built = entry_point.build(entry_point.parse_args(["--backend", "openai", "--base-url", server.url,
+                                                      "--served-model", "qwen-0.5b", "--max-k", "4"]))
+    demo, analyzer = built["demo"], built["analyzer"]
+    url = launch_local(demo)
+    mount_completions(demo, built["hub"], built["pipeline"], built["limits"])
+    client = openai.OpenAI(base_url=url + "v1", api_key="unused", max_retries=0, timeout=90)
+    holder = {}
+
+    def ask():
+        holder["completion"] = client.completions.create(
+            model="x", prompt="# A long essay about Python, in comments.\n#", n=4, max_tokens=1000, temperature=0.8,
+            extra_body={"budget_s": 60, "stop_at_body_end": False})
+
+    try:
+        thread = threading.Thread(target=ask)
+        thread.start()
+        time.sleep(2.5)                                   # the four streams are under way
+        server.stop()
+        thread.join(timeout=60)
+        choices = holder["completion"].choices
+        reasons = [c.model_extra["ranked_drafts"]["finish_reason"] for c in choices]
+        assert len(choices) == 4 and FINISH_INTERRUPTED in reasons and set(reasons) <= {FINISH_INTERRUPTED, FINISH_STOP}
+        assert any(c.text for c in choices)
+        assert all(c.finish_reason == "length" for c in choices if c.model_extra["ranked_drafts"]["finish_reason"]
+                   == FINISH_INTERRUPTED)                   # cut, in the protocol's words
+        server = LlamaServer(slots=4, port=server.port)   # back on the same port: the app serves again
+        again = client.completions.create(model="x", prompt=PROMPT, n=2, max_tokens=32, extra_body={"budget_s": 60})
+        assert len(again.choices) == 2 and all(c.model_extra["ranked_drafts"]["finish_reason"] != FINISH_INTERRUPTED
+                                               for c in again.choices)
+    finally:
+        server.stop()
+        demo.close()
+        analyzer.close()
