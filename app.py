@@ -51,6 +51,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     remote.add_argument("--api-key-env", help="name of the environment variable holding the server's API key")
     remote.add_argument("--fan-out", choices=("n", "requests"), default="n",
                         help="n: one request with n=k (default); requests: k requests of n=1 (servers without n)")
+    remote.add_argument("--remote-infill", choices=("suffix", "infill"), default="suffix",
+                        help="how middles (code after the cursor) are asked for: suffix (OpenAI's `suffix` on "
+                             "/v1/completions, default: SGLang, vLLM refuses it) or infill (llama.cpp's /infill at the "
+                             "server's root: llama-server)")
     remote.add_argument("--remote-concurrency", type=int, default=4,
                         help="requests the app runs at once against the server (default 4; the server batches them)")
     args = parser.parse_args(argv)
@@ -88,7 +92,8 @@ def build(args: argparse.Namespace) -> dict:
     if args.backend == "openai":
         from engine.remote import RemoteSettings
         remote = RemoteSettings(args.base_url, args.served_model,
-                                os.environ.get(args.api_key_env) if args.api_key_env else None, args.fan_out)
+                                os.environ.get(args.api_key_env) if args.api_key_env else None, args.fan_out,
+                                infill=args.remote_infill)
         hub = EngineHub(remote_menu(remote), concurrency=args.remote_concurrency)
     else:
         hub = EngineHub(menu(args.model, args.draft), args.cache_dir, EngineSettings(drafter=args.drafter),

@@ -22,6 +22,10 @@ from engine.types import (FINISH_BUDGET, FINISH_INTERRUPTED, FINISH_LENGTH, FINI
                           GenerationResult, GenerationStats)
 
 FAN_OUT_CHOICES = ("n", "requests")
+# how a middle (code after the cursor) is asked for: OpenAI's `suffix` on /completions (SGLang, OpenAI's own), or
+# llama.cpp's /infill at the server's root (llama-server: its /v1/completions ignores `suffix`)
+INFILL_CHOICES = ("suffix", "infill")
+LLAMA_STOP_TYPES = {"eos": FINISH_STOP, "word": FINISH_STOP, "limit": FINISH_LENGTH}   # llama.cpp's stop_type
 # finish_reason spellings of the common servers -> ours (anything else that ends a choice counts as "stop")
 SERVER_FINISH = {"stop": FINISH_STOP, "eos": FINISH_STOP, "stop_sequence": FINISH_STOP, "length": FINISH_LENGTH,
                  "max_tokens": FINISH_LENGTH, "abort": FINISH_INTERRUPTED, "cancelled": FINISH_INTERRUPTED}
@@ -42,12 +46,15 @@ class RemoteSettings:
     fan_out: str = "n"             # "n": one request with n=k; "requests": k requests of n=1 (servers without n)
     logprobs: bool = True          # ask for token log-probabilities (a server without them answers without)
     connect_timeout_s: float = 5.0
+    infill: str = "suffix"         # how middles are asked for: one of INFILL_CHOICES
 
     def validate(self) -> None:
         if not self.base_url.startswith(("http://", "https://")):
             raise ValueError(f"base_url={self.base_url!r} is invalid: give http(s)://host:port/v1")
         if self.fan_out not in FAN_OUT_CHOICES:
             raise ValueError(f"fan_out={self.fan_out!r} is unknown: choose one of {', '.join(FAN_OUT_CHOICES)}")
+        if self.infill not in INFILL_CHOICES:
+            raise ValueError(f"infill={self.infill!r} is unknown: choose one of {', '.join(INFILL_CHOICES)}")
 
 
 @dataclass
@@ -80,8 +87,10 @@ class RemoteEngine:
         rows = [_Row() for _ in range(request.k)]
         rules = StopRules.of(request, frozenset())
         events: queue.Queue = queue.Queue()
-        streams = [_Stream(self._client, body, rows_of, events)
-                   for body, rows_of in self._requests(request)]
+        infill = request.is_infill and self.settings.infill == "infill"
+        url = self._infill_url() if infill else "completions"
+        streams = [_Stream(self._client, url, body, rows_of, events, infill)
+                   for body, rows_of in (self._infill_requests(request) if infill else self._requests(request))]
         for stream in streams:
             stream.start()
         try:
@@ -100,6 +109,8 @@ class RemoteEngine:
                 "temperature": request.temperature, "top_p": request.top_p, "stream": True}
         if request.stop:
             body["stop"] = list(request.stop[:MAX_SERVER_STOPS])
+        if request.is_infill:   # OpenAI's `suffix` (other files have no field there: they are not sent)
+            body["suffix"] = request.suffix
         if self.settings.logprobs:
             body["logprobs"] = 1
         if self.settings.fan_out == "n":
@@ -107,6 +118,23 @@ class RemoteEngine:
             if request.seed is not None:
                 body["seed"] = request.seed
             return [(body, list(range(request.k)))]
+        return [(body | ({"seed": request.seed + row} if request.seed is not None else {}), [row])
+                for row in range(request.k)]
+
+    def _infill_url(self) -> str:
+        """llama.cpp's /infill sits at the server's root, beside /v1."""
+        root = str(self._client.base_url).rstrip("/")
+        return (root[:-len("/v1")] if root.endswith("/v1") else root) + "/infill"
+
+    def _infill_requests(self, request: GenerationRequest) -> list[tuple[dict, list[int]]]:
+        """llama.cpp /infill bodies: n_cmpl alternatives in one request (or one each), streamed."""
+        body = {"input_prefix": request.prompt, "input_suffix": request.suffix,
+                "input_extra": [{"filename": f.name, "text": f.text} for f in request.extra],
+                "n_predict": request.max_new_tokens, "temperature": request.temperature, "top_p": request.top_p,
+                "stop": list(request.stop[:MAX_SERVER_STOPS]), "stream": True, "cache_prompt": True}
+        if self.settings.fan_out == "n":
+            return [(body | {"n_cmpl": request.k} | ({"seed": request.seed} if request.seed is not None else {}),
+                     list(range(request.k)))]
         return [(body | ({"seed": request.seed + row} if request.seed is not None else {}), [row])
                 for row in range(request.k)]
 
@@ -194,8 +222,11 @@ def _result(rows: list[_Row], started: float) -> GenerationResult:
 class _Stream:
     """One streamed request, read in its own thread; its choices and its failure go to the events queue."""
 
-    def __init__(self, client: httpx.Client, body: dict, rows: list[int], events: queue.Queue):
-        self.client, self.body, self.rows, self.events = client, body, rows, events
+    def __init__(self, client: httpx.Client, url: str, body: dict, rows: list[int], events: queue.Queue,
+                 infill: bool = False):
+        self.client, self.url, self.body, self.rows, self.events = client, url, body, rows, events
+        self.infill = infill            # llama.cpp /infill events (no choices, no [DONE]) instead of OpenAI chunks
+        self._open = set(range(len(rows)))   # choices not yet ended (an /infill stream ends when none is left)
         self.ended = False
         self._response: httpx.Response | None = None
         self._closed = threading.Event()
@@ -213,19 +244,19 @@ class _Stream:
 
     def _run(self) -> None:
         try:
-            with self.client.stream("POST", "completions", json=self.body) as response:
+            with self.client.stream("POST", self.url, json=self.body) as response:
                 self._response = response
                 if self._closed.is_set():
                     return
                 if response.status_code != 200:
                     response.read()
-                    raise _http_error(response, self.client.base_url, self.body["model"])
+                    raise _http_error(response, self.client.base_url, self.body.get("model", ""))
                 for line in response.iter_lines():
                     if self._closed.is_set():
                         return
                     if self._line(line):
                         return
-            if not self._closed.is_set():
+            if not self._closed.is_set() and not (self.infill and not self._open):
                 self.events.put(("error", RemoteError(f"the server at {self.client.base_url} ended the stream "
                                                       "without [DONE]: the candidates may be cut")))
         except RemoteError as err:
@@ -255,14 +286,23 @@ class _Stream:
             raise RemoteError(f"the server at {self.client.base_url} sent {data[:80]!r} where a JSON object belongs")
         if "error" in chunk:
             raise RemoteError(f"the server at {self.client.base_url} reported an error mid-stream: {chunk['error']}")
-        for choice in chunk.get("choices") or []:
+        choices = [_infill_choice(chunk)] if self.infill else chunk.get("choices") or []
+        for choice in choices:
             if not isinstance(choice, dict) or not isinstance(choice.get("index", 0), int):
                 raise RemoteError(f"the server at {self.client.base_url} sent a choice of an unknown shape: "
                                   f"{str(choice)[:80]}")
             index = choice.get("index", 0)
             if 0 <= index < len(self.rows):
                 self.events.put(("choice", (self.rows[index], choice)))
-        return False
+                if choice.get("finish_reason") is not None:
+                    self._open.discard(index)
+        return self.infill and not self._open
+
+
+def _infill_choice(event: dict) -> dict:
+    """One llama.cpp /infill stream event as an OpenAI completions choice (index, text, finish_reason)."""
+    reason = LLAMA_STOP_TYPES.get(str(event.get("stop_type")), FINISH_STOP) if event.get("stop") else None
+    return {"index": event.get("index", 0), "text": event.get("content") or "", "finish_reason": reason}
 
 
 def _http_error(response: httpx.Response, base_url, model: str) -> RemoteError:

@@ -192,3 +192,15 @@ def test_a_server_killed_mid_stream_behind_the_app_gives_what_arrived_ranked_and
         server.stop()
         demo.close()
         analyzer.close()
+
+
+def test_middles_come_from_llama_servers_infill(llama):
+    """--remote-infill infill: llama-server's /infill streams the k middles; the app's stop rules apply to them."""
+    engine = RemoteEngine(RemoteSettings(llama.url, "qwen-0.5b", infill="infill"))
+    prefix = "class Settings:\n    def __init__(self, path):\n        self.path = path\n\n    def save(self):\n        "
+    suffix = "\n\n    def load(self):\n        return open(self.path).read()\n"
+    result = engine.generate(GenerationRequest(prefix, suffix=suffix, k=3, max_new_tokens=64, budget_s=60,
+                                               temperature=0.8))
+    assert len(result.candidates) == 3 and any(c.text for c in result.candidates)
+    assert all(c.finish_reason in (FINISH_STOP, "length") for c in result.candidates)
+    assert all("def load" not in c.text for c in result.candidates)   # a middle ends before the code after it
