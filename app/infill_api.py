@@ -12,18 +12,15 @@ no space after a colon). Errors are llama.cpp's shape: {"error": {"code", "messa
 """
 from __future__ import annotations
 
-import asyncio
 import json
 from dataclasses import replace
 
-from fastapi import Request
-from fastapi.responses import Response, StreamingResponse
-from starlette.concurrency import run_in_threadpool
-
 import gradio as gr
+from fastapi.responses import Response, StreamingResponse
+
 from app.models import EngineHub
-from app.openai_api import mount_first
 from app.requests import Defaults, Limits, build_request
+from app.routes import json_handler, mount_first
 from app.runs import USER_ERRORS, BusyError, RunControl, as_reported
 from app.service import Pipeline
 from engine import ContextFile, InvalidRequest, ModelSetupError
@@ -48,10 +45,8 @@ def mount_infill(demo: gr.Blocks, hub: EngineHub, pipeline: Pipeline, limits: Li
         except USER_ERRORS as err:
             return _error(400, str(err), "invalid_request_error")
         try:
-            final = None
-            for state in pipeline.stream(request, lambda: hub.engine(choice.label), hub.generation_lock, control,
-                                         choice.as_dict()):
-                final = state
+            final = pipeline.final(request, lambda: hub.engine(choice.label), hub.generation_lock, control,
+                                   choice.as_dict())
         except BusyError as err:
             return _error(503, str(err), "unavailable_error")
         except (RemoteError, ModelSetupError) as err:
@@ -69,32 +64,9 @@ def mount_infill(demo: gr.Blocks, hub: EngineHub, pipeline: Pipeline, limits: Li
             return StreamingResponse(iter([f"data: {_compact(payload)}\n\n"]), media_type="text/event-stream")
         return Response(_compact(payload), media_type="application/json")
 
-    async def handler(http_request: Request):
-        try:
-            body = await http_request.json()
-        except (ValueError, UnicodeDecodeError):
-            return _error(400, "the body is not JSON: send a JSON object with input_prefix and input_suffix",
-                          "invalid_request_error")
-        if not isinstance(body, dict):
-            return _error(400, "the body must be a JSON object", "invalid_request_error")
-        control = RunControl(pipeline.idle_timeout_s)
-        watcher = asyncio.create_task(_stop_when_gone(http_request, control))
-        try:
-            return await run_in_threadpool(infill, body, control)
-        finally:
-            watcher.cancel()
-
+    handler = json_handler(infill, lambda status, message: _error(status, message, "invalid_request_error"),
+                           pipeline.idle_timeout_s, "input_prefix and input_suffix")
     mount_first(demo, [("/infill", handler, "POST")])
-
-
-async def _stop_when_gone(http_request: Request, control: RunControl) -> None:
-    """A plugin cancels its request at the next keystroke by closing the connection: the engine stops within a step
-    (what the prompt's reading got so far stays in the prefix cache for the next request)."""
-    while not control.stopped:
-        if await http_request.is_disconnected():
-            control.stop("the client disconnected")
-            return
-        await asyncio.sleep(0.1)
 
 
 def _parse(body: dict, limits: Limits, defaults: Defaults):

@@ -8,21 +8,18 @@ protocol (and the official `openai` client) get ranked candidates without knowin
 """
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import time
 import uuid
 from dataclasses import replace
-from typing import Callable
 
 import gradio as gr
-from fastapi import Request
 from fastapi.responses import JSONResponse, StreamingResponse
-from starlette.concurrency import run_in_threadpool
 
 from app.models import EngineHub
 from app.requests import Defaults, Limits, build_request
+from app.routes import json_handler, mount_first
 from app.runs import USER_ERRORS, BusyError, RunControl, as_reported
 from app.service import Pipeline
 from engine import InvalidRequest, ModelSetupError
@@ -48,10 +45,8 @@ def mount_completions(demo: gr.Blocks, hub: EngineHub, pipeline: Pipeline, limit
         except USER_ERRORS as err:
             return _error(400, _protocol_names(str(err)), "invalid_request_error")
         try:
-            final = None
-            for state in pipeline.stream(request, lambda: hub.engine(choice.label), hub.generation_lock, control,
-                                         choice.as_dict()):
-                final = state
+            final = pipeline.final(request, lambda: hub.engine(choice.label), hub.generation_lock, control,
+                                   choice.as_dict())
         except BusyError as err:
             return _error(429, str(err), "server_busy", headers={"Retry-After": "5"})
         except RemoteError as err:
@@ -67,20 +62,8 @@ def mount_completions(demo: gr.Blocks, hub: EngineHub, pipeline: Pipeline, limit
             return StreamingResponse(_events(response), media_type="text/event-stream")
         return JSONResponse(response)
 
-    async def handler(http_request: Request):
-        try:
-            body = await http_request.json()
-        except (ValueError, UnicodeDecodeError):
-            return _error(400, "the body is not JSON: send a JSON object with at least `prompt`",
-                          "invalid_request_error")
-        if not isinstance(body, dict):
-            return _error(400, "the body must be a JSON object", "invalid_request_error")
-        control = RunControl(pipeline.idle_timeout_s)
-        watcher = asyncio.create_task(_stop_when_gone(http_request, control))
-        try:
-            return await run_in_threadpool(completions, body, control)
-        finally:
-            watcher.cancel()
+    handler = json_handler(completions, lambda status, message: _error(status, message, "invalid_request_error"),
+                           pipeline.idle_timeout_s, "at least `prompt`")
 
     def models():
         return {"object": "list", "data": [{"id": label, "object": "model", "owned_by": "ranked-drafts"}
@@ -88,24 +71,6 @@ def mount_completions(demo: gr.Blocks, hub: EngineHub, pipeline: Pipeline, limit
 
     mount_first(demo, [("/v1/completions", handler, "POST"), ("/v1/models", models, "GET")])
 
-
-def mount_first(demo: gr.Blocks, routes: list[tuple[str, Callable, str]]) -> None:
-    """Add (path, handler, method) routes to a launched demo's server ahead of Gradio's, which may not shadow them."""
-    table = demo.app.router.routes
-    before = len(table)
-    for path, handler, method in routes:
-        demo.app.add_api_route(path, handler, methods=[method])
-    table[:] = table[before:] + table[:before]
-
-
-async def _stop_when_gone(http_request: Request, control: RunControl) -> None:
-    """Stop the run when the client disconnects (editors cancel a request at nearly every keystroke): the engine
-    is free for the next one within a step."""
-    while not control.stopped:
-        if await http_request.is_disconnected():
-            control.stop("the client disconnected")
-            return
-        await asyncio.sleep(0.25)
 
 
 def _parse(body: dict, hub: EngineHub, limits: Limits, defaults: Defaults):

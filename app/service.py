@@ -116,6 +116,14 @@ class Pipeline:
             if not finished:
                 control.stop("the request was cancelled")
 
+    def final(self, request: GenerationRequest, engine_for: Callable[[], CandidateSource], lock: threading.Lock,
+              control: RunControl, model: dict) -> dict:
+        """The final dict of a run (status "done"), for callers that wait for it without progress (HTTP APIs)."""
+        final = None
+        for state in self.stream(request, engine_for, lock, control, model):
+            final = state
+        return final
+
     def _work(self, box: "_Mailbox", request, engine_for, lock: threading.Lock, control: RunControl,
               model: dict) -> None:
         try:

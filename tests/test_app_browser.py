@@ -117,6 +117,19 @@ def bundled_url():
     analyzer.close()
 
 
+def ready_page(playwright, url: str):
+    """(browser, page) on the app at url, with the clipboard allowed and nothing outside the app fetched, once the
+    model is ready."""
+    browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+    context = browser.new_context(viewport={"width": 1400, "height": 1800})
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=url)
+    page = context.new_page()
+    page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(url) else route.abort())
+    page.goto(url, wait_until="domcontentloaded")
+    expect(page.locator("#model-state")).to_contain_text("ready", timeout=30_000)
+    return browser, page
+
+
 def clipboard_of_copy_button(page, box: str) -> str:
     page.locator(f"{box} button[aria-label='Copy']").click()
     return page.evaluate("navigator.clipboard.readText()")
@@ -128,14 +141,7 @@ def test_the_copied_top_candidate_is_whole_runnable_code(bundled_url):
     import ast
 
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        context = browser.new_context(viewport={"width": 1400, "height": 1800})
-        context.grant_permissions(["clipboard-read", "clipboard-write"], origin=bundled_url)
-        page = context.new_page()
-        page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(bundled_url)
-                   else route.abort())
-        page.goto(bundled_url, wait_until="domcontentloaded")
-        expect(page.locator("#model-state")).to_contain_text("ready", timeout=30_000)
+        browser, page = ready_page(playwright, bundled_url)
         enter_prompt(page, METHOD_PROMPT)
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "copy_1_initial.png"), full_page=True)
@@ -167,14 +173,7 @@ LOAD_SUFFIX = ('\n    def load(self):\n        with open(self.path) as f:\n     
 def test_code_after_the_cursor_makes_middles_shown_in_place(bundled_url):
     """The page's suffix box: the candidates are middles, and the whole code to copy is prompt + middle + suffix."""
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        context = browser.new_context(viewport={"width": 1400, "height": 1800})
-        context.grant_permissions(["clipboard-read", "clipboard-write"], origin=bundled_url)
-        page = context.new_page()
-        page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(bundled_url)
-                   else route.abort())
-        page.goto(bundled_url, wait_until="domcontentloaded")
-        expect(page.locator("#model-state")).to_contain_text("ready", timeout=30_000)
+        browser, page = ready_page(playwright, bundled_url)
         enter_prompt(page, SAVE_PREFIX)
         enter_prompt(page, LOAD_SUFFIX, "#suffix")
         page.locator("#generate").click()

@@ -1,0 +1,53 @@
+"""HTTP routes beside Gradio's on the app's server: JSON bodies in, a run per request in a worker thread, stopped when
+the client goes away (editors cancel a request at nearly every keystroke), mounted ahead of Gradio's own routes."""
+from __future__ import annotations
+
+import asyncio
+from typing import Callable
+
+import gradio as gr
+from fastapi import Request
+from starlette.concurrency import run_in_threadpool
+
+from app.runs import RunControl
+
+
+def json_handler(serve: Callable[[dict, RunControl], object], error: Callable[[int, str], object],
+                 idle_timeout_s: float, needs: str):
+    """An async route handler: the body must be a JSON object (else error(400, ...) naming `needs`, what it must
+    hold); serve(body, control) runs in a worker thread, and control stops when the client disconnects."""
+
+    async def handler(http_request: Request):
+        try:
+            body = await http_request.json()
+        except (ValueError, UnicodeDecodeError):
+            return error(400, f"the body is not JSON: send a JSON object with {needs}")
+        if not isinstance(body, dict):
+            return error(400, "the body must be a JSON object")
+        control = RunControl(idle_timeout_s)
+        watcher = asyncio.create_task(_stop_when_gone(http_request, control))
+        try:
+            return await run_in_threadpool(serve, body, control)
+        finally:
+            watcher.cancel()
+
+    return handler
+
+
+async def _stop_when_gone(http_request: Request, control: RunControl) -> None:
+    """Stop the run when the client disconnects: the engine is free for the next request within a step (what the
+    prompt's reading got so far stays in the prefix cache)."""
+    while not control.stopped:
+        if await http_request.is_disconnected():
+            control.stop("the client disconnected")
+            return
+        await asyncio.sleep(0.1)
+
+
+def mount_first(demo: gr.Blocks, routes: list[tuple[str, Callable, str]]) -> None:
+    """Add (path, handler, method) routes to a launched demo's server ahead of Gradio's, which may not shadow them."""
+    table = demo.app.router.routes
+    before = len(table)
+    for path, handler, method in routes:
+        demo.app.add_api_route(path, handler, methods=[method])
+    table[:] = table[before:] + table[:before]
