@@ -52,8 +52,10 @@ class FimFormat:
 
     def prompt_ids(self, request: GenerationRequest, encode) -> list[int]:
         """The token ids of a middle's prompt: other files first (they change least, so a prefix cache keeps them),
-        then <prefix> prefix <suffix> suffix <middle>. encode(text) -> ids reads the user's text as text (a marker
-        typed in the code is not a marker)."""
+        then <prefix> the prefix's whole lines <suffix> suffix <middle> the cursor line's text before the cursor.
+        That text begins the middle, as if the model had written it: typing on a line changes only the tokens after
+        <middle>, so the next keystroke's request finds everything before them in the prefix cache. encode(text)
+        -> ids reads the user's text as text (a marker typed in the code is not a marker)."""
         s, ids = self.spelling, self.ids
         tokens: list[int] = []
         if request.extra and self.has_files:
@@ -63,8 +65,9 @@ class FimFormat:
             tokens += [ids[s.file_sep]] + encode(CURRENT_FILE + "\n")
         elif request.extra:   # no file markers: the other files as a leading comment block of the prefix
             tokens += encode("".join(f"# file: {c.name}\n{c.text}\n" for c in request.extra))
-        return tokens + ([ids[s.prefix]] + encode(request.prompt) + [ids[s.suffix]] + encode(request.suffix)
-                         + [ids[s.middle]])
+        head, newline, typed = request.prompt.rpartition("\n")
+        return tokens + ([ids[s.prefix]] + encode(head + newline) + [ids[s.suffix]] + encode(request.suffix)
+                         + [ids[s.middle]] + encode(typed))
 
 
 def fim_format_or_refuse(tokenizer, model_name: str) -> FimFormat:

@@ -33,13 +33,13 @@ def fim_engine(model, tokenizer, **settings) -> Engine:
 def test_the_fim_layout_comes_from_the_tokenizer(fim_tokenizer):
     fim = FimFormat.of(fim_tokenizer)
     encode = lambda text: fim_tokenizer(text, add_special_tokens=False, split_special_tokens=True)["input_ids"]
-    request = GenerationRequest("a", suffix="b", extra=(ContextFile("x.py", "X = 1\n"),))
+    request = GenerationRequest("def f():\n    ret", suffix="b", extra=(ContextFile("x.py", "X = 1\n"),))
     ids = fim.prompt_ids(request, encode)
     text = fim_tokenizer.decode(ids)
     assert text == ("<|repo_name|>project\n<|file_sep|>x.py\nX = 1\n<|file_sep|>current_file\n"
-                    "<|fim_prefix|>a<|fim_suffix|>b<|fim_middle|>")
+                    "<|fim_prefix|>def f():\n<|fim_suffix|>b<|fim_middle|>    ret")   # the typed line begins the middle
     marker = fim.prompt_ids(GenerationRequest("<|fim_middle|>", suffix="z"), encode)   # typed text stays text
-    assert marker.count(fim.ids["<|fim_middle|>"]) == 1 and marker[-1] == fim.ids["<|fim_middle|>"]
+    assert marker.count(fim.ids["<|fim_middle|>"]) == 1   # only the real marker; the typed one is characters
     assert FimFormat.of(byte_tokenizer()) is None
 
 
@@ -77,7 +77,8 @@ def test_a_middle_from_the_engine_has_its_stop_rules_and_reports_its_prompt(fim_
     engine = fim_engine(fim_model, fim_tokenizer)
     result = engine.generate(GenerationRequest(PREFIX, suffix=SUFFIX, k=3, max_new_tokens=40, temperature=1.0,
                                                seed=1, stop=()))
-    fim_text = "<|fim_prefix|>" + PREFIX + "<|fim_suffix|>" + SUFFIX + "<|fim_middle|>"
+    head, _, typed = PREFIX.rpartition("\n")
+    fim_text = "<|fim_prefix|>" + head + "\n<|fim_suffix|>" + SUFFIX + "<|fim_middle|>" + typed
     assert result.stats.prompt_tokens == len(fim_tokenizer(fim_text, add_special_tokens=False)["input_ids"])
     echo = SuffixEcho.of(PREFIX, SUFFIX)
     for candidate in result.candidates:
@@ -99,11 +100,15 @@ def test_a_cached_prompt_gives_the_same_tokens_and_says_what_it_reused(fim_model
     first = warm.generate(seeded(PREFIX, suffix))
     assert first.stats.cached_prompt_tokens == 0
     assert [c.token_ids for c in first.candidates] == [c.token_ids for c in fresh.generate(seeded(PREFIX, suffix)).candidates]
-    longer = PREFIX + "with open(self.path) as f:\n            "
+    longer = PREFIX + "with open(self.path) as f:"   # typed on the same line
     again = warm.generate(seeded(longer, suffix))
     reference = fresh.generate(seeded(longer, suffix))
     assert [c.token_ids for c in again.candidates] == [c.token_ids for c in reference.candidates]
-    shared = len(fim_tokenizer(("<|fim_prefix|>" if suffix else "") + PREFIX, add_special_tokens=False)["input_ids"])
+    if suffix:   # the typed line moved after the middle marker: everything before it is shared
+        shared = len(fim_tokenizer("<|fim_prefix|>" + PREFIX.rpartition("\n")[0] + "\n<|fim_suffix|>" + suffix
+                                   + "<|fim_middle|>", add_special_tokens=False)["input_ids"])
+    else:
+        shared = len(fim_tokenizer(PREFIX, add_special_tokens=False)["input_ids"])
     assert again.stats.cached_prompt_tokens >= shared - 1      # the old prefix was reused, the rest computed
     assert reference.stats.cached_prompt_tokens == 0 and reference.stats.prompt_read_tokens == reference.stats.prompt_tokens
 
