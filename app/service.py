@@ -64,14 +64,13 @@ class Pipeline:
         cands = result.candidates
         ranked, similarities = rerank.rank_with_similarity([c.text for c in cands], [c.logprobs for c in cands],
                                                            reports, self.rank_settings)
-        uses_logprobs = self.rank_settings.scorer not in ("gsc", "random")
         entries = []
         for r in ranked:
             parts = r.as_dict()
             entry = entry_for(r.rank, r.indices, cands, reports)
             entry.update(score=parts["score"], scorer=r.scorer, demoted=r.demoted,
                          score_parts={"consistency": parts["consistency"],
-                                      "logprob_term": parts["logprob_term"] if uses_logprobs else None,
+                                      "logprob_term": parts["logprob_term"] if self.rank_settings.uses_logprobs else None,
                                       "static_penalty": parts["static_penalty"], "mean_logprob": parts["mean_logprob"]})
             entries.append(entry)
         mark_ties(entries)

@@ -260,7 +260,11 @@ def typed_text(line: str, chars: int) -> str:
 
 def session(files: list[str], steps: int, mode: str, *, stride: int, typed: int, keys: list[int], n_prefix: int,
             n_suffix: int) -> list[Step]:
-    """`steps` requests of one mode, spread over the files (about steps / len(files) each, going down each file)."""
+    """`steps` requests of one mode, spread over the files (about steps / len(files) each, going down each file);
+    mode "cold": one request per file, the cursor on its last body line and the whole file before it (the first
+    request on a long file, which no cache can help)."""
+    if mode == "cold":
+        return [_cold_step(module, typed, n_suffix) for module in files][:steps]
     per_request = 1 if mode == "lines" else len(keys)
     cursors_per_file = -(-steps // (per_request * len(files)))   # ceiling
     chosen: list[Step] = []
@@ -274,6 +278,16 @@ def session(files: list[str], steps: int, mode: str, *, stride: int, typed: int,
                 prefix, suffix = request_at(lines, number - 1, prompt, n_prefix, n_suffix)
                 chosen.append(Step(mode, path.name, number, prefix, prompt, suffix))
     return chosen[:steps]
+
+
+def _cold_step(module: str, typed: int, n_suffix: int) -> Step:
+    path = module_path(module)
+    source = path.read_text(encoding="utf-8")
+    lines = source.split("\n")
+    number = body_lines(source, min_chars=typed + 2)[-1]
+    prompt = typed_text(lines[number - 1], typed)
+    prefix, suffix = request_at(lines, number - 1, prompt, len(lines), n_suffix)
+    return Step("cold", path.name, number, prefix, prompt, suffix)
 
 
 # ---------------------------------------------------------------- running and reporting
@@ -368,7 +382,8 @@ def main(argv: list[str] | None = None) -> dict:
     add_server_arguments(parser)
     parser.add_argument("--files", default="shlex,fnmatch,textwrap", help="comma-separated modules or .py paths")
     parser.add_argument("--steps", type=int, default=40, help="timed requests per mode (default 40)")
-    parser.add_argument("--modes", default="lines,keys", help="comma-separated of lines, keys")
+    parser.add_argument("--modes", default="lines,keys", help="comma-separated of lines, keys, cold (one request per "
+                                                              "file at its end, the whole file before the cursor)")
     parser.add_argument("--stride", type=int, default=8, help="every N-th code line of function bodies")
     parser.add_argument("--typed", type=int, default=3, help="lines mode: characters typed after the indentation")
     parser.add_argument("--keys", default="1,3,5", help="keys mode: characters typed at each successive request")
@@ -384,8 +399,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--t-max-predict-ms", type=int, default=20000, help="long enough to end by themselves")
     args = parser.parse_args(argv)
     modes = args.modes.split(",")
-    if any(m not in ("lines", "keys") for m in modes):
-        parser.error(f"--modes {args.modes!r}: choose from lines, keys")
+    if any(m not in ("lines", "keys", "cold") for m in modes):
+        parser.error(f"--modes {args.modes!r}: choose from lines, keys, cold")
     if not 1 <= args.k <= 32:
         parser.error(f"--k {args.k} is out of range: 1..32")
     keys = [int(x) for x in args.keys.split(",")]

@@ -306,7 +306,7 @@ def per_problem_table(problems: list[dict], records: dict[str, dict], outcomes: 
         token_texts = token_texts if all(token_texts) else None
         first = {}
         for ranker in rankers:
-            if ranker.scorer not in ("gsc", "random") and not _has_logprobs(record):
+            if ranker.uses_logprobs and not _has_logprobs(record):
                 continue
             if ranker.scorer == "random":  # a fresh draw per problem, not the same position every time
                 ranker = replace(ranker, seed=ranker.seed + number)
@@ -477,7 +477,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     gen.add_argument("--out", help="sample file to append to (resumable: task_ids already there are skipped)")
     gen.add_argument("--model", default=defaults.model)
     gen.add_argument("--draft", default=defaults.draft)
-    gen.add_argument("--drafter", default=defaults.drafter, help="none, model, prompt, sibling or auto")
+    gen.add_argument("--drafter", default=defaults.drafter, choices=("none", "model", "prompt", "sibling", "auto"),
+                     help="how the engine drafts (engine.DRAFTER_CHOICES)")
     gen.add_argument("--k", type=int, default=defaults.k)
     gen.add_argument("--temperature", type=float, default=defaults.temperature)
     gen.add_argument("--top-p", type=float, default=defaults.top_p)
@@ -488,9 +489,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     gen.add_argument("--seed", type=int, default=defaults.seed)
     gen.add_argument("--cache-dir", default=None, help="engine's converted-model cache")
     gen.add_argument("--dtype", default="auto", help="auto (bf16 on a CPU with native bf16), float32, bfloat16")
-    gen.add_argument("--weights", default="native", choices=("native", "int8", "int4", "w8a8"),
-                     help="native (as --dtype), int8 or int4 (weight-only), w8a8 (8-bit activations too): the "
-                          "linear layers' format, engine/weights.py")
+    gen.add_argument("--weights", default="auto", choices=("auto", "native", "int8", "int4", "w8a8"),
+                     help="the linear layers' format (engine.weights.WEIGHT_FORMATS): auto (the app's default: w8a8 "
+                          "for a bundled bf16 model on an x86 CPU), native (as --dtype), int8 or int4 (weight-only), "
+                          "w8a8 (8-bit activations too)")
     gen.add_argument("--generate-only", action="store_true", help="generate, do not evaluate")
     gen.add_argument("--budget-curve", help="comma-separated budgets (s), e.g. 5,10,20,40: generate and score each")
     gen.add_argument("--curve-drafters", default="none,auto", help="drafters compared on the budget curve")

@@ -35,7 +35,7 @@ from engine.weights import WEIGHT_FORMATS, apply_weight_format
 SLACK_S = 0.5            # bookkeeping and scheduling noise on top of one forward pass, on a shared 2-core machine
 MAX_TAIL_CHARS = 48      # the part of one token a cut may keep beyond decode(tokens)
 
-METHODS = ('class Stack:\n    """A last-in, first-out stack."""\n\n    def __init__(self):\n        self.items = []\n\n'
+METHOD_PROMPTS = ('class Stack:\n    """A last-in, first-out stack."""\n\n    def __init__(self):\n        self.items = []\n\n'
            '    def pop(self):\n        """Remove and return the top item; raise IndexError when empty."""\n',
            'class Temperature:\n    def __init__(self, celsius: float):\n        self.celsius = celsius\n\n'
            '    def fahrenheit(self) -> float:\n        """The temperature in degrees Fahrenheit."""\n',
@@ -194,7 +194,7 @@ class SoakSettings:
 def soak_prompts(humaneval: int) -> list[tuple[str, str]]:
     """(kind, prompt): HumanEval, methods inside classes, module-level scripts, prompts ending mid-line."""
     from benchmarks.bench_engine import humaneval_prompts
-    kinds = [[("humaneval", p) for p in humaneval_prompts(humaneval)], [("method", p) for p in METHODS],
+    kinds = [[("humaneval", p) for p in humaneval_prompts(humaneval)], [("method", p) for p in METHOD_PROMPTS],
              [("script", p) for p in SCRIPTS], [("mid-line", p) for p in MID_LINE]]
     mixed = []   # round-robin over the kinds, so that a run cut short (--max-requests) still covers each of them
     for row in range(max(len(k) for k in kinds)):

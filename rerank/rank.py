@@ -8,11 +8,9 @@ import numpy as np
 
 from rerank.scoring import finding_count, generalized_self_consistency, mean_logprob, static_penalty_fraction
 from rerank.settings import RankSettings
-from rerank.similarity import pairwise_similarity, token_probabilities, vectorize
-from rerank.tokens import code_token_spans
+from rerank.similarity import similarity_matrix
 from static_eval.findings import EMPTY_IMPLEMENTATION
 
-_NEEDS_LOGPROBS = ("wucs", "consensus_wucs", "mean_logprob", "sum_logprob")
 
 
 EMPTY_KIND = EMPTY_IMPLEMENTATION  # the finding kind static_eval gives a body that adds nothing that runs
@@ -114,14 +112,9 @@ def rank_with_similarity(texts: list[str], token_logprobs: list[list[float]] | N
     unique_texts = [texts[i] for i in heads]
 
     # 1. consistency: GSC over distinct texts, copies weighted by their count
-    spans = [code_token_spans(text) for text in unique_texts]  # tokenize once
-    weights = None
-    if settings.scorer in ("wucs", "consensus_wucs"):
-        weights = [token_probabilities(texts[i], token_logprobs[i], token_texts[i] if token_texts else None, spans=s)
-                   for i, s in zip(heads, spans)]
-    tokens = [[token for token, _, _ in s] for s in spans]
-    vectors = vectorize(tokens, settings, weights)  # (n_groups, n_features)
-    similarities = pairwise_similarity(vectors, metric=settings.similarity)  # (n_groups, n_groups)
+    similarities = similarity_matrix(unique_texts, settings,                           # (n_groups, n_groups)
+                                     [token_logprobs[i] for i in heads] if token_logprobs else None,
+                                     [token_texts[i] for i in heads] if token_texts else None)
     consistency = generalized_self_consistency(similarities, counts)  # (n_groups,)
 
     # 2. log-probability term and base score
@@ -191,6 +184,6 @@ def _check_inputs(texts, token_logprobs, reports, token_texts, settings) -> None
     for name, value in (("token_logprobs", token_logprobs), ("reports", reports), ("token_texts", token_texts)):
         if value is not None and len(value) != len(texts):
             raise ValueError(f"{name} has {len(value)} entries for {len(texts)} texts: give one per text")
-    if token_logprobs is None and settings.scorer in _NEEDS_LOGPROBS:
+    if token_logprobs is None and settings.uses_logprobs:
         raise ValueError(f"scorer={settings.scorer!r} needs token_logprobs; "
                          f"without them use scorer='gsc' or 'random'")

@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 SCORERS = ("gsc", "wucs", "consensus_wucs", "mean_logprob", "sum_logprob", "random")
+NEEDS_LOGPROBS = ("wucs", "consensus_wucs", "mean_logprob", "sum_logprob")   # the scorers that read token log-probs
 SIMILARITIES = ("ngram_overlap", "cosine", "jaccard")
 MAX_NGRAM = 4
 
@@ -49,6 +50,11 @@ class RankSettings:
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not value >= 0:
                 raise ValueError(f"{name}={value!r} is out of range: it must be a number >= 0")
+
+    @property
+    def uses_logprobs(self) -> bool:
+        """Whether the scorer reads the candidates' token log-probabilities (NEEDS_LOGPROBS)."""
+        return self.scorer in NEEDS_LOGPROBS
 
     def label(self) -> str:
         """A short name for tables, e.g. 'gsc/ngram_overlap/1-1/bin'."""

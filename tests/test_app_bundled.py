@@ -34,3 +34,24 @@ def test_bundled_fast_model_completes_a_function(client):
     assert best["finish_reason"] == "stop" and best["parses"] is True
     assert "return" in best["code"] and "a + b" in best["code"].replace("b + a", "a + b")
     assert result["stats"]["load_s"] >= 0 and result["stats"]["tokens_per_s"] > 0
+
+
+SAVE_PREFIX = ('import json\n\n\nclass Settings:\n    def __init__(self, path):\n        self.path = path\n'
+               '        self.values = {}\n\n    def save(self):\n')
+LOAD_SUFFIX = ('\n    def load(self):\n        with open(self.path) as f:\n            self.values = json.load(f)\n')
+
+
+def test_bundled_fast_model_fills_a_method_in_place_and_reads_the_file_once(client):
+    """The issue's case: the empty body of `save` between `__init__` and `load`. The ranked middle stops before the
+    code after the cursor, the whole file parses with the best one in place, and the same request again reads its
+    prompt from the prefix cache."""
+    ask = dict(prompt=SAVE_PREFIX + "        ", suffix=LOAD_SUFFIX, k=4, budget_s=90, temperature=0.8,
+               max_new_tokens=64, seed=1, model=FAST_LABEL, api_name="/generate")
+    result = client.predict(**ask)
+    best = result["candidates"][0]
+    assert "def load" not in best["code"] and "def get" not in best["code"]
+    assert best["parses"] is True
+    compile(SAVE_PREFIX + "        " + best["code"] + LOAD_SUFFIX, "settings.py", "exec")   # parsed, never run
+    again = client.predict(**ask)
+    stats = again["stats"]
+    assert stats["cached_prompt_tokens"] >= stats["prompt_tokens"] - 1 and stats["computed_prompt_tokens"] <= 1
