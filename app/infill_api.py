@@ -3,8 +3,9 @@
 Fields as llama.cpp's server reads them: `input_prefix`, `input_suffix`, `input_extra` ([{filename, text}]), `prompt`
 (the cursor line's text before the cursor, read after the prefix as llama.cpp does), `n_predict` (0: only read the
 prompt into the cache, as the plugins' warm-up requests ask), `n_cmpl` (alternatives; alias `n`), `temperature`,
-`top_p`, `seed`, `stop`, `t_max_predict_ms` (the budget, counted from the end of the prompt as llama.cpp does),
-`response_fields`, `stream`; others (`top_k`, `samplers`, `cache_prompt`, `n_indent`, `id_slot`, `model`, ...) are
+`top_p`, `seed`, `stop`, `t_max_predict_ms` (the budget, counted from the end of the prompt as llama.cpp does, at least
+the app's minimum budget; the rows are cut there, where llama.cpp waits for a newline), `response_fields`, `stream`
+(one event per result); others (`top_k`, `samplers`, `cache_prompt`, `n_indent`, `id_slot`, `model`, ...) are
 accepted and ignored. The answer is llama.cpp's: one object for one result, an array of them for `n_cmpl` > 1, here
 best first, each with an extra `ranked_drafts` field (rank, score, findings); `timings` count the prompt tokens
 computed (`prompt_n`) apart from those the prefix cache gave (`cache_n`). JSON is compact (llama.vim's reader expects
@@ -13,6 +14,7 @@ no space after a colon). Errors are llama.cpp's shape: {"error": {"code", "messa
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 
 import gradio as gr
@@ -29,8 +31,6 @@ from engine.types import FINISH_BUDGET, FINISH_LENGTH, FINISH_STOP
 
 # our finish reasons -> llama.cpp's stop_type (a budget cut is its time limit, "limit" too)
 STOP_TYPES = {FINISH_STOP: "eos", FINISH_LENGTH: "limit", FINISH_BUDGET: "limit"}
-IGNORED = ("top_k", "min_p", "samplers", "cache_prompt", "n_indent", "id_slot", "model", "t_max_prompt_ms",
-           "repeat_penalty", "lora", "n_probs")   # read by llama.cpp, accepted here without effect
 
 
 def mount_infill(demo: gr.Blocks, hub: EngineHub, pipeline: Pipeline, limits: Limits = Limits(),
@@ -40,15 +40,15 @@ def mount_infill(demo: gr.Blocks, hub: EngineHub, pipeline: Pipeline, limits: Li
 
     def infill(body: dict, control: RunControl) -> Response:
         try:
-            request, warm_up = _parse(body, limits, defaults)
+            request, warm_up, n = _parse(body, limits, defaults)
             choice = hub.choice(None)
         except USER_ERRORS as err:
-            return _error(400, str(err), "invalid_request_error")
+            return _error(400, _protocol_names(str(err)), "invalid_request_error")
         try:
             final = pipeline.final(request, lambda: hub.engine(choice.label), hub.generation_lock, control,
                                    choice.as_dict())
         except BusyError as err:
-            return _error(503, str(err), "unavailable_error")
+            return _error(503, str(err), "unavailable_error", {"Retry-After": "1"})
         except (RemoteError, ModelSetupError) as err:
             return _error(503, str(err), "unavailable_error")
         except USER_ERRORS as err:
@@ -56,13 +56,14 @@ def mount_infill(demo: gr.Blocks, hub: EngineHub, pipeline: Pipeline, limits: Li
         except Exception as err:  # noqa: BLE001 - ours: logged with an id, said so
             return _error(500, str(as_reported(err)), "server_error")
         results = _results(final, request, choice.label, warm_up)
+        results = [dict(results[i % len(results)], index=i) for i in range(n)]   # greedy: one answer, n copies
         fields = body.get("response_fields")
         if isinstance(fields, list) and fields:
             results = [_only(result, fields) for result in results]
-        payload = results[0] if len(results) == 1 else results
-        if body.get("stream"):
-            return StreamingResponse(iter([f"data: {_compact(payload)}\n\n"]), media_type="text/event-stream")
-        return Response(_compact(payload), media_type="application/json")
+        if body.get("stream"):   # llama.cpp's: one event per result, no [DONE]
+            return StreamingResponse(iter([f"data: {_compact(r)}\n\n" for r in results]),
+                                     media_type="text/event-stream")
+        return Response(_compact(results[0] if n == 1 else results), media_type="application/json")
 
     handler = json_handler(infill, lambda status, message: _error(status, message, "invalid_request_error"),
                            pipeline.idle_timeout_s, "input_prefix and input_suffix")
@@ -70,7 +71,8 @@ def mount_infill(demo: gr.Blocks, hub: EngineHub, pipeline: Pipeline, limits: Li
 
 
 def _parse(body: dict, limits: Limits, defaults: Defaults):
-    """(GenerationRequest of middles, whether it is a warm-up that only reads the prompt) from an /infill body."""
+    """(GenerationRequest of middles, whether it is a warm-up that only reads the prompt, the results asked for)
+    from an /infill body."""
     prefix, suffix, typed = (_text(body, name) for name in ("input_prefix", "input_suffix", "prompt"))
     extra = _extra(body.get("input_extra"))
     n = body.get("n_cmpl", body.get("n", 1))
@@ -96,7 +98,15 @@ def _parse(body: dict, limits: Limits, defaults: Defaults):
         raise InvalidRequest(f"stop={stop!r} is invalid: give a list of non-empty strings")
     request = replace(request, stop=tuple(stop), budget_after_prompt=after_prompt)
     request.validate()
-    return request, warm_up
+    return request, warm_up, 1 if warm_up else n
+
+
+PROTOCOL_NAMES = {"k": "n_cmpl", "max_new_tokens": "n_predict", "prompt": "input_prefix", "suffix": "input_suffix"}
+
+
+def _protocol_names(message: str) -> str:
+    """A validation message with the field named as llama.cpp's protocol names it."""
+    return re.sub(r"^(k|max_new_tokens|prompt|suffix)\b", lambda m: PROTOCOL_NAMES[m.group(1)], message)
 
 
 def _text(body: dict, name: str) -> str:
@@ -179,6 +189,6 @@ def _compact(payload) -> str:
     return json.dumps(payload, separators=(",", ":"))
 
 
-def _error(status: int, message: str, kind: str) -> Response:
+def _error(status: int, message: str, kind: str, headers: dict | None = None) -> Response:
     return Response(_compact({"error": {"code": status, "message": message, "type": kind}}), status_code=status,
-                    media_type="application/json")
+                    media_type="application/json", headers=headers)

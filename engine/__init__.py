@@ -58,9 +58,9 @@ def load_engine(model_spec: str = DEFAULT_TARGET, draft_spec: str | None = None,
                 weights: str = "native") -> Engine:
     """Load the target (and draft) model and build an Engine around them (weights: engine.weights.WEIGHT_FORMATS)."""
     model, tokenizer = load_any(model_spec, cache_dir, progress, dtype)
-    target = (apply_weight_format(model, weights), tokenizer)
     draft = None
-    if draft_spec:
-        draft_model, draft_tokenizer = load_any(draft_spec, cache_dir, progress, dtype)
-        draft = (apply_weight_format(draft_model, weights), draft_tokenizer)
-    return build_engine(target, draft, model_spec, draft_spec, settings)
+    if draft_spec:   # checked before any weight is converted (int4's first fit takes minutes)
+        draft = load_any(draft_spec, cache_dir, progress, dtype)
+        check_draft_fits((model, tokenizer), draft, model_spec, draft_spec)
+        draft = (apply_weight_format(draft[0], weights), draft[1])
+    return build_engine((apply_weight_format(model, weights), tokenizer), draft, model_spec, draft_spec, settings)

@@ -5,12 +5,13 @@ import functools
 from pathlib import Path
 
 
-def cpu_flags() -> set[str]:
-    """The words of /proc/cpuinfo, its `flags` among them; empty where it cannot be read."""
+@functools.cache
+def cpu_flags() -> frozenset[str]:
+    """The words of /proc/cpuinfo, its `flags` among them (read once); empty where it cannot be read."""
     try:
-        return set(Path("/proc/cpuinfo").read_text(errors="replace").split())
+        return frozenset(Path("/proc/cpuinfo").read_text(errors="replace").split())
     except OSError:
-        return set()
+        return frozenset()
 
 
 def cpu_has_bf16() -> bool:

@@ -149,8 +149,9 @@ class ModelDrafter:
         """The prompt once (batch 1; a recent request's prefix from the prefix cache), fanned out to the active rows."""
         started = time.perf_counter()
         self.cache = RaggedKVCache(self.model.config.num_hidden_layers, 1, self.device, self.capacity)
-        read_prompt(self._forward, self.model, self.cache, self.prompt_ids, self.prefix_cache, self.chunk_tokens)
-        self._count_one_off(started)
+        reading = read_prompt(self._forward, self.model, self.cache, self.prompt_ids, self.prefix_cache,
+                              self.chunk_tokens)
+        self._count_one_off(started, reading.forwards)
         self.cache.select_rows(torch.zeros(len(active_rows), dtype=torch.long, device=self.device))
         self.rows = list(active_rows)
         self.fed = [list(self.prompt_ids) for _ in active_rows]
@@ -179,9 +180,9 @@ class ModelDrafter:
             self._check(histories)
         return logits[torch.arange(len(feeds), device=self.device), torch.searchsorted(columns, newest)]
 
-    def _count_one_off(self, started: float) -> None:
-        """A pass that is not a draft pass (prefill, catch-up), begun at perf_counter time `started`."""
-        self.setup_passes += 1
+    def _count_one_off(self, started: float, passes: int = 1) -> None:
+        """Passes that are not draft passes (prefill, catch-up), begun at perf_counter time `started`."""
+        self.setup_passes += passes
         self.setup_s += time.perf_counter() - started
 
     def _feed(self, step_input: torch.Tensor) -> torch.Tensor:

@@ -96,6 +96,8 @@ class Engine:
             raise ValueError(f"drafter={self.settings.drafter!r} is unknown: choose one of {', '.join(DRAFTER_CHOICES)}")
         if self.settings.drafter == "model" and draft_model is None:
             raise ValueError("drafter='model' needs a draft model: give the engine one (draft_model) or choose another drafter")
+        if not isinstance(self.settings.prefill_chunk, int) or self.settings.prefill_chunk < 1:
+            raise ValueError(f"prefill_chunk={self.settings.prefill_chunk!r} is out of range: it must be an integer >= 1")
         if self.settings.acceptance not in ACCEPTANCE_CHOICES:
             raise ValueError(f"acceptance={self.settings.acceptance!r} is unknown: choose one of "
                              f"{', '.join(ACCEPTANCE_CHOICES)}")

@@ -22,7 +22,6 @@ class FimSpelling:
 SPELLINGS = (
     FimSpelling("<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>", "<|repo_name|>", "<|file_sep|>"),  # Qwen2.5-Coder
     FimSpelling("<fim_prefix>", "<fim_suffix>", "<fim_middle>", "<repo_name>", "<file_sep>"),             # StarCoder 2
-    FimSpelling("<PRE>", "<SUF>", "<MID>"),                                                                # Code Llama
 )
 REPO_NAME = "project"          # the repository name given before other files (the model only needs one)
 CURRENT_FILE = "current_file"  # the name given to the file being edited, after the other files
@@ -63,7 +62,7 @@ class FimFormat:
             for context in request.extra:
                 tokens += [ids[s.file_sep]] + encode(f"{context.name}\n{context.text}")
             tokens += [ids[s.file_sep]] + encode(CURRENT_FILE + "\n")
-        elif request.extra:   # no file markers: the other files as a leading comment block of the prefix
+        elif request.extra:   # no file markers: the other files as plain text before the prefix marker
             tokens += encode("".join(f"# file: {c.name}\n{c.text}\n" for c in request.extra))
         head, newline, typed = request.prompt.rpartition("\n")
         return tokens + ([ids[s.prefix]] + encode(head + newline) + [ids[s.suffix]] + encode(request.suffix)
@@ -85,19 +84,19 @@ _ANY_MARKER = re.compile("|".join(re.escape(m) for s in SPELLINGS for m in (s.pr
 
 
 def split_fim_prompt(prompt: str) -> tuple[str, str, tuple[ContextFile, ...]] | None:
-    """(prefix, suffix, other files) of a prompt that spells a FIM request in one of SPELLINGS (prefix, suffix,
-    middle markers in that order, nothing after the middle marker), or None for a plain prompt."""
+    """(prefix, suffix, other files) of a prompt that is a FIM template in one of SPELLINGS (prefix, suffix and
+    middle markers once each, in that order, the prompt ending with the middle marker), or None: any other prompt,
+    code that merely mentions a marker included, is text."""
     if _ANY_MARKER.search(prompt) is None:
         return None
     for s in SPELLINGS:
-        head, found_prefix, rest = prompt.partition(s.prefix)
+        if not prompt.endswith(s.middle) or any(prompt.count(m) != 1 for m in (s.prefix, s.suffix, s.middle)):
+            continue
+        head, _, rest = prompt.partition(s.prefix)
         prefix, found_suffix, rest = rest.partition(s.suffix)
-        suffix, found_middle, tail = rest.partition(s.middle)
-        if found_prefix and found_suffix and found_middle and not tail.strip():
-            return prefix + tail, suffix, _files_of(head, s)
-    raise InvalidRequest("prompt holds fill-in-the-middle markers but not in the order prefix, suffix, middle with "
-                         "nothing after the middle marker: send the code before and after the cursor as prompt and "
-                         "suffix instead")
+        if found_suffix:
+            return prefix, rest[:-len(s.middle)], _files_of(head, s)
+    return None
 
 
 def _files_of(head: str, spelling: FimSpelling) -> tuple[ContextFile, ...]:

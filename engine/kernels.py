@@ -11,9 +11,9 @@ from engine.grids import FourBitGrid
 
 INT8_MAX_ROWS = 4   # token rows per call (batch x tokens per row) up to which the int8 kernel is the faster one
 INT4_MAX_ROWS = 8   # the same for the int4 kernel
-W8A8_MAX_ROWS = 64  # a cap, not a break-even: the kernel is still ~2x faster than bf16 at 64 rows (kern2 probe,
-                    # this session); a longer prompt's prefill reads the dense weights, so its error is not shared
-                    # across hundreds of tokens
+W8A8_MAX_ROWS = 64  # a cap, not a break-even: the kernel is still ~2x faster than bf16 at 64 rows (kern2 probe);
+                    # a prompt's chunk of more rows reads the dense weights, so its error is not shared across
+                    # hundreds of tokens (a short remainder after the prefix cache goes through w8a8)
 INT4_OUT_MULTIPLE = 16   # the int4 kernel packs output features in blocks of 16
 QUANTIZE_ROWS = 128  # rows of a weight _int8_per_channel converts at once (~1 MB of fp32 for the bundled models)
 

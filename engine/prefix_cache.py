@@ -3,7 +3,10 @@ out), and reading a prompt through them in chunks so that only the tokens after 
 
 Why it is exact: a causal model's KV entry at position i depends only on tokens 0..i, so the entries of a cached prompt
 are the entries of any prompt that starts with the same tokens, up to where the two first differ. The rest is computed
-as it would be without the cache (in chunks: each chunk attends to everything before it through the same cache).
+as it would be without the cache (in chunks: each chunk attends to everything before it through the same cache), up
+to floating-point rounding, which depends on a call's shape; so a seed gives the same tokens cached or not where the
+layers compute alike whatever the call's size (fp32 tested), while w8a8 layers round a call of up to 64 token rows
+(a short remainder) in integers and a larger one (a whole prompt's chunk) in bf16.
 """
 from __future__ import annotations
 
@@ -41,8 +44,9 @@ class PrefixCache:
     def longest_prefix(self, token_ids: list[int]) -> tuple[int, tuple[int, ...] | None]:
         """(tokens shared, the entry's key) of the entry that shares the longest prefix with token_ids; (0, None)."""
         best, best_key = 0, None
+        wanted = tuple(token_ids)
         for key in self._entries:
-            shared = len(os.path.commonprefix([key, tuple(token_ids)]))
+            shared = len(os.path.commonprefix([key, wanted]))
             if shared > best:
                 best, best_key = shared, key
         return best, best_key
@@ -58,9 +62,10 @@ class PrefixCache:
         if self.max_bytes <= 0 or not token_ids:
             return
         key = tuple(token_ids)
-        if key in self._entries:
-            self._entries.move_to_end(key)
-            return
+        for old in self._entries:
+            if len(old) >= len(key) and old[:len(key)] == key:   # held already (a backspace): keep the longer one
+                self._entries.move_to_end(old)
+                return
         keys, values = cache.prefix(len(key))
         entry = _Entry(keys, values, sum(t.numel() * t.element_size() for t in keys + values))
         if entry.nbytes > self.max_bytes:

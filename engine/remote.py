@@ -83,7 +83,8 @@ class RemoteEngine:
         """request.k continuations; returns by the deadline with what arrived (the streams are closed there)."""
         request.validate()
         started = time.perf_counter()
-        deadline = started + request.budget_s
+        # budget_after_prompt: the server reads the prompt first; the budget starts with the first text it sends
+        deadline = float("inf") if request.budget_after_prompt else started + request.budget_s
         rows = [_Row() for _ in range(request.k)]
         rules = StopRules.of(request, frozenset())
         events: queue.Queue = queue.Queue()
@@ -94,7 +95,8 @@ class RemoteEngine:
         for stream in streams:
             stream.start()
         try:
-            self._collect(rows, rules, streams, events, deadline, should_stop, on_update, started)
+            self._collect(rows, rules, streams, events, deadline, should_stop, on_update, started,
+                          request.budget_s if request.budget_after_prompt else None)
         finally:
             for stream in streams:
                 stream.close()
@@ -138,8 +140,10 @@ class RemoteEngine:
         return [(body | ({"seed": request.seed + row} if request.seed is not None else {}), [row])
                 for row in range(request.k)]
 
-    def _collect(self, rows, rules, streams, events, deadline, should_stop, on_update, started) -> None:
-        """Apply what the streams send until every row is done, every stream ended, the deadline or a stop."""
+    def _collect(self, rows, rules, streams, events, deadline, should_stop, on_update, started,
+                 budget_after_first: float | None = None) -> None:
+        """Apply what the streams send until every row is done, every stream ended, the deadline or a stop
+        (budget_after_first: the deadline is that many seconds after the first choice arrives)."""
         errors: list[RemoteError] = []
         while any(r.finish_reason is None for r in rows) and not (all(s.ended for s in streams) and events.empty()):
             if time.perf_counter() >= deadline or (should_stop and should_stop()):
@@ -150,6 +154,8 @@ class RemoteEngine:
                 continue
             kind, payload = event
             if kind == "choice":
+                if budget_after_first is not None and deadline == float("inf"):
+                    deadline = time.perf_counter() + budget_after_first
                 row_index, choice = payload
                 _apply(rows[row_index], choice, rules)
             elif kind == "error":
@@ -179,7 +185,7 @@ def _apply(row: _Row, choice: dict, rules: StopRules) -> None:
     reason = choice.get("finish_reason")
     if reason is not None:
         row.finish_reason = SERVER_FINISH.get(str(reason).lower(), FINISH_STOP)
-    cut = rules.cut(row.text, old_len, final=row.finish_reason is not None)
+    cut = rules.cut(row.text, old_len, final=row.finish_reason == FINISH_STOP)   # as StopRules.extend
     if cut is not None:
         row.text, row.finish_reason = row.text[:cut], FINISH_STOP
         kept = _tokens_within(row, cut)   # the tokens (and their log-probabilities) that lie in the kept text

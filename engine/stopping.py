@@ -50,7 +50,8 @@ class SuffixEcho:
         for index, line in enumerate(lines):
             whole = index < len(lines) - 1 or final
             if whole and (index > 0 or self.first_is_whole) and line.strip() == self.line:
-                return offset
+                kept = text[:offset].rstrip()          # the blank lines before it too: the suffix brings its own
+                return len(kept) + 1 if kept else 0
             offset += len(line) + 1
         return None
 

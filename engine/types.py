@@ -115,7 +115,7 @@ class GenerationStats:
     """How a call went."""
 
     wall_s: float = 0.0             # from call to return
-    prefill_s: float = 0.0          # of which the prompt's forward (every row's first token comes from it)
+    prefill_s: float = 0.0          # of which reading the prompt (cache copy and chunked forwards; the first token)
     generated_tokens: int = 0       # over all rows
     forward_passes: int = 0         # target model forwards (prefill included)
     draft_passes: int = 0           # draft model forwards (0 without a model drafter)

@@ -28,7 +28,7 @@ class _PromptFacts:
 
     parses: bool                      # a valid prefix: parses as is, or once its open block gets a body
     lint_source: str | None           # what to lint for the baseline (the context, or with `pass` at the cursor)
-    baseline: Counter | None = None   # the prompt's own lint messages by key, once linted
+    baseline: Counter | None = None   # the context's own lint messages by key, once linted
 
 
 @dataclass
@@ -98,9 +98,12 @@ class StaticAnalyzer:
         context = prompt + suffix
         if _BAD_CHARACTER.search(context) is None:
             # a block left open at the cursor gets `pass` first: tree-sitter lets `def f():` without a body pass,
-            # pylint would not
+            # pylint would not; for a middle, a cursor line typed half-way (`y = `) is left out as a last resort
             stubbed = _with_stub_body(prompt, suffix)
-            for source in (stubbed, context):
+            typed_line = prompt.rpartition("\n")[2] if suffix else ""
+            whole_lines = prompt[:len(prompt) - len(typed_line)] if typed_line.strip() else None
+            for source in (stubbed, context, whole_lines and _with_stub_body(whole_lines, suffix),
+                           whole_lines and whole_lines + suffix):
                 if source is not None and not self._syntax.parse(source.encode("utf-8")).has_error:
                     facts = _PromptFacts(True, source)
                     break
@@ -132,11 +135,12 @@ class StaticAnalyzer:
             boundary = len(prompt.encode("utf-8"))
             self._tree_checks(item, (boundary, boundary + len(completion.encode("utf-8"))), cut, facts)
         if not report.parses and not facts.parses and not any(f.kind == SYNTAX_ERROR for f in report.findings):
-            report.findings.append(Finding(PROMPT_SYNTAX_ERROR, None, 1, 0, _prompt_problem(prompt), WARNING))
+            report.findings.append(Finding(PROMPT_SYNTAX_ERROR, None, 1, 0, _prompt_problem(prompt, suffix), WARNING))
         if not report.complete:
             last_line = completion.count("\n") + 1
-            report.findings.append(Finding(TRUNCATED, None, last_line, 0, "the candidate is cut off mid-statement "
-                                           "(a length limit, the deadline or a broken stream ended it)"))
+            why = ("it was cut off (a length limit, the deadline or a broken stream ended it)" if cut else
+                   "the code is unfinished where it stops")
+            report.findings.append(Finding(TRUNCATED, None, last_line, 0, f"the candidate ends mid-statement: {why}"))
         report.elapsed_s = time.perf_counter() - started
         return item
 
@@ -270,7 +274,7 @@ def _check_cut(cut, count: int) -> list[bool]:
     return flags
 
 
-def _prompt_problem(prompt: str) -> str:
+def _prompt_problem(prompt: str, suffix: str = "") -> str:
     """Why the prompt alone does not parse, in words: no completion can make the whole parse, and the candidate is
     not blamed for it."""
     bad = _BAD_CHARACTER.search(prompt)
@@ -279,4 +283,7 @@ def _prompt_problem(prompt: str) -> str:
         what = f"it holds the invalid character {bad.group()!r} (U+{ord(bad.group()):04X}) on its line {line}"
     else:
         what = "it has a syntax error"
+    if suffix:
+        return (f"the code around the cursor (prompt and suffix) does not parse without a middle ({what}): the "
+                "candidate is not blamed for it")
     return f"the prompt itself does not parse ({what}): no completion can make it valid Python; fix the prompt"

@@ -9,7 +9,7 @@ from engine import ContextFile, Engine, EngineSettings, GenerationRequest, Inval
 from engine.infill import FimFormat, split_fim_prompt
 from engine.kv_cache import RaggedKVCache
 from engine.prefix_cache import PrefixCache
-from engine.stopping import SuffixEcho
+from engine.stopping import StopRules, SuffixEcho
 from engine.tiny import byte_tokenizer, tiny_model
 
 PREFIX = "class Store:\n    def __init__(self, path):\n        self.path = path\n\n    def save(self):\n        "
@@ -56,15 +56,17 @@ def test_a_prompt_with_fim_markers_is_read_as_prefix_and_suffix():
     prompt = "<|repo_name|>r\n<|file_sep|>a.py\nA = 1\n<|file_sep|>b.py\n<|fim_prefix|>x<|fim_suffix|>y<|fim_middle|>"
     assert split_fim_prompt(prompt) == ("x", "y", (ContextFile("a.py", "A = 1\n"),))
     assert split_fim_prompt("<fim_prefix>p<fim_suffix>s<fim_middle>") == ("p", "s", ())
-    with pytest.raises(InvalidRequest, match="not in the order"):
-        split_fim_prompt("<|fim_suffix|>s<|fim_prefix|>p<|fim_middle|>")
+    assert split_fim_prompt("<|fim_suffix|>s<|fim_prefix|>p<|fim_middle|>") is None         # not a template: text
+    assert split_fim_prompt('MARKER = "<|fim_middle|>"\n') is None                          # code that names one
 
 
 def test_a_middle_ends_where_it_repeats_the_code_after_the_cursor():
     echo = SuffixEcho.of(PREFIX, SUFFIX)
     assert echo.line == "def load(self):" and echo.first_is_whole    # only indentation before the cursor
     middle = "with open(self.path, 'w') as f:\n            f.write('x')\n\n    def load(self):\n        return 1\n"
-    assert echo.cut(middle) == middle.index("    def load")
+    assert echo.cut(middle) == middle.index("\n\n    def load") + 1   # the blank line goes too: the suffix has one
+    rules = StopRules.of(GenerationRequest(PREFIX, suffix=SUFFIX), frozenset())       # the engine's and remote's rule
+    assert rules.cut(middle, final=True) == echo.cut(middle)
     assert echo.cut("x = 1\n    def load(self)") is None          # an unfinished line may still become another
     assert echo.cut("x = 1\n    def load(self):", final=True) == len("x = 1\n")
     assert echo.cut("def load(self):\n") == 0
@@ -155,3 +157,13 @@ def test_the_prefix_cache_keeps_within_its_bound_least_recently_used_out():
     assert len(store) == 2 and store.longest_prefix([50, 51])[0] == 0
     store.store(list(range(30)), cache_of(30))          # larger than the bound alone: not kept
     assert store.longest_prefix(list(range(30)))[0] == 12
+
+
+def test_a_budget_after_the_prompt_starts_once_the_prompt_is_read(fim_model, fim_tokenizer):
+    """llama.cpp's t_max_predict_ms: with budget_after_prompt the deadline does not cut the prompt's reading."""
+    engine = fim_engine(fim_model, fim_tokenizer, prefix_cache_mb=0, prefill_chunk=8)
+    counted = engine.generate(seeded(PREFIX, SUFFIX, budget_s=1e-6))
+    assert counted.stats.prompt_read_tokens < counted.stats.prompt_tokens            # the budget cut the reading
+    after = engine.generate(seeded(PREFIX, SUFFIX, budget_s=1e-6, budget_after_prompt=True))
+    assert after.stats.prompt_read_tokens == after.stats.prompt_tokens
+    assert all(c.finish_reason == "budget" for c in after.candidates)                   # then the budget ran out

@@ -118,3 +118,13 @@ def test_openai_suffix_and_a_fim_marked_prompt_are_middles(server):
     assert [c.text for c in with_suffix.choices] == [c.text for c in marked.choices]   # the same request, read twice
     stats = with_suffix.model_extra["ranked_drafts"]["stats"]
     assert stats["prompt_tokens"] > len(PREFIX) + len(SUFFIX)                # the FIM markers are in the prompt
+
+
+def test_greedy_alternatives_and_streams_come_in_llama_cpps_shape(server):
+    greedy = post(server, dict(LLAMA_VSCODE, temperature=0, n_cmpl=2)).json()
+    assert isinstance(greedy, list) and len(greedy) == 2 and greedy[0]["content"] == greedy[1]["content"]
+    streamed = httpx.post(server + "infill", json=dict(LLAMA_VSCODE, stream=True), timeout=60)
+    events = [json.loads(line[5:]) for line in streamed.text.splitlines() if line.startswith("data:")]
+    assert len(events) == 3 and [e["index"] for e in events] == [0, 1, 2] and all(e["stop"] for e in events)
+    refused = post(server, dict(LLAMA_VIM, n_predict=5000))
+    assert refused.status_code == 400 and refused.json()["error"]["message"].startswith("n_predict=5000")
