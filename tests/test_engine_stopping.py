@@ -244,7 +244,8 @@ def test_streaming_calls_back_with_growing_candidates(make_engine):
         GenerationRequest(PROMPT, k=3, max_new_tokens=10, temperature=0.8, seed=1, stop=()),
         on_update=lambda partial: updates.append([list(c.token_ids) for c in partial.candidates]))
     assert len(updates) >= 3
-    assert all(len(row) >= 1 for row in updates[0])           # the first update follows the prefill's token
+    assert all(row == [] for row in updates[0])              # the first says how far the prompt's reading got
+    assert all(len(row) >= 1 for row in updates[1])           # the next follows the prefill's token
     for before, after in zip(updates, updates[1:]):
         for row_before, row_after in zip(before, after):
             assert row_after[:len(row_before)] == row_before  # rows only grow
