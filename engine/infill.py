@@ -51,9 +51,10 @@ class FimFormat:
 
     def prompt_ids(self, request: GenerationRequest, encode) -> list[int]:
         """The token ids of a middle's prompt: other files first (they change least, so a prefix cache keeps them),
-        then <prefix> the prefix's whole lines <suffix> suffix <middle> the cursor line's text before the cursor.
-        That text begins the middle, as if the model had written it: typing on a line changes only the tokens after
-        <middle>, so the next keystroke's request finds everything before them in the prefix cache. encode(text)
+        then <prefix> the prefix's whole lines <suffix> suffix <middle> the cursor line's text before the cursor
+        (when it is more than indentation). That text begins the middle, as if the model had written it: typing on a
+        line changes only the tokens after <middle>, so the next keystroke's request finds everything before them
+        in the prefix cache. encode(text)
         -> ids reads the user's text as text (a marker typed in the code is not a marker)."""
         s, ids = self.spelling, self.ids
         tokens: list[int] = []
@@ -65,6 +66,8 @@ class FimFormat:
         elif request.extra:   # no file markers: the other files as plain text before the prefix marker
             tokens += encode("".join(f"# file: {c.name}\n{c.text}\n" for c in request.extra))
         head, newline, typed = request.prompt.rpartition("\n")
+        if not typed.strip():   # only indentation so far: it stays in the prefix (measured, bundled models: after
+            head, newline, typed = request.prompt, "", ""   # the marker it gave empty or over-indented middles)
         return tokens + ([ids[s.prefix]] + encode(head + newline) + [ids[s.suffix]] + encode(request.suffix)
                          + [ids[s.middle]] + encode(typed))
 

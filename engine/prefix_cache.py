@@ -25,6 +25,7 @@ class _Entry:
     keys: list[torch.Tensor]     # per layer [1, H_kv, n, D]
     values: list[torch.Tensor]   # per layer [1, H_kv, n, D]
     nbytes: int
+    last_logits: torch.Tensor | None = None   # [1, V] after the entry's last token, when it was a whole prompt
 
 
 class PrefixCache:
@@ -57,17 +58,28 @@ class PrefixCache:
         self._entries.move_to_end(key)
         cache.preload([k[:, :, :length] for k in entry.keys], [v[:, :, :length] for v in entry.values])
 
-    def store(self, token_ids: list[int], cache: RaggedKVCache) -> None:
-        """Keep the first len(token_ids) entries of row 0 of `cache` for these tokens; entries it extends go."""
+    def last_logits(self, token_ids: list[int]) -> torch.Tensor | None:
+        """The logits after exactly these tokens, when a whole prompt of them was read: the same request again
+        then computes nothing, and samples what it sampled before (in any dtype)."""
+        entry = self._entries.get(tuple(token_ids))
+        return None if entry is None else entry.last_logits
+
+    def store(self, token_ids: list[int], cache: RaggedKVCache, last_logits: torch.Tensor | None = None) -> None:
+        """Keep the first len(token_ids) entries of row 0 of `cache` for these tokens (and the logits after them,
+        for a whole prompt); entries it extends go."""
         if self.max_bytes <= 0 or not token_ids:
             return
         key = tuple(token_ids)
         for old in self._entries:
             if len(old) >= len(key) and old[:len(key)] == key:   # held already (a backspace): keep the longer one
+                if old == key and last_logits is not None and self._entries[old].last_logits is None:
+                    self._entries[old].last_logits = last_logits.clone()
                 self._entries.move_to_end(old)
                 return
         keys, values = cache.prefix(len(key))
-        entry = _Entry(keys, values, sum(t.numel() * t.element_size() for t in keys + values))
+        tensors = keys + values + ([last_logits] if last_logits is not None else [])
+        entry = _Entry(keys, values, sum(t.numel() * t.element_size() for t in tensors),
+                       None if last_logits is None else last_logits.clone())
         if entry.nbytes > self.max_bytes:
             return
         for old in [k for k in self._entries if len(k) <= len(key) and key[:len(k)] == k]:
@@ -104,7 +116,8 @@ def read_prompt(forward, model, cache: RaggedKVCache, prompt_ids: list[int], sto
     device = cache.lengths.device
     if store is not None:
         shared, key = store.longest_prefix(prompt_ids)
-        reading.cached = min(shared, len(prompt_ids) - 1)
+        reading.last_logits = store.last_logits(prompt_ids)   # the same prompt, read whole before: nothing to compute
+        reading.cached = shared if reading.last_logits is not None else min(shared, len(prompt_ids) - 1)
         if reading.cached > 0:
             store.load(key, reading.cached, cache)
     while reading.read < reading.total:
@@ -120,5 +133,5 @@ def read_prompt(forward, model, cache: RaggedKVCache, prompt_ids: list[int], sto
             reading.last_logits = logits[:, -1]
     reading.done = reading.read == reading.total
     if store is not None and reading.computed > 0:
-        store.store(prompt_ids[:reading.read], cache)
+        store.store(prompt_ids[:reading.read], cache, reading.last_logits if reading.done else None)
     return reading

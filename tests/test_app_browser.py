@@ -174,7 +174,7 @@ def test_code_after_the_cursor_makes_middles_shown_in_place(bundled_url):
     """The page's suffix box: the candidates are middles, and the whole code to copy is prompt + middle + suffix."""
     with sync_playwright() as playwright:
         browser, page = ready_page(playwright, bundled_url)
-        enter_prompt(page, SAVE_PREFIX)
+        enter_prompt(page, SAVE_PREFIX + "        ")         # the cursor in save's body, indented
         enter_prompt(page, LOAD_SUFFIX, "#suffix")
         page.locator("#generate").click()
         page.locator("#status", has_text="Done").wait_for(timeout=120_000)
@@ -182,6 +182,8 @@ def test_code_after_the_cursor_makes_middles_shown_in_place(bundled_url):
         page.screenshot(path=str(ARTIFACTS / "infill_final.png"), full_page=True)
         middle = clipboard_of_copy_button(page, "#candidate-0")
         page.locator(".rd-slot").first.get_by_text("Whole code").click()
-        assert clipboard_of_copy_button(page, "#whole-0") == SAVE_PREFIX + middle + LOAD_SUFFIX
+        whole = clipboard_of_copy_button(page, "#whole-0")      # the middle in its place, between the two
+        assert whole.startswith(SAVE_PREFIX + "        ") and whole.endswith(LOAD_SUFFIX)
+        assert whole[len(SAVE_PREFIX) + 8:len(whole) - len(LOAD_SUFFIX)].rstrip() == middle.rstrip()
         assert "def load" not in middle                     # the middle stopped before the code after the cursor
         browser.close()

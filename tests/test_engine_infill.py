@@ -106,9 +106,10 @@ def test_a_cached_prompt_gives_the_same_tokens_and_says_what_it_reused(fim_model
     again = warm.generate(seeded(longer, suffix))
     reference = fresh.generate(seeded(longer, suffix))
     assert [c.token_ids for c in again.candidates] == [c.token_ids for c in reference.candidates]
-    if suffix:   # the typed line moved after the middle marker: everything before it is shared
-        shared = len(fim_tokenizer("<|fim_prefix|>" + PREFIX.rpartition("\n")[0] + "\n<|fim_suffix|>" + suffix
-                                   + "<|fim_middle|>", add_special_tokens=False)["input_ids"])
+    if suffix:   # the first had only indentation on the cursor line (kept in the prefix), the second has text,
+        # which goes after the middle marker: the whole lines before the cursor are shared
+        shared = len(fim_tokenizer("<|fim_prefix|>" + PREFIX.rpartition("\n")[0] + "\n",
+                                   add_special_tokens=False)["input_ids"])
     else:
         shared = len(fim_tokenizer(PREFIX, add_special_tokens=False)["input_ids"])
     assert again.stats.cached_prompt_tokens >= shared - 1      # the old prefix was reused, the rest computed
@@ -167,3 +168,10 @@ def test_a_budget_after_the_prompt_starts_once_the_prompt_is_read(fim_model, fim
     after = engine.generate(seeded(PREFIX, SUFFIX, budget_s=1e-6, budget_after_prompt=True))
     assert after.stats.prompt_read_tokens == after.stats.prompt_tokens
     assert all(c.finish_reason == "budget" for c in after.candidates)                   # then the budget ran out
+
+
+def test_typing_on_a_line_reuses_all_of_the_prompt_before_the_typed_text(fim_model, fim_tokenizer):
+    engine = fim_engine(fim_model, fim_tokenizer)
+    engine.generate(seeded(PREFIX + "with", SUFFIX))
+    typed_more = engine.generate(seeded(PREFIX + "with open(", SUFFIX))
+    assert typed_more.stats.cached_prompt_tokens == typed_more.stats.prompt_tokens - len(" open(")   # bytes here

@@ -8,7 +8,7 @@ from benchmarks import soak
 from engine import GenerationRequest
 from engine.types import Candidate
 
-STACK = soak.METHODS[0]
+STACK = soak.METHOD_PROMPTS[0]
 
 
 def test_the_checks_catch_what_they_look_for(tokenizer):
