@@ -22,13 +22,15 @@ from fastapi.responses import Response, StreamingResponse
 
 from app.models import EngineHub
 from app.requests import Defaults, Limits, build_request
-from app.routes import json_handler, mount_first
-from app.runs import USER_ERRORS, BusyError, RunControl, as_reported
+from app.routes import final_or_error, json_handler, mount_first
+from app.runs import USER_ERRORS, BusyError, RunControl
 from app.service import Pipeline
 from engine import ContextFile, InvalidRequest, ModelSetupError
 from engine.remote import RemoteError
 from engine.types import FINISH_BUDGET, FINISH_LENGTH, FINISH_STOP
 
+# what the run raised -> llama.cpp's status and error type (busy, a server or model that cannot serve: unavailable)
+LLAMA_ERRORS = [((BusyError, RemoteError, ModelSetupError), 503, "unavailable_error")]
 # our finish reasons -> llama.cpp's stop_type (a budget cut is its time limit, "limit" too)
 STOP_TYPES = {FINISH_STOP: "eos", FINISH_LENGTH: "limit", FINISH_BUDGET: "limit"}
 
@@ -44,17 +46,9 @@ def mount_infill(demo: gr.Blocks, hub: EngineHub, pipeline: Pipeline, limits: Li
             choice = hub.choice(None)
         except USER_ERRORS as err:
             return _error(400, _protocol_names(str(err)), "invalid_request_error")
-        try:
-            final = pipeline.final(request, lambda: hub.engine(choice.label), hub.generation_lock, control,
-                                   choice.as_dict())
-        except BusyError as err:
-            return _error(503, str(err), "unavailable_error", {"Retry-After": "1"})
-        except (RemoteError, ModelSetupError) as err:
-            return _error(503, str(err), "unavailable_error")
-        except USER_ERRORS as err:
-            return _error(400, str(err), "invalid_request_error")
-        except Exception as err:  # noqa: BLE001 - ours: logged with an id, said so
-            return _error(500, str(as_reported(err)), "server_error")
+        final, error = final_or_error(pipeline, hub, choice, request, control, LLAMA_ERRORS)
+        if error is not None:
+            return _error(*error, {"Retry-After": "1"} if error[0] == 503 else None)
         results = _results(final, request, choice.label, warm_up)
         results = [dict(results[i % len(results)], index=i) for i in range(n)]   # greedy: one answer, n copies
         fields = body.get("response_fields")

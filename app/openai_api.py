@@ -19,8 +19,8 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 from app.models import EngineHub
 from app.requests import Defaults, Limits, build_request
-from app.routes import json_handler, mount_first
-from app.runs import USER_ERRORS, BusyError, RunControl, as_reported
+from app.routes import final_or_error, json_handler, mount_first
+from app.runs import USER_ERRORS, BusyError, RunControl
 from app.service import Pipeline
 from engine import InvalidRequest, ModelSetupError
 from engine.infill import split_fim_prompt
@@ -44,19 +44,9 @@ def mount_completions(demo: gr.Blocks, hub: EngineHub, pipeline: Pipeline, limit
             choice, request = _parse(body, hub, limits, defaults)
         except USER_ERRORS as err:
             return _error(400, _protocol_names(str(err)), "invalid_request_error")
-        try:
-            final = pipeline.final(request, lambda: hub.engine(choice.label), hub.generation_lock, control,
-                                   choice.as_dict())
-        except BusyError as err:
-            return _error(429, str(err), "server_busy", headers={"Retry-After": "5"})
-        except RemoteError as err:
-            return _error(502, str(err), "upstream_error")
-        except ModelSetupError as err:
-            return _error(503, str(err), "server_error")
-        except USER_ERRORS as err:
-            return _error(400, str(err), "invalid_request_error")
-        except Exception as err:  # noqa: BLE001 - ours: logged with an id, said so
-            return _error(500, str(as_reported(err)), "server_error")
+        final, error = final_or_error(pipeline, hub, choice, request, control, OPENAI_ERRORS)
+        if error is not None:
+            return _error(*error, headers={"Retry-After": "5"} if error[0] == 429 else None)
         response = _response(final, str(body.get("model") or choice.label))
         if body.get("stream"):
             return StreamingResponse(_events(response), media_type="text/event-stream")
@@ -108,6 +98,8 @@ def _parse(body: dict, hub: EngineHub, limits: Limits, defaults: Defaults):
     return choice, request
 
 
+OPENAI_ERRORS = [((BusyError,), 429, "server_busy"), ((RemoteError,), 502, "upstream_error"),
+                 ((ModelSetupError,), 503, "server_error")]   # what the run raised -> status, error type
 PROTOCOL_NAMES = {"k": "n", "max_new_tokens": "max_tokens"}   # /generate's field names -> this protocol's
 
 

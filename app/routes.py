@@ -9,7 +9,7 @@ import gradio as gr
 from fastapi import Request
 from starlette.concurrency import run_in_threadpool
 
-from app.runs import RunControl
+from app.runs import USER_ERRORS, RunControl, as_reported
 
 
 def json_handler(serve: Callable[[dict, RunControl], object], error: Callable[[int, str], object],
@@ -51,3 +51,20 @@ def mount_first(demo: gr.Blocks, routes: list[tuple[str, Callable, str]]) -> Non
     for path, handler, method in routes:
         demo.app.add_api_route(path, handler, methods=[method])
     table[:] = table[before:] + table[:before]
+
+
+def final_or_error(pipeline, hub, choice, request, control: RunControl,
+                   statuses: list[tuple[tuple[type, ...], int, str]]) -> tuple[dict | None, tuple[int, str, str] | None]:
+    """(the run's final dict, None), or (None, (status, message, kind)) from the first of `statuses` (exception
+    types, HTTP status, the protocol's error kind) that matches what the run raised; other user errors are a 400,
+    anything else is ours: a 500 whose message has the logged error's id."""
+    try:
+        return pipeline.final(request, lambda: hub.engine(choice.label), hub.generation_lock, control,
+                              choice.as_dict()), None
+    except Exception as err:  # noqa: BLE001 - every failure becomes an answer in the protocol's shape
+        for types, status, kind in statuses:
+            if isinstance(err, types):
+                return None, (status, str(err), kind)
+        if isinstance(err, USER_ERRORS):
+            return None, (400, str(err), "invalid_request_error")
+        return None, (500, str(as_reported(err)), "server_error")
