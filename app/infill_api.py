@@ -14,7 +14,6 @@ no space after a colon). Errors are llama.cpp's shape: {"error": {"code", "messa
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import replace
 
 import gradio as gr
@@ -22,7 +21,8 @@ from fastapi.responses import Response, StreamingResponse
 
 from app.models import EngineHub
 from app.requests import Defaults, Limits, build_request
-from app.routes import final_or_error, json_handler, mount_first
+from app.results import ranked_copies
+from app.routes import final_or_error, in_protocol_names, json_handler, mount_first
 from app.runs import USER_ERRORS, BusyError, RunControl
 from app.service import Pipeline
 from engine import ContextFile, InvalidRequest, ModelSetupError
@@ -100,7 +100,7 @@ PROTOCOL_NAMES = {"k": "n_cmpl", "max_new_tokens": "n_predict", "prompt": "input
 
 def _protocol_names(message: str) -> str:
     """A validation message with the field named as llama.cpp's protocol names it."""
-    return re.sub(r"^(k|max_new_tokens|prompt|suffix)\b", lambda m: PROTOCOL_NAMES[m.group(1)], message)
+    return in_protocol_names(message, PROTOCOL_NAMES)
 
 
 def _text(body: dict, name: str) -> str:
@@ -127,15 +127,10 @@ def _results(final: dict, request, model: str, warm_up: bool) -> list[dict]:
     prompt_ms = stats.get("prefill_s", 0.0) * 1000
     predicted_ms = max(stats.get("generation_s", 0.0) * 1000 - prompt_ms, 0.0)
     computed, cached = stats.get("computed_prompt_tokens", 0), stats.get("cached_prompt_tokens", 0)
-    entries = [] if warm_up else final["candidates"]
-    results = []
-    for entry in entries:
-        extra = {"rank": entry["rank"], "score": entry["score"], "score_parts": entry["score_parts"],
-                 "copies": entry["count"], "finish_reason": entry["finish_reason"], "parses": entry["parses"],
-                 "findings": entry["findings"], "tie_break": entry.get("tie_break")}
-        for _ in range(entry["count"]):
-            results.append(_result(len(results), entry["code"], entry["tokens"], entry["finish_reason"], model,
-                                   request, (computed, cached, prompt_ms, predicted_ms), extra))
+    copies = [] if warm_up else ranked_copies(final)
+    results = [_result(index, entry["code"], entry["tokens"], entry["finish_reason"], model, request,
+                       (computed, cached, prompt_ms, predicted_ms), ranking)
+               for index, (entry, ranking) in enumerate(copies)]
     if not results:   # a warm-up, or nothing came in time
         results.append(_result(0, "", 0, FINISH_STOP if warm_up else FINISH_BUDGET, model, request,
                                (computed, cached, prompt_ms, predicted_ms), None))

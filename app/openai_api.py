@@ -9,7 +9,6 @@ protocol (and the official `openai` client) get ranked candidates without knowin
 from __future__ import annotations
 
 import json
-import re
 import time
 import uuid
 from dataclasses import replace
@@ -19,14 +18,14 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 from app.models import EngineHub
 from app.requests import Defaults, Limits, build_request
-from app.routes import final_or_error, json_handler, mount_first
+from app.results import ranked_copies
+from app.routes import final_or_error, in_protocol_names, json_handler, mount_first
 from app.runs import USER_ERRORS, BusyError, RunControl
 from app.service import Pipeline
 from engine import InvalidRequest, ModelSetupError
 from engine.infill import split_fim_prompt
 from engine.remote import RemoteError
 from engine.types import CUT_REASONS, FINISH_STOP
-
 
 
 def protocol_finish(reason: str | None) -> str:
@@ -60,7 +59,6 @@ def mount_completions(demo: gr.Blocks, hub: EngineHub, pipeline: Pipeline, limit
                                            for label in hub.labels]}
 
     mount_first(demo, [("/v1/completions", handler, "POST"), ("/v1/models", models, "GET")])
-
 
 
 def _parse(body: dict, hub: EngineHub, limits: Limits, defaults: Defaults):
@@ -105,19 +103,14 @@ PROTOCOL_NAMES = {"k": "n", "max_new_tokens": "max_tokens"}   # /generate's fiel
 
 def _protocol_names(message: str) -> str:
     """A validation message with the field named as the caller sent it."""
-    return re.sub(r"^(k|max_new_tokens)=", lambda m: PROTOCOL_NAMES[m.group(1)] + "=", message)
+    return in_protocol_names(message, PROTOCOL_NAMES)
 
 
 def _response(final: dict, model: str) -> dict:
     """The protocol's completion object: one choice per candidate (copies of one text side by side), best first."""
-    choices = []
-    for entry in final["candidates"]:
-        extra = {"rank": entry["rank"], "score": entry["score"], "score_parts": entry["score_parts"],
-                 "copies": entry["count"], "finish_reason": entry["finish_reason"], "parses": entry["parses"],
-                 "findings": entry["findings"], "tie_break": entry.get("tie_break")}
-        for _ in range(entry["count"]):
-            choices.append({"index": len(choices), "text": entry["code"], "logprobs": None,
-                            "finish_reason": protocol_finish(entry["finish_reason"]), "ranked_drafts": extra})
+    choices = [{"index": index, "text": entry["code"], "logprobs": None,
+                "finish_reason": protocol_finish(entry["finish_reason"]), "ranked_drafts": ranking}
+               for index, (entry, ranking) in enumerate(ranked_copies(final))]
     tokens = final["stats"].get("generated_tokens", 0)
     return {"id": f"cmpl-{uuid.uuid4().hex[:24]}", "object": "text_completion", "created": int(time.time()),
             "model": model, "choices": choices,

@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import asdict
 
 from engine import GenerationRequest, GenerationResult
@@ -58,6 +59,17 @@ def entry_for(rank: int, indices: list[int], cands, reports) -> dict:
         "n_warnings": len(report.warnings) if report is not None else None,
         "findings": findings,
     }
+
+
+def ranked_copies(final: dict) -> Iterator[tuple[dict, dict]]:
+    """(entry, its ranking fields) of a done result once per copy of each distinct candidate, best first: the
+    protocols give one choice per candidate asked for, copies side by side."""
+    for entry in final["candidates"]:
+        ranking = {"rank": entry["rank"], "score": entry["score"], "score_parts": entry["score_parts"],
+                   "copies": entry["count"], "finish_reason": entry["finish_reason"], "parses": entry["parses"],
+                   "findings": entry["findings"], "tie_break": entry.get("tie_break")}
+        for _ in range(entry["count"]):
+            yield entry, ranking
 
 
 def mark_ties(entries: list[dict]) -> None:

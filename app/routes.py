@@ -3,6 +3,7 @@ the client goes away (editors cancel a request at nearly every keystroke), mount
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Callable
 
 import gradio as gr
@@ -68,3 +69,9 @@ def final_or_error(pipeline, hub, choice, request, control: RunControl,
         if isinstance(err, USER_ERRORS):
             return None, (400, str(err), "invalid_request_error")
         return None, (500, str(as_reported(err)), "server_error")
+
+
+def in_protocol_names(message: str, names: dict[str, str]) -> str:
+    """A validation message that begins with a /generate field name (k=..., max_new_tokens=...), with the field named
+    as a protocol names it (`names`: ours -> the protocol's)."""
+    return re.sub(r"^(" + "|".join(map(re.escape, names)) + r")\b", lambda m: names[m.group(1)], message)

@@ -14,7 +14,7 @@ from engine.acceptance import speculative_accept
 from engine.controller import ControllerMemory, ControllerSettings, DraftController, StepPlan, StepRecord
 from engine.drafters import (Draft, DraftContext, Drafter, ModelDrafter, merge_drafts, prompt_lookup_drafter,
                              sibling_drafter)
-from engine.infill import FimFormat, fim_format_or_refuse
+from engine.infill import FimFormat, require_fim
 from engine.kv_cache import RaggedKVCache
 from engine.prefix_cache import PrefixCache, PromptReading, read_prompt
 from engine.sampling import PositionUniforms, inverse_cdf, token_logprobs, warp_probs
@@ -176,7 +176,7 @@ class Engine:
         if not request.is_infill:
             return encode(request.prompt)
         name = getattr(self.model.config, "_name_or_path", "") or type(self.model).__name__
-        return fim_format_or_refuse(self.tokenizer, name).prompt_ids(request, encode)
+        return require_fim(self.fim, name).prompt_ids(request, encode)
 
     def _prefill(self, run: _Run, on_update, should_stop) -> None:
         """Read the prompt once (batch 1; the longest prefix a recent request left in the prefix cache is copied,

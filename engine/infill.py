@@ -54,8 +54,8 @@ class FimFormat:
         then <prefix> the prefix's whole lines <suffix> suffix <middle> the cursor line's text before the cursor
         (when it is more than indentation). That text begins the middle, as if the model had written it: typing on a
         line changes only the tokens after <middle>, so the next keystroke's request finds everything before them
-        in the prefix cache. encode(text)
-        -> ids reads the user's text as text (a marker typed in the code is not a marker)."""
+        in the prefix cache. encode(text) -> ids reads the user's text as text (a marker typed in the code is not
+        a marker)."""
         s, ids = self.spelling, self.ids
         tokens: list[int] = []
         if request.extra and self.has_files:
@@ -72,9 +72,8 @@ class FimFormat:
                          + [ids[s.middle]] + encode(typed))
 
 
-def fim_format_or_refuse(tokenizer, model_name: str) -> FimFormat:
-    """The tokenizer's FIM format; InvalidRequest naming the model when it has none."""
-    found = FimFormat.of(tokenizer)
+def require_fim(found: FimFormat | None, model_name: str) -> FimFormat:
+    """A model's FIM format (FimFormat.of its tokenizer); InvalidRequest naming the model when it has none."""
     if found is None:
         raise InvalidRequest(f"the model {model_name!r} has no fill-in-the-middle tokens (none of "
                              f"{', '.join(s.prefix for s in SPELLINGS)} in its vocabulary): it cannot take code after "

@@ -115,13 +115,7 @@ class RemoteEngine:
             body["suffix"] = request.suffix
         if self.settings.logprobs:
             body["logprobs"] = 1
-        if self.settings.fan_out == "n":
-            body["n"] = request.k
-            if request.seed is not None:
-                body["seed"] = request.seed
-            return [(body, list(range(request.k)))]
-        return [(body | ({"seed": request.seed + row} if request.seed is not None else {}), [row])
-                for row in range(request.k)]
+        return self._fanned_out(body, request, "n")
 
     def _infill_url(self) -> str:
         """llama.cpp's /infill sits at the server's root, beside /v1."""
@@ -134,8 +128,13 @@ class RemoteEngine:
                 "input_extra": [{"filename": f.name, "text": f.text} for f in request.extra],
                 "n_predict": request.max_new_tokens, "temperature": request.temperature, "top_p": request.top_p,
                 "stop": list(request.stop[:MAX_SERVER_STOPS]), "stream": True, "cache_prompt": True}
+        return self._fanned_out(body, request, "n_cmpl")
+
+    def _fanned_out(self, body: dict, request: GenerationRequest, count_field: str) -> list[tuple[dict, list[int]]]:
+        """One body asking for k choices in `count_field` (fan_out "n"), or k bodies of one choice each, seeded
+        seed + row."""
         if self.settings.fan_out == "n":
-            return [(body | {"n_cmpl": request.k} | ({"seed": request.seed} if request.seed is not None else {}),
+            return [(body | {count_field: request.k} | ({"seed": request.seed} if request.seed is not None else {}),
                      list(range(request.k)))]
         return [(body | ({"seed": request.seed + row} if request.seed is not None else {}), [row])
                 for row in range(request.k)]
