@@ -11,6 +11,7 @@ from pathlib import Path
 
 DRAFTERS = ("none", "model", "prompt", "sibling", "auto")  # engine.DRAFTER_CHOICES, without importing torch for --help
 WEIGHTS = ("auto", "native", "int8", "int4", "w8a8")      # engine.weights.WEIGHT_FORMATS, likewise
+PROMPT_FORMS = ("auto", "raw", "chat")                    # engine.chat.PROMPT_FORMS, likewise
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -30,6 +31,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              "as the bundled models' Q4_K layers, int8 elsewhere), or w8a8 (int8 weights times "
                              "activations rounded to 8 bits per call, 7 without AVX-512 VNNI; outlier channels of the "
                              "MLP's down projection in floats): fewer bytes per step, faster decoding on a CPU")
+    parser.add_argument("--prompt-form", choices=PROMPT_FORMS, default="auto",
+                        help="how local models read a prompt to continue: chat (the code as the model's own answer "
+                             "begun, in its chat template, ending at the code block's closing fence), raw (the text "
+                             "as it is), or auto (default: chat for an instruct model, one whose end-of-sequence "
+                             "token closes its chat turns, as the bundled models; raw otherwise). Code after the "
+                             "cursor always uses the model's fill-in-the-middle format")
     parser.add_argument("--host", default="127.0.0.1", help="interface to listen on (default: 127.0.0.1, this "
                                                             "machine only)")
     parser.add_argument("--port", type=int, default=None, help="port (default: 7860 or the next free one)")
@@ -96,7 +103,7 @@ def build(args: argparse.Namespace) -> dict:
                                 infill=args.remote_infill)
         hub = EngineHub(remote_menu(remote), concurrency=args.remote_concurrency)
     else:
-        hub = EngineHub(menu(args.model, args.draft), args.cache_dir, EngineSettings(drafter=args.drafter),
+        hub = EngineHub(menu(args.model, args.draft), args.cache_dir, EngineSettings(drafter=args.drafter, prompt_form=args.prompt_form),
                         dtype=args.dtype, weights=args.weights)
     analyzer = StaticAnalyzer(AnalyzerSettings(lint=not args.no_lint))
     pipeline = Pipeline(analyzer=analyzer)

@@ -57,6 +57,7 @@ def entry_for(rank: int, indices: list[int], cands, reports) -> dict:
         "complete": report.complete if report is not None else None,
         "n_errors": len(report.errors) if report is not None else None,
         "n_warnings": len(report.warnings) if report is not None else None,
+        "n_type_errors": len(report.type_errors) if report is not None else None,
         "findings": findings,
     }
 

@@ -48,6 +48,7 @@ class GenerationSettings:
     dtype: str = "auto"              # weights: auto (bf16 where the CPU has it), float32, bfloat16
     weights: str = "native"          # native, int8, int4 or w8a8 linear layers (engine/weights.py)
     stop_at_body_end: bool = True    # a candidate ends where it leaves the function (engine/blocks.py)
+    prompt_form: str = "auto"        # EngineSettings.prompt_form: auto, raw, chat (engine/chat.py)
 
 
 @dataclass(frozen=True)
@@ -130,7 +131,7 @@ def load_our_engine(gen: GenerationSettings, loaded=None):
     """Our engine for `gen`; with `loaded` (an Engine), its models are reused under gen's drafter."""
     from engine import Engine, EngineSettings, load_engine
 
-    settings = EngineSettings(drafter=gen.drafter)
+    settings = EngineSettings(drafter=gen.drafter, prompt_form=gen.prompt_form)
     if loaded is not None:
         return Engine(loaded.model, loaded.tokenizer, loaded.draft_model, settings)
     return load_engine(gen.model, gen.draft, Path(gen.cache_dir) if gen.cache_dir else None, settings=settings,
@@ -397,6 +398,7 @@ def print_table(summary: dict, k: int) -> None:
 
 def static_reports(problems: list[dict], records: dict[str, dict]) -> dict[str, list]:
     """static_eval reports per problem (tree-sitter + pylint), for the rank policy."""
+    from engine.types import CUT_REASONS
     from static_eval import StaticAnalyzer
 
     reports = {}
@@ -404,7 +406,7 @@ def static_reports(problems: list[dict], records: dict[str, dict]) -> dict[str, 
         for problem in problems:
             candidates = records[problem["task_id"]]["candidates"]
             reports[problem["task_id"]] = analyzer.analyze(problem["prompt"], [c["text"] for c in candidates],
-                                                           [c.get("finish_reason") for c in candidates])
+                                                           [c.get("finish_reason") in CUT_REASONS for c in candidates])
     return reports
 
 
@@ -493,6 +495,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                      help="the linear layers' format (engine.weights.WEIGHT_FORMATS): auto (the app's default: w8a8 "
                           "for a bundled bf16 model on an x86 CPU), native (as --dtype), int8 or int4 (weight-only), "
                           "w8a8 (8-bit activations too)")
+    gen.add_argument("--prompt-form", default=defaults.prompt_form, choices=("auto", "raw", "chat"),
+                     help="how a continuation's prompt is read (engine.chat.PROMPT_FORMS): raw text, chat (the user's "
+                          "code as the model's answer begun), auto (chat for an instruct model)")
     gen.add_argument("--generate-only", action="store_true", help="generate, do not evaluate")
     gen.add_argument("--budget-curve", help="comma-separated budgets (s), e.g. 5,10,20,40: generate and score each")
     gen.add_argument("--curve-drafters", default="none,auto", help="drafters compared on the budget curve")
@@ -527,7 +532,7 @@ def main(argv: list[str] | None = None) -> dict:
                              temperature=args.temperature, top_p=args.top_p, max_new_tokens=args.max_new_tokens,
                              budget_s=args.budget, greedy=not args.no_greedy, greedy_budget_s=args.greedy_budget,
                              seed=args.seed, cache_dir=args.cache_dir, dtype=args.dtype,
-                             weights=args.weights)
+                             weights=args.weights, prompt_form=args.prompt_form)
     sandbox = SandboxSettings(timeout_s=args.timeout, memory_mb=args.memory_mb, workers=args.workers)
     settings = EvalSettings(bootstrap=args.bootstrap, static=args.static)
     if args.budget_curve:

@@ -14,6 +14,7 @@ from engine.acceptance import speculative_accept
 from engine.controller import ControllerMemory, ControllerSettings, DraftController, StepPlan, StepRecord
 from engine.drafters import (Draft, DraftContext, Drafter, ModelDrafter, merge_drafts, prompt_lookup_drafter,
                              sibling_drafter)
+from engine.chat import CLOSING_FENCE, chat_form_for
 from engine.infill import FimFormat, require_fim
 from engine.kv_cache import RaggedKVCache
 from engine.prefix_cache import PrefixCache, PromptReading, read_prompt
@@ -42,6 +43,7 @@ class EngineSettings:
     check_cache: bool = False   # the draft model checks its cache against the rows' histories at every proposal
     prefix_cache_mb: float = 512.0  # KV of recent prompts kept per model (target, draft), least recently used out; 0: off
     prefill_chunk: int = 512    # prompt tokens per forward while a prompt is read (progress and cancels in between)
+    prompt_form: str = "auto"   # continuations: "raw" text, "chat" (engine/chat.py), "auto": chat for an instruct model
 
 
 def forward(model, cache: RaggedKVCache, input_ids: torch.Tensor, keep_last: int | torch.Tensor = 0) -> torch.Tensor:
@@ -108,6 +110,7 @@ class Engine:
         self.context_limit = getattr(model.config, "max_position_embeddings", None) or 32768
         self.memory = ControllerMemory(self.settings.controller)  # measured costs and acceptance, across requests
         self.fim = FimFormat.of(tokenizer)    # None: the model cannot fill in a middle
+        self.chat = chat_form_for(self.settings.prompt_form, tokenizer, model)  # None: continuations read raw
         cache_bytes = int(self.settings.prefix_cache_mb * 2**20)
         self.prefix_cache = PrefixCache(cache_bytes)                                 # the target's recent prompts
         self.draft_prefix_cache = PrefixCache(cache_bytes) if draft_model is not None else None
@@ -146,7 +149,7 @@ class Engine:
         capacity = len(prompt_ids) + request.max_new_tokens + self.settings.controller.max_length + 1  # per row
         started = time.perf_counter()
         return _Run(request=request, prompt_ids=prompt_ids, rows=[RowState() for _ in range(request.k)],
-                    rules=StopRules.of(request, self.eos_ids),
+                    rules=StopRules.of(request, self.eos_ids, self._form_stops(request)),
                     cache=RaggedKVCache(self.model.config.num_hidden_layers, 1, self.device, capacity),
                     generator=torch.Generator(self.device).manual_seed(seed), uniforms=PositionUniforms(seed),
                     deadline=started + (request.budget_s if not request.budget_after_prompt else float("inf")),
@@ -171,12 +174,21 @@ class Engine:
         return drafters
 
     def _prompt_ids(self, request: GenerationRequest) -> list[int]:
-        """The prompt's tokens: the text as it is, or a middle's prompt in the model's FIM format."""
+        """The prompt's tokens: the text as it is or in the chat form, or a middle's prompt in the FIM format."""
         encode = functools.partial(_encode, self.tokenizer)
+        if not request.is_infill and self.chat is not None:
+            return self.chat.prompt_ids(request.prompt, encode, self._encode_special)
         if not request.is_infill:
             return encode(request.prompt)
         name = getattr(self.model.config, "_name_or_path", "") or type(self.model).__name__
         return require_fim(self.fim, name).prompt_ids(request, encode)
+
+    def _encode_special(self, text: str) -> list[int]:
+        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    def _form_stops(self, request: GenerationRequest) -> tuple[str, ...]:
+        """Stop strings the prompt's form adds: the chat form's closing fence."""
+        return (CLOSING_FENCE,) if self.chat is not None and not request.is_infill else ()
 
     def _prefill(self, run: _Run, on_update, should_stop) -> None:
         """Read the prompt once (batch 1; the longest prefix a recent request left in the prefix cache is copied,

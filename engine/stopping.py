@@ -67,9 +67,10 @@ class StopRules:
     echo: SuffixEcho | None = None  # a middle's end where it repeats the code after the cursor; None: not a middle
 
     @staticmethod
-    def of(request: GenerationRequest, eos_ids: frozenset[int]) -> "StopRules":
-        """The rules of a request (local and remote rows alike)."""
-        return StopRules(eos_ids, tuple(request.stop), request.max_new_tokens,
+    def of(request: GenerationRequest, eos_ids: frozenset[int], form_stops: tuple[str, ...] = ()) -> "StopRules":
+        """The rules of a request (local and remote rows alike); form_stops: what the prompt's form adds (the chat
+        form's closing fence)."""
+        return StopRules(eos_ids, tuple(request.stop) + form_stops, request.max_new_tokens,
                          BodyEnd.of(request.prompt) if request.stop_at_body_end else None,
                          SuffixEcho.of(request.prompt, request.suffix) if request.suffix else None)
 

@@ -37,7 +37,8 @@ def mean_logprob(token_logprobs: list[float]) -> float:
 
 
 def finding_count(report, name: str) -> int:
-    """`report.errors` / `report.warnings` as a count, whether the report gives a number or a list."""
+    """`report.errors` / `report.warnings` / `report.type_errors` as a count, whether the report gives a number or a
+    list (0 when it has no such field)."""
     value = getattr(report, name, 0)
     return int(value) if isinstance(value, (int, float)) else len(value)
 
@@ -53,12 +54,14 @@ def static_penalty_fraction(report, settings) -> float:
     Returns
     -------
     fraction : float
-        error_penalty per error + warning_penalty per warning + incomplete_penalty if cut off.
+        error_penalty per error + warning_penalty per warning + type_penalty per type error + incomplete_penalty
+        if cut off.
     """
     if report is None:
         return 0.0
     fraction = settings.error_penalty * finding_count(report, "errors")
     fraction += settings.warning_penalty * finding_count(report, "warnings")
+    fraction += settings.type_penalty * finding_count(report, "type_errors")
     if not getattr(report, "complete", True):
         fraction += settings.incomplete_penalty
     return fraction

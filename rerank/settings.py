@@ -34,6 +34,7 @@ class RankSettings:
                                          # NotImplementedError): they cannot be the answer however many agree
     error_penalty: float = 0.25          # per error-level finding: usually a failure when run, but linters err
     warning_penalty: float = 0.02        # per warning (unused name...): rarely wrong code, so a tie-breaker
+    type_penalty: float = 0.1            # per type-checker error (mypy): often a failure, but inference errs
     incomplete_penalty: float = 0.25     # the report says the code is cut off (complete=False)
 
     def validate(self) -> None:
@@ -46,7 +47,7 @@ class RankSettings:
         if not (isinstance(low, int) and isinstance(high, int) and 1 <= low <= high <= MAX_NGRAM):
             raise ValueError(f"ngram_range={self.ngram_range!r} is out of range: it must be (low, high) "
                              f"with 1 <= low <= high <= {MAX_NGRAM}")
-        for name in ("error_penalty", "warning_penalty", "incomplete_penalty"):
+        for name in ("error_penalty", "warning_penalty", "type_penalty", "incomplete_penalty"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not value >= 0:
                 raise ValueError(f"{name}={value!r} is out of range: it must be a number >= 0")

@@ -12,13 +12,12 @@ from .coords import CandidateCoordinates
 from .diff import baseline, new_messages
 from .empty import empty_implementation
 from .findings import (ANALYSIS_ERROR, ANALYSIS_TIMEOUT, EMPTY_IMPLEMENTATION, ERROR, LINT_SKIPPED,
-                       PROMPT_SYNTAX_ERROR, SYNTAX_ERROR, TRUNCATED, WARNING, CandidateReport, Finding)
-from .lint import ERROR_CATEGORIES
+                       PROMPT_SYNTAX_ERROR, SYNTAX_ERROR, TRUNCATED, TYPE, WARNING, CandidateReport, Finding)
+from .lint import ANALYSIS_FAILURES, ERROR_CATEGORIES
 from .settings import AnalyzerSettings
 from .syntax import PythonSyntax, SyntaxProblem
 from .worker import TIMEOUT, LintWorker
 
-ANALYSIS_FAILURES = ("fatal", "astroid-error", "parse-error")
 _BAD_CHARACTER = re.compile("[\x00\ud800-\udfff]")      # Python source can hold neither NUL nor lone surrogates
 
 
@@ -53,7 +52,7 @@ class StaticAnalyzer:
         self._worker = None
         if self.settings.lint:
             self._worker = LintWorker(self.settings.pylint_messages, self.settings.worker_start_timeout_s,
-                                      self.settings.worker_max_batches, self.settings.temp_dir)
+                                      self.settings.worker_max_batches, self.settings.temp_dir, self.settings.types)
             try:
                 self._worker.start()     # warms up in the background
             except OSError:              # could not spawn now: the first lint tries again (and reports)
@@ -213,12 +212,17 @@ class StaticAnalyzer:
 def _lint_finding(message: dict, item: _Checked) -> Finding:
     symbol = message["symbol"]
     row = max(int(message.get("line") or 1) - 1, 0)
-    line, column = item.coords.from_bytes(row, max(int(message.get("column") or 0), 0))
+    if message.get("category") == TYPE:   # mypy: character columns
+        line, column = item.coords.from_chars(row, int(message.get("column") or 0))
+    else:
+        line, column = item.coords.from_bytes(row, max(int(message.get("column") or 0), 0))
     if symbol == "syntax-error":
         item.report.parses = False
         return Finding(SYNTAX_ERROR, None, line, column, message["message"], ERROR)
     if symbol in ANALYSIS_FAILURES:
         return Finding(ANALYSIS_ERROR, None, line, column, message["message"], WARNING)
+    if message.get("category") == TYPE:
+        return Finding(symbol, message.get("name"), line, column, message["message"], TYPE)
     severity = ERROR if message.get("category") in ERROR_CATEGORIES else WARNING
     return Finding(symbol, message.get("name"), line, column, message["message"], severity)
 

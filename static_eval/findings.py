@@ -5,6 +5,8 @@ from dataclasses import asdict, dataclass, field
 
 ERROR = "error"      # the candidate is wrong or cannot be the answer
 WARNING = "warning"  # suspicious, or the analysis itself could not finish
+TYPE = "type"        # a type checker's error (kind "type-" + mypy's code): usually a failure when run, but the
+                     # checker's inference errs more often than the error-level lint checks (measured: bench_static)
 
 # Kinds this package produces itself; every other kind is a pylint message symbol (e.g. "undefined-variable").
 SYNTAX_ERROR = "syntax-error"                    # an ERROR or MISSING node, or a parse failure
@@ -25,7 +27,7 @@ class Finding:
     line: int                 # 1-based line in the completion
     column: int               # 0-based column (characters) in the completion
     message: str              # human-readable text; never compare it in code
-    severity: str = ERROR     # ERROR or WARNING
+    severity: str = ERROR     # ERROR, WARNING or TYPE
 
     def __str__(self) -> str:
         return f"{self.line}:{self.column}: {self.kind}: {self.message}"
@@ -50,6 +52,10 @@ class CandidateReport:
         return [f for f in self.findings if f.severity == WARNING]
 
     @property
+    def type_errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == TYPE]
+
+    @property
     def kinds(self) -> list[str]:
         """Finding kinds in order, for tests and quick policy checks."""
         return [f.kind for f in self.findings]
@@ -62,6 +68,7 @@ class CandidateReport:
             "prompt_parses": self.prompt_parses,
             "n_errors": len(self.errors),
             "n_warnings": len(self.warnings),
+            "n_type_errors": len(self.type_errors),
             "findings": [asdict(f) for f in self.findings],
             "elapsed_s": round(self.elapsed_s, 6),
         }

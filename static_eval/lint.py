@@ -8,6 +8,7 @@ import os
 import re
 
 ERROR_CATEGORIES = ("error", "fatal")
+ANALYSIS_FAILURES = ("fatal", "astroid-error", "parse-error", "type-check-error")  # a checker failed, not the code
 _QUOTED = re.compile(r"'([^']*)'")
 
 # Linted once when a worker starts (off the request path): typical candidate code, so that pylint, astroid

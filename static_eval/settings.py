@@ -35,6 +35,7 @@ class AnalyzerSettings:
     """How StaticAnalyzer checks candidates; the defaults suit HumanEval-size prompts."""
 
     lint: bool = True                      # False: syntax and empty implementations only, no pylint worker
+    types: bool = True                     # also type-check with mypy in the worker (needs lint); False: pylint only
     pylint_messages: tuple[str, ...] = DEFAULT_PYLINT_MESSAGES  # enabled pylint symbols; all others are off
     timeout_s: float = 5.0                 # hard limit for one lint batch; past it the worker is killed
     worker_start_timeout_s: float = 60.0   # how long a cold worker may take to import pylint and warm up

@@ -1,4 +1,5 @@
-"""A long-lived lint worker process (pylint stays imported and warm) and its client with a hard timeout.
+"""A long-lived lint worker process (pylint, and mypy when asked, stay imported and warm) and its client with a hard
+timeout.
 
 Protocol: length-prefixed JSON over the worker's stdin/stdout. The client writes each batch of sources
 to a private temporary folder, sends the paths, and removes the folder afterwards, whatever happens.
@@ -18,7 +19,7 @@ import uuid
 import weakref
 from dataclasses import dataclass
 
-from .lint import WARM_UP_SOURCE
+from .lint import ANALYSIS_FAILURES, WARM_UP_SOURCE
 
 TIMEOUT = "timeout"   # the batch ran past its limit: the worker was killed
 CRASH = "crash"       # the worker died, could not start, or raised
@@ -37,8 +38,10 @@ class LintWorker:
     """Client of one worker process; start() is non-blocking, lint() waits at most the timeout given."""
 
     def __init__(self, messages: tuple[str, ...], start_timeout_s: float, max_batches: int,
-                 temp_dir: str | None = None):
+                 temp_dir: str | None = None, types: bool = False):
         self._messages = messages
+        self._types = types          # also type-check each batch with mypy
+        self._type_cache: str | None = None   # mypy's incremental cache, owned by this client (removed at close)
         self._temp_dir = temp_dir
         self._start_timeout_s = start_timeout_s
         self._max_batches = max_batches
@@ -59,7 +62,9 @@ class LintWorker:
             stderr=subprocess.DEVNULL, cwd=tempfile.gettempdir(), bufsize=0, close_fds=True)
         self._batches = 0
         self._finalizer = weakref.finalize(self, _stop, self._process)
-        _write_message(self._process.stdin, {"messages": list(self._messages)})
+        if self._types:
+            self._type_cache = tempfile.mkdtemp(prefix="static_eval_mypy_", dir=self._temp_dir)
+        _write_message(self._process.stdin, {"messages": list(self._messages), "type_cache": self._type_cache})
         # Warm up with a small typical file, so that the first real batch finds pylint and the stdlib warm.
         self._warm_folder = tempfile.mkdtemp(prefix="static_eval_", dir=self._temp_dir)
         _write_message(self._process.stdin, {"paths": _write_sources(self._warm_folder, [WARM_UP_SOURCE])})
@@ -115,6 +120,9 @@ class LintWorker:
         self._finalizer = None
         self._pending = 0
         self._drop_warm_folder()
+        if self._type_cache is not None:
+            shutil.rmtree(self._type_cache, ignore_errors=True)
+            self._type_cache = None
 
     def _drop_warm_folder(self) -> None:
         if self._warm_folder is not None:
@@ -169,7 +177,8 @@ def _read_exact(fd: int, size: int, deadline: float) -> bytes:
 
 
 def main() -> None:
-    """Worker process: configure pylint, then lint each batch of paths until stdin closes."""
+    """Worker process: configure pylint (and mypy, given a cache folder), then check each batch of paths until stdin
+    closes; a path's messages are pylint's, then mypy's."""
     output = os.fdopen(os.dup(1), "wb", buffering=0)
     os.dup2(2, 1)                 # anything printed by pylint goes to stderr, never into the protocol
     sys.stdout = sys.stderr
@@ -179,12 +188,16 @@ def main() -> None:
     config = _read_blocking(source)
     if config is None:
         return
-    checker = PylintChecker(tuple(config["messages"]))
+    checkers = [PylintChecker(tuple(config["messages"]))]
+    if config.get("type_cache"):
+        from static_eval.typecheck import MypyChecker
+
+        checkers.append(MypyChecker(config["type_cache"]))
     _write_message(output, {"ready": True})
     batches = 0
     while (request := _read_blocking(source)) is not None:
         try:
-            reply = {"results": checker.check(request["paths"])}
+            reply = {"results": _check_all(checkers, request["paths"])}
         except Exception as error:  # pylint raised on hostile input: report it, keep serving
             reply = {"error": f"{type(error).__name__}: {str(error)[:200]}"}
         _write_message(output, reply)
@@ -193,6 +206,19 @@ def main() -> None:
             # After the warm-up batch: pylint and the warm stdlib trees live as long as the worker, so keep
             # them out of the collector's full passes (measured: those cost 0.5 s now and then otherwise).
             gc.freeze()
+
+
+def _check_all(checkers, paths: list[str]) -> dict[str, list[dict]]:
+    """Each checker's messages per path; a file one checker could not analyse (too deep for astroid...) is not
+    given to the next: mypy stalls on what astroid cannot recurse through."""
+    results: dict[str, list[dict]] = {path: [] for path in paths}
+    for checker in checkers:
+        for path, messages in checker.check(paths).items():
+            results[path] += messages
+        paths = [p for p in paths if not any(m["symbol"] in ANALYSIS_FAILURES for m in results[p])]
+        if not paths:
+            break
+    return results
 
 
 def _read_blocking(stream) -> dict | None:

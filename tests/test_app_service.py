@@ -171,7 +171,10 @@ def test_hub_loads_on_first_use_and_shares_models():
 def test_hub_loads_int8_weights_when_asked_and_the_command_line_offers_the_engines_formats(entry_point):
     from engine.weights import WEIGHT_FORMATS, Int8Linear
 
+    from engine.chat import PROMPT_FORMS
+
     assert entry_point.WEIGHTS == WEIGHT_FORMATS
+    assert entry_point.PROMPT_FORMS == PROMPT_FORMS and entry_point.parse_args([]).prompt_form == "auto"
     assert entry_point.parse_args(["--weights", "int8"]).weights == "int8"
     hub = EngineHub([ModelChoice("pair", "tiny:0", "tiny:1")], weights="int8")
     engine = hub.engine("pair")

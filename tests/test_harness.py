@@ -194,3 +194,21 @@ def test_exec_cache_round_trips(tmp_path):
     with open(path, "a", encoding="utf-8") as handle:
         handle.write('{"key": "torn", "sta')   # an interrupted append is skipped
     assert harness._read_exec_cache(path) == results   # every entry, not only the last
+
+
+def test_harness_applies_the_static_policy_to_candidates_cut_off(tmp_path, capsys):
+    """--static runs static_eval on the samples (a finish reason in CUT_REASONS counts as cut off): an unfinished
+    candidate the others agree with most still ranks below a whole one."""
+    problems = _problems()
+    good0 = problems[0]["canonical_solution"]
+    cut = dict(_cand(good0.rstrip()[:-12]), finish_reason="budget")
+    record = {"task_id": problems[0]["task_id"], "prompt": problems[0]["prompt"],
+              "candidates": [cut, cut, cut, _cand(good0)], "greedy": None}
+    samples = tmp_path / "samples.jsonl.gz"
+    with gzip.open(samples, "wt", encoding="utf-8") as handle:
+        handle.write(json.dumps(record) + "\n")
+    summary = harness.main(["--samples", str(samples), "--end", "1", "--timeout", "2", "--bootstrap", "50",
+                            "--static", "--rankers", "gsc/ngram_overlap/1-1/bin"])
+    capsys.readouterr()
+    assert summary["static_policy"] is True and summary["random_pick"]["mean"] == 0.25
+    assert summary["rankers"]["gsc/ngram_overlap/1-1/bin"]["mean"] == 1.0

@@ -1,0 +1,67 @@
+"""The chat form of a continuation: an instruct model reads the user's code as the start of its own answer, a Python
+code block it has already opened in reply to "complete this code", so what it writes next is still the continuation
+of the user's text, now in the form it was trained to answer in. The block's closing fence ends the text."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PROMPT_FORMS = ("auto", "raw", "chat")  # auto: chat for a model that answers in turns (ChatForm.of), raw otherwise
+INSTRUCTION = "Complete the following Python code:\n```python\n{code}\n```"   # the user's turn (the code as given)
+OPENING_FENCE = "```python\n"   # the assistant's turn begins with it, then the user's code
+CLOSING_FENCE = "\n```"         # where the assistant's code block ends: a stop string of every chat-form row
+_SLOT = "\uE000code\uE000"      # stands for the user's turn while the template is rendered (never in a template)
+
+
+@dataclass(frozen=True)
+class ChatForm:
+    """A tokenizer's chat template around one user turn: before + user turn + between + the assistant's code."""
+
+    before: str    # system turn and the user turn's opening (special tokens spelled out)
+    between: str   # the user turn's end and the assistant turn's opening
+
+    @staticmethod
+    def of(tokenizer, model=None) -> "ChatForm | None":
+        """The chat form of a model that answers in turns: its tokenizer has a chat template, and (given the model)
+        the end-of-sequence token of its generation config closes a turn in that template; a base model whose
+        tokenizer merely carries a template ends its texts with another token. None otherwise."""
+        template = getattr(tokenizer, "chat_template", None)
+        if not isinstance(template, str) or not template:
+            return None
+        if model is not None and not _ends_turns(model, tokenizer, template):
+            return None
+        try:
+            text = tokenizer.apply_chat_template([{"role": "user", "content": _SLOT}], tokenize=False,
+                                                 add_generation_prompt=True)
+        except Exception:   # a template that cannot render a single user turn: no chat form
+            return None
+        if not isinstance(text, str) or text.count(_SLOT) != 1:
+            return None
+        before, between = text.split(_SLOT)
+        return ChatForm(before, between)
+
+    def prompt_ids(self, code: str, encode_text, encode_special) -> list[int]:
+        """The prompt's token ids: the template's own text read with its special tokens, the user's code (twice:
+        as the question and as the answer begun) read as text, so a marker typed in the code stays characters."""
+        return (encode_special(self.before) + encode_text(INSTRUCTION.format(code=code.rstrip("\n")))
+                + encode_special(self.between) + encode_text(OPENING_FENCE + code))
+
+
+def _ends_turns(model, tokenizer, template: str) -> bool:
+    config = getattr(model, "generation_config", None) or model.config
+    eos = getattr(config, "eos_token_id", None)
+    ids = eos if isinstance(eos, (list, tuple)) else [eos] if eos is not None else []
+    return any(isinstance(i, int) and (tokenizer.convert_ids_to_tokens(i) or "") in template for i in ids)
+
+
+def chat_form_for(choice: str, tokenizer, model) -> "ChatForm | None":
+    """The chat form an engine uses for continuations, given EngineSettings.prompt_form: 'raw' none, 'chat' the
+    tokenizer's (ValueError when it has no usable template), 'auto' the model's when it answers in turns."""
+    if choice not in PROMPT_FORMS:
+        raise ValueError(f"prompt_form={choice!r} is unknown: choose one of {', '.join(PROMPT_FORMS)}")
+    if choice == "raw":
+        return None
+    form = ChatForm.of(tokenizer, model if choice == "auto" else None)
+    if form is None and choice == "chat":
+        raise ValueError("prompt_form='chat' needs a tokenizer with a chat template that renders a user turn; "
+                         "this one has none: choose prompt_form='raw'")
+    return form
