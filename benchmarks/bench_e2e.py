@@ -7,6 +7,7 @@ the remote source as it streams, and its stream is closed once every row is done
 to the moment all k candidates are finished. Methods:
   ours_none, ours_prompt, ours_sibling, ours_model, ours_auto   our engine (--dtype), each drafter
   ours_...@int8, @int4, @w8a8 the same on copies of target and draft in that weight format (engine/weights.py)
+  ours_...+raw, ours_...+chat the same with that prompt form (engine/chat.py; without it: the engine's default, auto)
   hf                          transformers generate, k copies of the prompt in one batch, same dtype
   hf_assisted                 the same with the draft model as assistant (assisted generation: k=1 only)
   llama                       llama.cpp's llama-server (n=k: the prompt processed once, copied to k slots), on
@@ -30,10 +31,11 @@ from dataclasses import dataclass, field
 import torch
 
 from benchmarks.bench_engine import add_run_arguments, humaneval_prompts, low_byte_copies, weight_format_of
-from benchmarks.soak import METHODS as METHOD_PROMPTS
+from benchmarks.soak import METHOD_PROMPTS
 from benchmarks.soak import MID_LINE
 from engine import Engine, EngineSettings, GenerationRequest, load_any
 from engine.blocks import BodyEnd
+from engine.chat import PROMPT_FORMS
 from engine.generate import end_of_text_ids
 
 OURS = ("ours_none", "ours_prompt", "ours_sibling", "ours_model", "ours_auto")
@@ -134,10 +136,10 @@ def main(argv=None) -> dict:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     methods = args.methods.split(",")
-    unknown = {m for m in methods if m not in METHODS and not (weight_format_of(m) and m.split("@")[0] in OURS)}
+    unknown = {m for m in methods if not _known(m)}
     if unknown:
         parser.error(f"unknown methods {sorted(unknown)}: choose from {', '.join(METHODS)} (ours_...@int8, "
-                     "@int4 or @w8a8 too)")
+                     "@int4 or @w8a8 too, and ours_...+raw or +chat)")
     model, tokenizer = load_any(args.model, progress=False, dtype=args.dtype)
     draft = load_any(args.draft, progress=False, dtype=args.dtype)[0] if args.draft else None
     eos_ids = end_of_text_ids(model, tokenizer)
@@ -195,17 +197,26 @@ def run_method(method: str, prompt: str, seed: int, *, k: int, args, engines: di
     return "not run"
 
 
+def _known(method: str) -> bool:
+    base, plus, form = method.partition("+")
+    if plus:
+        return base.split("@")[0] in OURS and form in PROMPT_FORMS and (base in OURS or bool(weight_format_of(base)))
+    return method in METHODS or (bool(weight_format_of(method)) and method.split("@")[0] in OURS)
+
+
 def our_engines(methods: list[str], model, tokenizer, draft, args) -> dict[str, Engine]:
     """An engine per ours_... method; methods of one weight format (@int8, @int4, @w8a8) share copies of target
     and draft."""
     low_byte = low_byte_copies(args, methods, bool(args.draft), progress=False)
     engines = {}
     for method in methods:
-        name = method.split("@")[0]
+        base, _, form = method.partition("+")
+        name = base.split("@")[0]
         if name not in OURS or (name == "ours_model" and draft is None):
             continue
-        target, drafting = low_byte[weight_format_of(method)] if weight_format_of(method) else (model, draft)
-        engines[method] = Engine(target, tokenizer, drafting, EngineSettings(drafter=name.removeprefix("ours_")))
+        target, drafting = low_byte[weight_format_of(base)] if weight_format_of(base) else (model, draft)
+        engines[method] = Engine(target, tokenizer, drafting, EngineSettings(drafter=name.removeprefix("ours_"),
+                                                                             prompt_form=form or "auto"))
     return engines
 
 

@@ -510,6 +510,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ev.add_argument("--rankers", help="comma-separated ranker labels (default: all; see --list-rankers)")
     ev.add_argument("--list-rankers", action="store_true")
     ev.add_argument("--static", action="store_true", help="apply the static policy with static_eval's reports")
+    ev.add_argument("--type-penalty", type=float, default=RankSettings().type_penalty,
+                    help="every ranker's penalty per type error (RankSettings.type_penalty; with --static)")
     ev.add_argument("--bootstrap", type=int, default=2000)
     return parser.parse_args(argv)
 
@@ -527,6 +529,7 @@ def main(argv: list[str] | None = None) -> dict:
         if unknown:
             raise SystemExit(f"unknown ranker(s) {unknown}: see --list-rankers")
         rankers = [known[w] for w in wanted]
+    rankers = [replace(r, type_penalty=args.type_penalty) for r in rankers]
     problems = load_problems(args.problems, args.start, args.end)
     gen = GenerationSettings(model=args.model, draft=args.draft, drafter=args.drafter, k=args.k,
                              temperature=args.temperature, top_p=args.top_p, max_new_tokens=args.max_new_tokens,

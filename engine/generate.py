@@ -14,7 +14,7 @@ from engine.acceptance import speculative_accept
 from engine.controller import ControllerMemory, ControllerSettings, DraftController, StepPlan, StepRecord
 from engine.drafters import (Draft, DraftContext, Drafter, ModelDrafter, merge_drafts, prompt_lookup_drafter,
                              sibling_drafter)
-from engine.chat import CLOSING_FENCE, chat_form_for
+from engine.chat import CLOSING_FENCE, answer_enders, chat_form_for
 from engine.infill import FimFormat, require_fim
 from engine.kv_cache import RaggedKVCache
 from engine.prefix_cache import PrefixCache, PromptReading, read_prompt
@@ -111,6 +111,8 @@ class Engine:
         self.memory = ControllerMemory(self.settings.controller)  # measured costs and acceptance, across requests
         self.fim = FimFormat.of(tokenizer)    # None: the model cannot fill in a middle
         self.chat = chat_form_for(self.settings.prompt_form, tokenizer, model)  # None: continuations read raw
+        self.not_first = (torch.tensor(answer_enders(tokenizer, self.eos_ids), device=self.device)
+                          if self.chat is not None else None)   # tokens a chat-form row cannot begin with
         cache_bytes = int(self.settings.prefix_cache_mb * 2**20)
         self.prefix_cache = PrefixCache(cache_bytes)                                 # the target's recent prompts
         self.draft_prefix_cache = PrefixCache(cache_bytes) if draft_model is not None else None
@@ -212,7 +214,10 @@ class Engine:
         logits = logits.expand(run.request.k, -1)                                 # [k, V]
         rows = list(range(run.request.k))
         first_uniform = run.uniforms.at(rows, [0] * len(rows), 1)[:, 0]                 # [k]
-        first_tokens = inverse_cdf(warp_probs(logits, run.request.temperature, run.request.top_p), first_uniform)
+        allowed = logits
+        if self.not_first is not None and not run.request.is_infill:   # a chat-form answer is never empty
+            allowed = logits.index_fill(-1, self.not_first, float("-inf"))
+        first_tokens = inverse_cdf(warp_probs(allowed, run.request.temperature, run.request.top_p), first_uniform)
         first_logprobs = token_logprobs(logits, first_tokens)
         for row_index, row in enumerate(run.rows):
             run.rules.extend(row, [int(first_tokens[row_index])], [float(first_logprobs[row_index])], self._decode)

@@ -39,13 +39,16 @@ def make(bundled, drafter="auto"):
 
 def test_greedy_rows_equal_transformers_greedy(bundled):
     model, tokenizer = bundled
-    ids = tokenizer(HUMANEVAL_LIKE, add_special_tokens=False, return_tensors="pt").input_ids
+    built = make(bundled)
+    request = GenerationRequest(HUMANEVAL_LIKE, k=3, max_new_tokens=24, temperature=0, budget_s=600, stop=(),
+                                stop_at_body_end=False)
+    ids = torch.tensor([built._prompt_ids(request)])   # the prompt as the engine reads it (the chat form: auto)
+    assert built.chat is not None and ids.shape[1] > 2 * len(tokenizer(HUMANEVAL_LIKE).input_ids)
     with torch.inference_mode():
         out = model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=24,
                              pad_token_id=tokenizer.eos_token_id)
     expected = out[0, ids.shape[1]:].tolist()
-    result = make(bundled).generate(GenerationRequest(HUMANEVAL_LIKE, k=3, max_new_tokens=24, temperature=0,
-                                                      budget_s=600, stop=(), stop_at_body_end=False))
+    result = built.generate(request)
     assert len(expected) == 24
     for candidate in result.candidates:
         assert candidate.token_ids == expected

@@ -3,6 +3,7 @@ user's code read as text, and the closing fence that ends a row."""
 from __future__ import annotations
 
 import pytest
+import torch
 
 from engine import Engine, EngineSettings, GenerationRequest
 from engine.chat import CLOSING_FENCE, ChatForm, chat_form_for
@@ -80,3 +81,28 @@ def test_a_template_that_cannot_render_one_user_turn_gives_no_form():
     tokenizer = byte_tokenizer()
     tokenizer.chat_template = "{{ raise_exception('system turn required') }}"
     assert ChatForm.of(tokenizer) is None
+
+
+def test_a_chat_form_row_cannot_begin_with_the_closing_fence_or_an_end_token(tokenizer):
+    """The tokens banned at a row's first position: end-of-text tokens and those that (after blanks) begin with a
+    backtick; the bundled 0.5B otherwise closes the block at once after a docstring-only function
+    (tests/test_engine_bundled.py::test_a_new_top_level_def_ends_the_candidate)."""
+    from engine.chat import answer_enders
+
+    tokenizer = chat_tokenizer()
+    tokenizer.add_tokens(["```", " ``", "a`b"])   # whole-fence tokens, as real vocabularies have them
+    vocab = tokenizer.get_vocab()
+    banned = answer_enders(tokenizer, frozenset({258}))
+    assert {vocab["```"], vocab[" ``"], vocab["`"], 258} <= set(banned)
+    assert vocab["a`b"] not in banned and vocab["a"] not in banned
+    model = tiny_model(0, vocab_size=len(tokenizer), eos_token_id=258)
+    engine = Engine(model, tokenizer, None, EngineSettings(drafter="none"))
+    request = GenerationRequest(PROMPT, k=1, max_new_tokens=4, temperature=0.0, budget_s=30, stop_at_body_end=False)
+    first = engine.generate(request).candidates[0].token_ids[0]
+    with torch.no_grad():   # the model now prefers its end token where it wrote `first`: it would end at once
+        model.lm_head.weight[258] = 2 * model.lm_head.weight[first]
+    ended = Engine(model, tokenizer, None, EngineSettings(drafter="none"))
+    ended.not_first = None                   # what the engine did before the ban: the row ends empty
+    assert ended.generate(request).candidates[0].text == ""
+    kept = Engine(model, tokenizer, None, EngineSettings(drafter="none")).generate(request).candidates[0]
+    assert kept.token_ids and kept.token_ids[0] not in banned and kept.text
