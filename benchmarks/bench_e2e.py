@@ -8,6 +8,7 @@ to the moment all k candidates are finished. Methods:
   ours_none, ours_prompt, ours_sibling, ours_model, ours_auto   our engine (--dtype), each drafter
   ours_...@int8, @int4, @w8a8 the same on copies of target and draft in that weight format (engine/weights.py)
   ours_...+raw, ours_...+chat the same with that prompt form (engine/chat.py; without it: the engine's default, auto)
+  ours_...+sampled            every row sampled (without it, k > 1 makes row 0 the greedy answer, as the app asks)
   hf                          transformers generate, k copies of the prompt in one batch, same dtype
   hf_assisted                 the same with the draft model as assistant (assisted generation: k=1 only)
   llama                       llama.cpp's llama-server (n=k: the prompt processed once, copied to k slots), on
@@ -84,9 +85,10 @@ class BodyEndCriterion:
         return torch.tensor(done, device=input_ids.device)
 
 
-def run_ours(engine: Engine, prompt: str, k: int, args, seed: int) -> tuple[float, int]:
+def run_ours(engine: Engine, prompt: str, k: int, args, seed: int, greedy_first: bool = True) -> tuple[float, int]:
     request = GenerationRequest(prompt, k=k, max_new_tokens=args.max_new_tokens, budget_s=1e6,
-                                temperature=args.temperature_now, top_p=args.top_p, seed=seed)
+                                temperature=args.temperature_now, top_p=args.top_p, seed=seed,
+                                greedy_first=greedy_first and k > 1)
     started = time.perf_counter()
     result = engine.generate(request)
     return time.perf_counter() - started, sum(len(c.token_ids) for c in result.candidates)
@@ -185,7 +187,7 @@ def run_method(method: str, prompt: str, seed: int, *, k: int, args, engines: di
     """(seconds to all k finished, tokens) of one method on one prompt, or why it cannot run."""
     model, tokenizer, draft = hf
     if method in engines:
-        return run_ours(engines[method], prompt, k, args, seed)
+        return run_ours(engines[method], prompt, k, args, seed, greedy_first="sampled" not in method.split("+"))
     if method == "hf":
         return run_hf(model, tokenizer, prompt, k, args, eos_ids)
     if method == "hf_assisted" and draft is not None and k == 1:
@@ -197,10 +199,14 @@ def run_method(method: str, prompt: str, seed: int, *, k: int, args, engines: di
     return "not run"
 
 
+OPTIONS = PROMPT_FORMS + ("sampled",)   # what may follow an ours_... method after "+"
+
+
 def _known(method: str) -> bool:
-    base, plus, form = method.partition("+")
-    if plus:
-        return base.split("@")[0] in OURS and form in PROMPT_FORMS and (base in OURS or bool(weight_format_of(base)))
+    base, *options = method.split("+")
+    if options:
+        return (base.split("@")[0] in OURS and all(o in OPTIONS for o in options)
+                and (base in OURS or bool(weight_format_of(base))))
     return method in METHODS or (bool(weight_format_of(method)) and method.split("@")[0] in OURS)
 
 
@@ -210,13 +216,14 @@ def our_engines(methods: list[str], model, tokenizer, draft, args) -> dict[str, 
     low_byte = low_byte_copies(args, methods, bool(args.draft), progress=False)
     engines = {}
     for method in methods:
-        base, _, form = method.partition("+")
+        base, *options = method.split("+")
         name = base.split("@")[0]
         if name not in OURS or (name == "ours_model" and draft is None):
             continue
         target, drafting = low_byte[weight_format_of(base)] if weight_format_of(base) else (model, draft)
+        form = next((o for o in options if o in PROMPT_FORMS), "auto")
         engines[method] = Engine(target, tokenizer, drafting, EngineSettings(drafter=name.removeprefix("ours_"),
-                                                                             prompt_form=form or "auto"))
+                                                                             prompt_form=form))
     return engines
 
 

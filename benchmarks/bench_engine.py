@@ -147,7 +147,7 @@ def low_byte_copies(args, methods: list[str], with_draft: bool, progress: bool =
 
 def weight_format_of(method: str) -> str | None:
     """"int8" for ours_auto@int8 (and ours_auto@int8+raw), None for a method on the weights as loaded (or @peer)."""
-    method = method.partition("+")[0]
+    method = method.split("+")[0]
     suffix = method.rsplit("@", 1)[1] if "@" in method else None
     return suffix if suffix in LOW_BYTE_FORMATS else None
 

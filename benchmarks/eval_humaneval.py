@@ -127,6 +127,13 @@ def _candidate_record(candidate, tokenizer) -> dict:
     return record
 
 
+def with_greedy_row(record: dict) -> dict:
+    """The record as a greedy_first request gives it: the greedy candidate in place of row 0 (unchanged without one)."""
+    if not record.get("greedy"):
+        return record
+    return {**record, "candidates": [record["greedy"]] + record["candidates"][1:]}
+
+
 def load_our_engine(gen: GenerationSettings, loaded=None):
     """Our engine for `gen`; with `loaded` (an Engine), its models are reused under gen's drafter."""
     from engine import Engine, EngineSettings, load_engine
@@ -510,6 +517,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ev.add_argument("--rankers", help="comma-separated ranker labels (default: all; see --list-rankers)")
     ev.add_argument("--list-rankers", action="store_true")
     ev.add_argument("--static", action="store_true", help="apply the static policy with static_eval's reports")
+    ev.add_argument("--greedy-row", action="store_true",
+                    help="score each problem as a greedy_first request (the app's default) gives it: its greedy "
+                         "candidate as row 0, the sampled rows 1..k-1 as they are (a seed's rows do not depend on "
+                         "the others: engine/sampling.PositionUniforms)")
     ev.add_argument("--type-penalty", type=float, default=RankSettings().type_penalty,
                     help="every ranker's penalty per type error (RankSettings.type_penalty; with --static)")
     ev.add_argument("--bootstrap", type=int, default=2000)
@@ -559,7 +570,10 @@ def main(argv: list[str] | None = None) -> dict:
     if not Path(samples).exists():
         raise SystemExit(f"--samples {samples}: no such file")
     start = time.monotonic()
-    summary = evaluate(problems, read_samples(samples), sandbox, settings, rankers, args.exec_cache, args.results)
+    records = read_samples(samples)
+    if args.greedy_row:
+        records = {task_id: with_greedy_row(record) for task_id, record in records.items()}
+    summary = evaluate(problems, records, sandbox, settings, rankers, args.exec_cache, args.results)
     summary.update({"benchmark": "eval_humaneval", "samples": str(samples), "wall_s": round(time.monotonic() - start, 2)})
     print(json.dumps(summary))
     return summary

@@ -217,7 +217,7 @@ class Engine:
         allowed = logits
         if self.not_first is not None and not run.request.is_infill:   # a chat-form answer is never empty
             allowed = logits.index_fill(-1, self.not_first, float("-inf"))
-        first_tokens = inverse_cdf(warp_probs(allowed, run.request.temperature, run.request.top_p), first_uniform)
+        first_tokens = inverse_cdf(_target_probs(run.request, allowed, rows), first_uniform)
         first_logprobs = token_logprobs(logits, first_tokens)
         for row_index, row in enumerate(run.rows):
             run.rules.extend(row, [int(first_tokens[row_index])], [float(first_logprobs[row_index])], self._decode)
@@ -243,7 +243,7 @@ class Engine:
         draft_tokens = draft.tokens.to(self.device)                                                  # [B, K]
         verify_input = torch.cat([pending[:, None], draft_tokens], dim=1)                            # [B, K+1]
         logits = forward(self.model, run.cache, verify_input)                                        # [B, K+1, V]
-        target_probs = warp_probs(logits, request.temperature, request.top_p)                       # [B, K+1, V]
+        target_probs = _target_probs(request, logits, run.active)                                   # [B, K+1, V]
         # 3. accept: exact speculative sampling, each row its own number of tokens
         draft_lengths = draft.lengths.to(self.device)
         positions = [len(run.rows[r].token_ids) for r in run.active]       # where each row's draft begins
@@ -325,6 +325,16 @@ class Engine:
     def _notify(self, run: _Run, on_update) -> None:
         if on_update is not None:
             on_update(self._result(run))
+
+
+def _target_probs(request: GenerationRequest, logits: torch.Tensor, rows: list[int]) -> torch.Tensor:
+    """The distributions the target samples from, [B, ...] for the batch's rows (original indices): the request's
+    temperature and top-p, and greedy for row 0 when the request asks for it (greedy_first)."""
+    probs = warp_probs(logits, request.temperature, request.top_p)
+    if request.greedy_first and request.temperature > 0 and 0 in rows:
+        at = rows.index(0)
+        probs[at] = warp_probs(logits[at], 0.0, request.top_p)
+    return probs
 
 
 def end_of_text_ids(model, tokenizer) -> frozenset[int]:

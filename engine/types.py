@@ -49,6 +49,7 @@ class GenerationRequest:
     suffix: str = ""                # the code after the cursor: non-empty (or extra files) asks for middles
     extra: tuple[ContextFile, ...] = ()  # other files as context of a middle
     budget_after_prompt: bool = False  # the budget starts once the prompt is read (llama.cpp's t_max_predict_ms)
+    greedy_first: bool = False      # row 0 decodes greedily, the other rows sample at `temperature` (local engine)
 
     @property
     def is_infill(self) -> bool:
@@ -73,6 +74,8 @@ class GenerationRequest:
             raise InvalidRequest(f"seed={self.seed!r} is out of range: it must be an integer >= 0 or None")
         if not isinstance(self.budget_after_prompt, bool):
             raise InvalidRequest(f"budget_after_prompt={self.budget_after_prompt!r} is invalid: it must be true or false")
+        if not isinstance(self.greedy_first, bool):
+            raise InvalidRequest(f"greedy_first={self.greedy_first!r} is invalid: it must be true or false")
         if not isinstance(self.stop_at_body_end, bool):
             raise InvalidRequest(f"stop_at_body_end={self.stop_at_body_end!r} is invalid: it must be true or false")
         if not all(isinstance(s, str) and s for s in self.stop):

@@ -1,10 +1,11 @@
 """Request validation: every bad value raises ValueError naming the value (and its field); edge values pass."""
 import math
+from dataclasses import replace
 
 import pytest
 
 from engine import Engine, EngineSettings, GenerationRequest
-from engine.types import FINISH_LENGTH, FINISH_STOP
+from engine.types import FINISH_LENGTH, FINISH_STOP, InvalidRequest
 
 PROMPT = "def add(a, b):\n"
 
@@ -114,3 +115,26 @@ def test_stats_time_the_prefill_apart_from_the_decoding(make_engine, target, slo
                                                stop_at_body_end=False))
     assert result.stats.forward_passes == 3                   # the prefill and two plain steps
     assert 0.3 <= result.stats.prefill_s < 0.3 * 1.5 < 0.6 <= result.stats.wall_s
+
+
+@pytest.mark.parametrize(("drafter", "draft", "acceptance"), [("none", None, "coupled"),
+                                                              ("model", "other_draft", "coupled"),
+                                                              ("model", "other_draft", "residual"),
+                                                              ("sibling", None, "coupled")])
+def test_greedy_first_makes_row_0_the_greedy_row_and_leaves_the_others(make_engine, request, drafter, draft,
+                                                                        acceptance):
+    """Row 0 of a greedy_first request is the greedy answer, whatever the drafter (speculative sampling is exact
+    for a one-hot target too); the other rows are the seed's samples, as without it (rows draw their own numbers)."""
+    draft_model = request.getfixturevalue(draft) if draft else None
+    engine = make_engine(drafter, draft_model, cost_aware=False, acceptance=acceptance)
+    base = GenerationRequest("def f(x):\n", k=3, max_new_tokens=24, temperature=1.0, seed=11, budget_s=60,
+                             stop_at_body_end=False)
+    anchored = engine.generate(replace(base, greedy_first=True)).candidates
+    greedy = make_engine().generate(replace(base, k=1, temperature=0.0)).candidates[0]
+    assert anchored[0].token_ids == greedy.token_ids
+    if acceptance == "coupled":   # the residual rule may resample other tokens for another plan (documented)
+        sampled = make_engine().generate(base).candidates
+        assert [c.token_ids for c in anchored[1:]] == [c.token_ids for c in sampled[1:]]
+        assert sampled[0].token_ids != greedy.token_ids   # the seed's own row 0 was another text
+    with pytest.raises(InvalidRequest, match="greedy_first='yes' is invalid"):
+        engine.generate(replace(base, greedy_first="yes"))
