@@ -99,3 +99,11 @@ def test_the_ranking_charges_type_errors_with_their_own_penalty():
     assert same[1].static_penalty == 0
     with pytest.raises(ValueError, match="type_penalty=-1 is out of range"):
         RankSettings(type_penalty=-1).validate()
+
+
+def test_one_candidate_python_cannot_parse_does_not_hide_the_others_type_errors(analyzer):
+    """mypy stops checking every file of a run at one file's syntax error; a half-written candidate that tree-sitter
+    lets through (an unexpected indent) must not silence the type findings of the others."""
+    reports = analyzer.analyze(PROMPT, ["    return 'many'\n", "    n = 1\n        return n\n"], [False, False])
+    assert [f.kind for f in reports[0].type_errors] == ["type-return-value"]
+    assert not reports[1].parses and "syntax-error" in reports[1].kinds
