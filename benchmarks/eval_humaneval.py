@@ -519,8 +519,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ev.add_argument("--static", action="store_true", help="apply the static policy with static_eval's reports")
     ev.add_argument("--greedy-row", action="store_true",
                     help="score each problem as a greedy_first request (the app's default) gives it: its greedy "
-                         "candidate as row 0, the sampled rows 1..k-1 as they are (a seed's rows do not depend on "
-                         "the others: engine/sampling.PositionUniforms)")
+                         "candidate as row 0, the sampled rows 1..k-1 as they are (under the default, coupled, "
+                         "acceptance a seed's rows do not depend on the others: engine/sampling.PositionUniforms)")
     ev.add_argument("--type-penalty", type=float, default=RankSettings().type_penalty,
                     help="every ranker's penalty per type error (RankSettings.type_penalty; with --static)")
     ev.add_argument("--bootstrap", type=int, default=2000)

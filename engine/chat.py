@@ -48,7 +48,7 @@ class ChatForm:
 
 def answer_enders(tokenizer, eos_ids: frozenset[int]) -> list[int]:
     """The tokens that would end the answer at once if written first: the end-of-text tokens, and those whose text
-    (after blanks) begins with a backtick, the closing fence. The model may believe the user's code is whole (a
+    (after blanks) begins with a backtick, the closing fence (a row can still end at a fence on a later line). The model may believe the user's code is whole (a
     function with only its docstring, measured: the bundled 0.5B closed the block with p=0.64), but a request for
     a continuation asks for code, so none of these can be a row's first token."""
     backticked = [i for token, i in tokenizer.get_vocab().items() if "`" in token]
@@ -60,7 +60,8 @@ def _ends_turns(model, tokenizer, template: str) -> bool:
     config = getattr(model, "generation_config", None) or model.config
     eos = getattr(config, "eos_token_id", None)
     ids = eos if isinstance(eos, (list, tuple)) else [eos] if eos is not None else []
-    return any(isinstance(i, int) and (tokenizer.convert_ids_to_tokens(i) or "") in template for i in ids)
+    tokens = [tokenizer.convert_ids_to_tokens(i) for i in ids if isinstance(i, int)]
+    return any(isinstance(t, str) and t and t in template for t in tokens)
 
 
 def chat_form_for(choice: str, tokenizer, model) -> "ChatForm | None":

@@ -111,8 +111,7 @@ class Engine:
         self.memory = ControllerMemory(self.settings.controller)  # measured costs and acceptance, across requests
         self.fim = FimFormat.of(tokenizer)    # None: the model cannot fill in a middle
         self.chat = chat_form_for(self.settings.prompt_form, tokenizer, model)  # None: continuations read raw
-        self.not_first = (torch.tensor(answer_enders(tokenizer, self.eos_ids), device=self.device)
-                          if self.chat is not None else None)   # tokens a chat-form row cannot begin with
+        self.not_first = self._not_first(tokenizer) if self.chat is not None else None  # no chat-form row begins so
         cache_bytes = int(self.settings.prefix_cache_mb * 2**20)
         self.prefix_cache = PrefixCache(cache_bytes)                                 # the target's recent prompts
         self.draft_prefix_cache = PrefixCache(cache_bytes) if draft_model is not None else None
@@ -185,6 +184,12 @@ class Engine:
         name = getattr(self.model.config, "_name_or_path", "") or type(self.model).__name__
         return require_fim(self.fim, name).prompt_ids(request, encode)
 
+    def _not_first(self, tokenizer) -> torch.Tensor | None:
+        """The ids a chat-form row cannot begin with (chat.answer_enders), those within the model's logits."""
+        width = self.model.get_output_embeddings().weight.shape[0]
+        ids = [i for i in answer_enders(tokenizer, self.eos_ids) if 0 <= i < width]
+        return torch.tensor(ids, dtype=torch.long, device=self.device) if ids else None
+
     def _encode_special(self, text: str) -> list[int]:
         return self.tokenizer(text, add_special_tokens=False)["input_ids"]
 
@@ -215,7 +220,7 @@ class Engine:
         rows = list(range(run.request.k))
         first_uniform = run.uniforms.at(rows, [0] * len(rows), 1)[:, 0]                 # [k]
         allowed = logits
-        if self.not_first is not None and not run.request.is_infill:   # a chat-form answer is never empty
+        if self.not_first is not None and not run.request.is_infill:   # a chat-form answer does not end at once
             allowed = logits.index_fill(-1, self.not_first, float("-inf"))
         first_tokens = inverse_cdf(_target_probs(run.request, allowed, rows), first_uniform)
         first_logprobs = token_logprobs(logits, first_tokens)

@@ -18,9 +18,12 @@ SKIPPED_CODES = frozenset({"name-defined", "syntax", "no-redef", "used-before-de
 _LINE = re.compile(r"^(?P<path>.+?):(?P<line>\d+):(?P<column>\d+): error: (?P<message>.*?)(?:  \[(?P<code>[a-z-]+)\])?$")
 _QUOTED = re.compile(r'"([^"]*)"')
 OPTIONS = (
-    "--ignore-missing-imports", "--follow-imports=silent", "--check-untyped-defs", "--show-column-numbers",
+    "--ignore-missing-imports", "--follow-imports=skip",   # an imported package is Any: checking torch or numpy
+    # (they ship their types) would take longer than the batch's time limit; the standard library's stubs still count
+    "--check-untyped-defs", "--show-column-numbers",
     "--show-error-codes", "--no-error-summary", "--no-color-output", "--hide-error-context", "--no-pretty",
-    "--no-warn-no-return", "--allow-redefinition", "--python-version", "3.11",
+    "--no-warn-no-return", "--allow-redefinition",
+    "--python-version", f"{sys.version_info.major}.{sys.version_info.minor}",   # the grammar _parses checks with
 )
 
 
@@ -36,12 +39,12 @@ class MypyChecker:
 
     def check(self, paths: list[str]) -> dict[str, list[dict]]:
         """Type-check the files in one run; errors per path, each a plain dict (the codes in SKIPPED_CODES left out)."""
-        paths = [os.path.abspath(p) for p in paths]
-        results: dict[str, list[dict]] = {p: [] for p in paths}
-        checked = [p for p in paths if _parses(p)]   # mypy stops checking every file at one file's syntax error
+        absolute = {os.path.abspath(p): p for p in paths}   # mypy writes paths from its cwd: matched as absolute
+        results: dict[str, list[dict]] = {p: [] for p in absolute}
+        checked = [p for p in absolute if _parses(p)]   # mypy stops checking every file at one file's syntax error
         if checked:
             self._check_parsed(checked, results)
-        return results
+        return {absolute[p]: messages for p, messages in results.items()}   # keyed by the paths as given
 
     def _check_parsed(self, paths: list[str], results: dict[str, list[dict]]) -> None:
         limit = sys.getrecursionlimit()   # mypy raises it for itself; pylint relies on the default to give up on

@@ -61,9 +61,9 @@ class LintWorker:
             [sys.executable, "-E", "-s", "-c", bootstrap], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL, cwd=tempfile.gettempdir(), bufsize=0, close_fds=True)
         self._batches = 0
-        self._finalizer = weakref.finalize(self, _stop, self._process)
         if self._types:
             self._type_cache = tempfile.mkdtemp(prefix="static_eval_mypy_", dir=self._temp_dir)
+        self._finalizer = weakref.finalize(self, _stop, self._process, self._type_cache)
         _write_message(self._process.stdin, {"messages": list(self._messages), "type_cache": self._type_cache})
         # Warm up with a small typical file, so that the first real batch finds pylint and the stdlib warm.
         self._warm_folder = tempfile.mkdtemp(prefix="static_eval_", dir=self._temp_dir)
@@ -130,14 +130,16 @@ class LintWorker:
             self._warm_folder = None
 
 
-def _stop(process: subprocess.Popen) -> None:
-    """Kill the worker: it owns no files (the client does), so there is nothing to lose."""
+def _stop(process: subprocess.Popen, type_cache: str | None = None) -> None:
+    """Kill the worker (it owns no files: the client does, so there is nothing to lose) and remove its mypy cache."""
     try:
         process.stdin.close()
     except OSError:
         pass
     process.kill()
     process.wait()
+    if type_cache is not None:
+        shutil.rmtree(type_cache, ignore_errors=True)
 
 
 def _write_sources(folder: str, sources: list[str]) -> list[str]:
