@@ -186,7 +186,7 @@ class Engine:
 
     def _not_first(self, tokenizer) -> torch.Tensor | None:
         """The ids a chat-form row cannot begin with (chat.answer_enders), those within the model's logits."""
-        width = self.model.get_output_embeddings().weight.shape[0]
+        width = self.model.config.vocab_size   # the logits' width (a swapped head in another format has no .weight)
         ids = [i for i in answer_enders(tokenizer, self.eos_ids) if 0 <= i < width]
         return torch.tensor(ids, dtype=torch.long, device=self.device) if ids else None
 

@@ -106,3 +106,16 @@ def test_a_chat_form_row_cannot_begin_with_the_closing_fence_or_an_end_token(tok
     assert ended.generate(request).candidates[0].text == ""
     kept = Engine(model, tokenizer, None, EngineSettings(drafter="none")).generate(request).candidates[0]
     assert kept.token_ids and kept.token_ids[0] not in banned and kept.text
+
+
+@pytest.mark.parametrize("weights", ["int8", "w8a8"])
+def test_the_chat_form_serves_models_in_the_low_byte_formats(tokenizer, weights):
+    """The shipped format swaps the head for a layer without .weight: the banned first tokens are sized by the
+    config's vocabulary (a regression: the engine failed to build on w8a8)."""
+    from engine.weights import apply_weight_format
+
+    model = apply_weight_format(tiny_model(0, vocab_size=259, eos_token_id=258), weights)
+    engine = Engine(model, tokenizer, None, EngineSettings(drafter="none"))
+    assert engine.chat is not None and engine.not_first is not None
+    result = engine.generate(GenerationRequest(PROMPT, k=2, max_new_tokens=4, temperature=0.0, budget_s=30))
+    assert all(c.finished for c in result.candidates)
