@@ -37,7 +37,8 @@ class Limits:
 class Defaults:
     """The values a form starts with and an API call gets for the fields it leaves out."""
 
-    k: int = 8
+    k: int = 12   # measured (README, Quality): Pass@First 73.2% on HumanEval against 70.7% at k=8, on both halves,
+                  # for 13% more time to the answer than the previous default (k=8, raw prompts) in the same run
     budget_s: float = DEFAULT_BUDGET_S
     temperature: float = 0.8
     max_new_tokens: int = 256
