@@ -48,9 +48,10 @@ class ChatForm:
 
 def answer_enders(tokenizer, eos_ids: frozenset[int]) -> list[int]:
     """The tokens that would end the answer at once if written first: the end-of-text tokens, and those whose text
-    (after blanks) begins with a backtick, the closing fence (a row can still end at a fence on a later line). The model may believe the user's code is whole (a
-    function with only its docstring, measured: the bundled 0.5B closed the block with p=0.64), but a request for
-    a continuation asks for code, so none of these can be a row's first token."""
+    (after blanks) begins with a backtick, the closing fence (a row can still end at a fence on a later line). The
+    model may believe the user's code is whole (a function with only its docstring, measured: the bundled 0.5B
+    closed the block with p=0.64), but a request for a continuation asks for code, so none of these can be a row's
+    first token."""
     backticked = [i for token, i in tokenizer.get_vocab().items() if "`" in token]
     texts = tokenizer.batch_decode([[i] for i in backticked]) if backticked else []
     return sorted(set(eos_ids) | {i for i, text in zip(backticked, texts) if text.lstrip().startswith("`")})

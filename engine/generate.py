@@ -177,12 +177,16 @@ class Engine:
     def _prompt_ids(self, request: GenerationRequest) -> list[int]:
         """The prompt's tokens: the text as it is or in the chat form, or a middle's prompt in the FIM format."""
         encode = functools.partial(_encode, self.tokenizer)
-        if not request.is_infill and self.chat is not None:
+        if request.is_infill:
+            name = getattr(self.model.config, "_name_or_path", "") or type(self.model).__name__
+            return require_fim(self.fim, name).prompt_ids(request, encode)
+        if self._in_chat_form(request):
             return self.chat.prompt_ids(request.prompt, encode, self._encode_special)
-        if not request.is_infill:
-            return encode(request.prompt)
-        name = getattr(self.model.config, "_name_or_path", "") or type(self.model).__name__
-        return require_fim(self.fim, name).prompt_ids(request, encode)
+        return encode(request.prompt)
+
+    def _in_chat_form(self, request: GenerationRequest) -> bool:
+        """Whether the request's prompt is read in the chat form (a continuation, on an engine that has one)."""
+        return self.chat is not None and not request.is_infill
 
     def _not_first(self, tokenizer) -> torch.Tensor | None:
         """The ids a chat-form row cannot begin with (chat.answer_enders), those within the model's logits."""
@@ -195,7 +199,7 @@ class Engine:
 
     def _form_stops(self, request: GenerationRequest) -> tuple[str, ...]:
         """Stop strings the prompt's form adds: the chat form's closing fence."""
-        return (CLOSING_FENCE,) if self.chat is not None and not request.is_infill else ()
+        return (CLOSING_FENCE,) if self._in_chat_form(request) else ()
 
     def _prefill(self, run: _Run, on_update, should_stop) -> None:
         """Read the prompt once (batch 1; the longest prefix a recent request left in the prefix cache is copied,
@@ -220,7 +224,7 @@ class Engine:
         rows = list(range(run.request.k))
         first_uniform = run.uniforms.at(rows, [0] * len(rows), 1)[:, 0]                 # [k]
         allowed = logits
-        if self.not_first is not None and not run.request.is_infill:   # a chat-form answer does not end at once
+        if self.not_first is not None and self._in_chat_form(run.request):   # a chat-form answer does not end at once
             allowed = logits.index_fill(-1, self.not_first, float("-inf"))
         first_tokens = inverse_cdf(_target_probs(run.request, allowed, rows), first_uniform)
         first_logprobs = token_logprobs(logits, first_tokens)

@@ -5,7 +5,6 @@ Runs inside the worker process (see worker.py); mypy reads the files and never i
 """
 from __future__ import annotations
 
-import ast
 import os
 import re
 import sys
@@ -23,7 +22,7 @@ OPTIONS = (
     "--check-untyped-defs", "--show-column-numbers",
     "--show-error-codes", "--no-error-summary", "--no-color-output", "--hide-error-context", "--no-pretty",
     "--no-warn-no-return", "--allow-redefinition",
-    "--python-version", f"{sys.version_info.major}.{sys.version_info.minor}",   # the grammar _parses checks with
+    "--python-version", f"{sys.version_info.major}.{sys.version_info.minor}",   # the grammar pylint parses with
 )
 
 
@@ -38,15 +37,15 @@ class MypyChecker:
         self._options = ["--cache-dir", cache_dir, "--config-file", os.devnull, *OPTIONS]
 
     def check(self, paths: list[str]) -> dict[str, list[dict]]:
-        """Type-check the files in one run; errors per path, each a plain dict (the codes in SKIPPED_CODES left out)."""
+        """Type-check the files in one run; errors per path, each a plain dict (the codes in SKIPPED_CODES left out).
+        The files must parse: mypy stops checking every file at one file's syntax error (worker._check_all gives it
+        only those pylint parsed)."""
         absolute = {os.path.abspath(p): p for p in paths}   # mypy writes paths from its cwd: matched as absolute
         results: dict[str, list[dict]] = {p: [] for p in absolute}
-        checked = [p for p in absolute if _parses(p)]   # mypy stops checking every file at one file's syntax error
-        if checked:
-            self._check_parsed(checked, results)
+        self._check_into(list(absolute), results)
         return {absolute[p]: messages for p, messages in results.items()}   # keyed by the paths as given
 
-    def _check_parsed(self, paths: list[str], results: dict[str, list[dict]]) -> None:
+    def _check_into(self, paths: list[str], results: dict[str, list[dict]]) -> None:
         limit = sys.getrecursionlimit()   # mypy raises it for itself; pylint relies on the default to give up on
         try:                               # code nested too deep (measured: 44 s on 3000 unary minus signs otherwise)
             report, _, _ = self._run(self._options + paths)
@@ -67,16 +66,6 @@ class MypyChecker:
             code = found["code"] or "misc"
             if code not in SKIPPED_CODES:
                 results[path].append(_as_dict(found, code, modules[path]))
-
-
-def _parses(path: str) -> bool:
-    """Whether Python's own parser takes the file (tree-sitter is more lenient: a half-written line can pass it)."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            ast.parse(handle.read(), path)
-    except (SyntaxError, ValueError, RecursionError, MemoryError, UnicodeDecodeError, OSError):
-        return False
-    return True
 
 
 def _as_dict(found: re.Match, code: str, module: str) -> dict:

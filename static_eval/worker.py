@@ -23,6 +23,7 @@ from .lint import ANALYSIS_FAILURES, WARM_UP_SOURCE
 
 TIMEOUT = "timeout"   # the batch ran past its limit: the worker was killed
 CRASH = "crash"       # the worker died, could not start, or raised
+NOT_CHECKED_FURTHER = frozenset(ANALYSIS_FAILURES) | {"syntax-error"}   # see _check_all
 
 
 @dataclass
@@ -211,13 +212,14 @@ def main() -> None:
 
 
 def _check_all(checkers, paths: list[str]) -> dict[str, list[dict]]:
-    """Each checker's messages per path; a file one checker could not analyse (too deep for astroid...) is not
-    given to the next: mypy stalls on what astroid cannot recurse through."""
+    """Each checker's messages per path, in order; a file an earlier checker found unparsable (Python's own parser,
+    stricter than tree-sitter: an unexpected indent) or could not analyse (deeper than astroid recurses) is not
+    given to the next: mypy stops checking every file of a run at one file's syntax error."""
     results: dict[str, list[dict]] = {path: [] for path in paths}
     for checker in checkers:
         for path, messages in checker.check(paths).items():
             results[path] += messages
-        paths = [p for p in paths if not any(m["symbol"] in ANALYSIS_FAILURES for m in results[p])]
+        paths = [p for p in paths if not any(m["symbol"] in NOT_CHECKED_FURTHER for m in results[p])]
         if not paths:
             break
     return results
