@@ -11,6 +11,7 @@ from typing import Callable
 import torch
 
 from engine.acceptance import speculative_accept
+from engine.attention import packed_attention
 from engine.controller import ControllerMemory, ControllerSettings, DraftController, StepPlan, StepRecord
 from engine.drafters import (Draft, DraftContext, Drafter, ModelDrafter, merge_drafts, prompt_lookup_drafter,
                              sibling_drafter)
@@ -50,7 +51,7 @@ def forward(model, cache: RaggedKVCache, input_ids: torch.Tensor, keep_last: int
     """One forward of q tokens per row through the ragged cache: [B, q] -> logits [B, q or keep_last, V]
     (keep_last: the last n positions, 0 for all, or a 1-D tensor of the positions to keep)."""
     q_len = input_ids.shape[1]
-    with torch.inference_mode():
+    with torch.inference_mode(), packed_attention(model):
         out = model(input_ids=input_ids, attention_mask=cache.attention_mask(q_len, model.dtype),
                     position_ids=cache.position_ids(q_len), use_cache=True, logits_to_keep=keep_last,
                     **{_cache_argument(type(model)): cache})

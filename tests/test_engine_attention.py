@@ -1,0 +1,81 @@
+"""The packed attention computes transformers' SDPA attention, for any number of query tokens and ragged rows."""
+import pytest
+import torch
+from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+from engine.attention import PACKED_SDPA, packed_attention, packed_sdpa_forward
+from engine.generate import _cache_argument, forward
+from engine.kv_cache import RaggedKVCache
+from engine.tiny import tiny_model
+
+
+class _Module:
+    """What the attention functions read of an attention layer."""
+
+    def __init__(self, groups: int):
+        self.num_key_value_groups = groups
+        self.is_causal = True
+        self.training = False
+
+
+def _ragged_mask(batch: int, q_len: int, total: int, lengths: torch.Tensor) -> torch.Tensor:
+    visible = torch.arange(total)[None, None, :] < (lengths[:, None] + torch.arange(1, q_len + 1))[:, :, None]
+    return torch.zeros(visible.shape).masked_fill_(~visible, torch.finfo(torch.float32).min)[:, None]
+
+
+@pytest.mark.parametrize("q_len", [1, 2, 5, 17])
+@pytest.mark.parametrize("groups", [1, 3, 6])
+def test_packed_attention_equals_sdpa(q_len, groups):
+    torch.manual_seed(q_len * 10 + groups)
+    batch, kv_heads, total, dim = 3, 2, 40, 16
+    query = torch.randn(batch, kv_heads * groups, q_len, dim)
+    key, value = torch.randn(batch, kv_heads, total, dim), torch.randn(batch, kv_heads, total, dim)
+    lengths = torch.tensor([total - q_len, total - q_len - 7, 3])     # rows of different lengths
+    mask = _ragged_mask(batch, q_len, total, lengths)
+    module = _Module(groups)
+    expected, _ = sdpa_attention_forward(module, query, key, value, mask, scaling=dim ** -0.5)
+    got, _ = packed_sdpa_forward(module, query, key, value, mask, scaling=dim ** -0.5)
+    assert got.shape == expected.shape == (batch, q_len, kv_heads * groups, dim)
+    torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
+    # a different mask changes the output: the mask is read, not ignored
+    other, _ = packed_sdpa_forward(module, query, key, value, _ragged_mask(batch, q_len, total, lengths - 2),
+                                   scaling=dim ** -0.5)
+    assert not torch.allclose(other, expected)
+
+
+def _logits(model, q_len: int, packed: bool) -> torch.Tensor:
+    torch.manual_seed(0)
+    cache = RaggedKVCache(model.config.num_hidden_layers, 1, torch.device("cpu"), 64)
+    forward(model, cache, torch.randint(0, 256, (1, 20)))
+    cache.commit(torch.tensor([20]))
+    cache.select_rows(torch.zeros(3, dtype=torch.long))
+    cache.commit(torch.tensor([0, -4, -9]))          # ragged rows: 20, 16 and 11 tokens
+    ids = torch.randint(0, 256, (3, q_len))
+    if packed:
+        return forward(model, cache, ids)
+    with torch.inference_mode():                     # transformers' own sdpa path, as loaded
+        return model(input_ids=ids, attention_mask=cache.attention_mask(q_len, model.dtype),
+                     position_ids=cache.position_ids(q_len), use_cache=True,
+                     **{_cache_argument(type(model)): cache}).logits
+
+
+@pytest.mark.parametrize("q_len", [1, 4])
+def test_engine_forward_with_packed_attention_gives_the_models_logits(q_len):
+    model = tiny_model()   # 4 query heads over 2 key/value heads
+    assert model.config._attn_implementation == "sdpa"
+    torch.testing.assert_close(_logits(model, q_len, packed=True), _logits(model, q_len, packed=False),
+                               atol=1e-5, rtol=1e-5)
+
+
+def test_packed_attention_is_for_the_call_only():
+    model = tiny_model()
+    with packed_attention(model):
+        assert model.config._attn_implementation == PACKED_SDPA
+    assert model.config._attn_implementation == "sdpa"
+    with pytest.raises(RuntimeError), packed_attention(model):
+        raise RuntimeError("a failed forward")
+    assert model.config._attn_implementation == "sdpa"
+    eager = tiny_model()
+    eager.config._attn_implementation = "eager"
+    with packed_attention(eager):
+        assert eager.config._attn_implementation == "eager"
