@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 DRAFTERS = ("none", "model", "prompt", "sibling", "auto")  # engine.DRAFTER_CHOICES, without importing torch for --help
-WEIGHTS = ("auto", "native", "int8", "int4", "w8a8")      # engine.weights.WEIGHT_FORMATS, likewise
+WEIGHTS = ("auto", "native", "int8", "int4", "w8a8", "int4-w8a8")      # engine.weights.WEIGHT_FORMATS, likewise
 PROMPT_FORMS = ("auto", "raw", "chat")                    # engine.chat.PROMPT_FORMS, likewise
 
 

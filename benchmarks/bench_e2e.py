@@ -261,8 +261,9 @@ def start_llama(args):
     gguf = bundled_gguf(BUNDLED[args.model[len(BUNDLED_PREFIX):]], default_cache_dir(), progress=False)
     k_max = max(int(x) for x in args.k.split(","))
     port = free_port()
+    context = k_max * getattr(args, "ctx_per_slot", 2048)   # tokens per slot: 2048 unless the caller needs more
     process = subprocess.Popen([args.llama_server, "-m", str(gguf), "--host", "127.0.0.1", "--port", str(port),
-                                "-np", str(k_max), "-c", str(k_max * 2048), "-t", str(args.threads), "--no-repack",
+                                "-np", str(k_max), "-c", str(context), "-t", str(args.threads), "--no-repack",
                                 "--no-webui", "-a", "bench"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:

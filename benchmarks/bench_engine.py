@@ -22,7 +22,7 @@ from engine.loading import pick_device
 from engine.weights import apply_weight_format, weight_bytes
 
 METHODS = ("hf", "hf_assisted", "ours_none", "ours_model", "ours_prompt", "ours_sibling", "ours_auto")
-LOW_BYTE_FORMATS = ("int8", "int4", "w8a8")   # ours_...@int8 (etc.) runs on copies in that format
+LOW_BYTE_FORMATS = ("int8", "int4", "w8a8", "int4-w8a8")   # ours_...@int8 (etc.) runs on copies in that format
 
 
 @dataclass

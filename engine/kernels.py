@@ -14,6 +14,8 @@ INT4_MAX_ROWS = 8   # the same for the int4 kernel
 W8A8_MAX_ROWS = 64  # a cap, not a break-even: the kernel is still ~2x faster than bf16 at 64 rows (kern2 probe);
                     # a prompt's chunk of more rows reads the dense weights, so its error is not shared across
                     # hundreds of tokens (a short remainder after the prefix cache goes through w8a8)
+INT4_ONE_ROW = 1    # int4-w8a8: calls of up to this many token rows read a 4-bit layer's codes (int4 is the faster
+                    # kernel at one row only: bench_kernels, 0.42 against w8a8's 0.55 ms; at 2 rows 0.50 against 0.47)
 INT4_OUT_MULTIPLE = 16   # the int4 kernel packs output features in blocks of 16
 QUANTIZE_ROWS = 128  # rows of a weight _int8_per_channel converts at once (~1 MB of fp32 for the bundled models)
 
@@ -87,13 +89,23 @@ class Int4Linear(_LowByteLinear):
 
     def __init__(self, linear: nn.Linear, grid: FourBitGrid, max_rows: int | None = INT4_MAX_ROWS):
         super().__init__(linear, max_rows)
+        self.codes = _FourBitCodes(grid, linear.weight.dtype)
+
+    def _small(self, flat: torch.Tensor) -> torch.Tensor:
+        return self.codes(flat)
+
+
+class _FourBitCodes(nn.Module):
+    """A 4-bit grid's codes, step and offset packed for `torch._weight_int4pack_mm_for_cpu`: x [M, in] -> [M, out]."""
+
+    def __init__(self, grid: FourBitGrid, dtype: torch.dtype):
+        super().__init__()
         self.group = grid.group
         scales_and_zeros = torch.stack([grid.step, grid.low + 8 * grid.step], dim=-1)      # [out, in/G, 2]
         self.register_buffer("weight_int4", torch._convert_weight_to_int4pack_for_cpu(grid.codes.to(torch.int32), 1))
-        self.register_buffer("scales_and_zeros", scales_and_zeros.transpose(0, 1).contiguous()
-                             .to(linear.weight.dtype))                                    # [in/G, out, 2]
+        self.register_buffer("scales_and_zeros", scales_and_zeros.transpose(0, 1).contiguous().to(dtype))  # [in/G, out, 2]
 
-    def _small(self, flat: torch.Tensor) -> torch.Tensor:
+    def forward(self, flat: torch.Tensor) -> torch.Tensor:
         return torch._weight_int4pack_mm_for_cpu(flat.to(self.scales_and_zeros.dtype), self.weight_int4, self.group,
                                                  self.scales_and_zeros)
 
@@ -105,10 +117,14 @@ class DynamicInt8Linear(_LowByteLinear):
     the call's largest activation, and the rows of one call share that error. So for a layer whose inputs carry
     outlier channels (W8A8_OUTLIER_LAYERS), `outlier_threshold` splits them off as LLM.int8() does: the input
     channels where some row of the call exceeds it in magnitude are multiplied in floats with those channels'
-    original weights (rows of a dense copy kept as [in, out]), the rest in int8."""
+    original weights (rows of a dense copy kept as [in, out]), the rest in int8.
+
+    With a `grid` (the layer's weights on a 4-bit grid: a Q4_K layer of a GGUF), a call of up to INT4_ONE_ROW token
+    rows reads the 4-bit codes instead, as Int4Linear does (the int4-w8a8 format): one row is memory-bound, and
+    half the bytes of int8 win there, while the integer products win from two rows on."""
 
     def __init__(self, linear: nn.Linear, max_rows: int | None = W8A8_MAX_ROWS,
-                 outlier_threshold: float | None = None):
+                 outlier_threshold: float | None = None, grid: FourBitGrid | None = None):
         # a split reads the outlier channels' original weights: rows of [in, out]
         super().__init__(linear, max_rows, transpose_dense=outlier_threshold is not None)
         self.outlier_threshold = outlier_threshold
@@ -120,8 +136,11 @@ class DynamicInt8Linear(_LowByteLinear):
         self.packed = torch.ops.quantized.linear_prepack(quantized, None)   # fbgemm's layout; not a tensor
         self.packed_bytes = weight_int8.numel() + 4 * self.out_features       # int8 weights, fp32 scales
         self.reduce_range = not cpu_has_vnni()
+        self.one_row = None if grid is None else _FourBitCodes(grid, linear.weight.dtype)
 
     def _small(self, flat: torch.Tensor) -> torch.Tensor:
+        if self.one_row is not None and flat.shape[0] <= INT4_ONE_ROW:
+            return self.one_row(flat)
         x = flat.float()                                                                  # [M, in]
         if self.outlier_threshold is None:
             return self._integer_products(x)

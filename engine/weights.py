@@ -1,7 +1,7 @@
 """Weight formats for CPU decoding: fewer bytes per step where decoding is memory-bound.
 
 Decoding a few rows is memory-bound: each step reads every weight once, so the time per step follows the bytes of
-the weights. Three formats replace the linear layers of the decoder and the output head (the embedding table
+the weights. Four formats replace the linear layers of the decoder and the output head (the embedding table
 stays: a lookup reads one row per token):
 
 - int8: `Int8Linear`, per output channel symmetric int8 and one scale (round to nearest), multiplied by
@@ -14,6 +14,9 @@ stays: a lookup reads one row per token):
 - w8a8: `DynamicInt8Linear`, int8 weights as int8's and the activations of each call rounded to 8 bits (one scale
   for the call), multiplied in integers by fbgemm (`quantized::linear_dynamic`); the MLP's down projections, whose
   inputs carry outlier channels, multiply those channels in floats (W8A8_OUTLIER_LAYERS).
+- int4-w8a8: w8a8's layers, where those on a 4-bit grid (as int4 finds them) read their 4-bit codes for calls of
+  one token row (INT4_ONE_ROW: one row is memory-bound, and the codes are half of int8's bytes), the integer
+  products from two rows on. A plain step of k=1 reads the GGUF's own codes; a verify pass or k > 1 reads w8a8.
 
 The weight-only kernels turn weights back into floats and stop paying beyond a few rows; fbgemm's integer products
 stay memory-bound to 8 rows (`python -m benchmarks.bench_kernels`; the figures are in the README). So each layer
@@ -46,9 +49,10 @@ __all__ = ["WEIGHT_FORMATS", "W8A8_OUTLIER_LAYERS", "W8A8_OUTLIER_THRESHOLD", "c
            "INT8_MAX_ROWS", "INT4_MAX_ROWS", "W8A8_MAX_ROWS", "INT4_GROUP", "GRID_TOLERANCE",
            "Int8Linear", "Int4Linear", "DynamicInt8Linear", "FourBitGrid"]
 
-WEIGHT_FORMATS = ("auto", "native", "int8", "int4", "w8a8")   # native: as loaded (--dtype); int8: Int8Linear
-        # layers; int4: Int4Linear where the weights are 4-bit already, Int8Linear elsewhere; w8a8: DynamicInt8Linear
-        # layers; auto: auto_weight_format
+WEIGHT_FORMATS = ("auto", "native", "int8", "int4", "w8a8", "int4-w8a8")
+# native: as loaded (--dtype); int8: Int8Linear layers; int4: Int4Linear where the weights are 4-bit already,
+# Int8Linear elsewhere; w8a8: DynamicInt8Linear layers; int4-w8a8: the same, reading the 4-bit codes for one-row
+# calls where the weights are 4-bit already; auto: auto_weight_format
 W8A8_OUTLIER_LAYERS = ("down_proj",)   # layers whose inputs carry outlier channels: the MLP's output projection
                                        # (measured on real code, 1.5B: with one 8-bit scale per call, 5% relative
                                        # error at 1 row, 9% at 8, 13% at 32, vs 1-2% for q/k/v/o/gate/up)
@@ -68,43 +72,52 @@ def quantize_int4(model: nn.Module, int4_max_rows: int | None = INT4_MAX_ROWS,
     """Swap every nn.Linear of the model for an Int4Linear where its weights lie on a 4-bit grid already (within
     GRID_TOLERANCE), else for an Int8Linear, in place; logs how many of each. With `cache_dir`, the grids are read
     from there when an earlier call saved them (fitting the bundled 1.5B takes one to two minutes here) and saved."""
-    cache_file = grid_cache_file(cache_dir, model)
-    cached = load_grids(cache_file)
+    grids = four_bit_grids(model, cache_dir)
     names = {id(module): name for name, module in model.named_modules()}
-    grids: dict[str, FourBitGrid | None] = {}
-
-    fitted: set[str] = set()
-
-    def swap(linear: nn.Linear) -> nn.Module:
-        name = names[id(linear)]
-        if name in cached and grid_fits(cached[name], linear):
-            grid = cached[name]
-        else:
-            grid = FourBitGrid.fit(linear.weight) if linear.out_features % INT4_OUT_MULTIPLE == 0 else None
-            fitted.add(name)
-        grids[name] = grid
-        return Int8Linear(linear, int8_max_rows) if grid is None else Int4Linear(linear, grid, int4_max_rows)
-
-    _swap_linears(model, "int4", swap)
-    if cache_file is not None and fitted:
-        save_grids(cache_file, {**cached, **grids})   # cached fits of layers not in this model stay
-    four_bit = sum(grid is not None for grid in grids.values())
-    logger.info("int4 treatment: %d linear layers on a 4-bit grid (int4), %d not (int8); %d grids from the cache",
-                four_bit, len(grids) - four_bit, len(grids) - len(fitted))
+    _swap_linears(model, "int4", lambda linear: Int8Linear(linear, int8_max_rows) if grids[names[id(linear)]] is None
+                  else Int4Linear(linear, grids[names[id(linear)]], int4_max_rows))
     return model
 
 
-def quantize_w8a8(model: nn.Module) -> nn.Module:
+def four_bit_grids(model: nn.Module, cache_dir: Path | None) -> dict[str, FourBitGrid | None]:
+    """{name: the 4-bit grid its weights lie on, or None} for every nn.Linear of the model; fits read from (and new
+    ones saved to) `cache_dir`'s grid cache when one is given; logs how many lie on a grid."""
+    cache_file = grid_cache_file(cache_dir, model)
+    cached = load_grids(cache_file)
+    grids: dict[str, FourBitGrid | None] = {}
+    fitted: set[str] = set()
+    for name, linear in model.named_modules():
+        if not isinstance(linear, nn.Linear):
+            continue
+        if name in cached and grid_fits(cached[name], linear):
+            grids[name] = cached[name]
+        else:
+            grids[name] = FourBitGrid.fit(linear.weight) if linear.out_features % INT4_OUT_MULTIPLE == 0 else None
+            fitted.add(name)
+    if cache_file is not None and fitted:
+        save_grids(cache_file, {**cached, **grids})   # cached fits of layers not in this model stay
+    four_bit = sum(grid is not None for grid in grids.values())
+    logger.info("4-bit grids: %d linear layers on one, %d not; %d grids from the cache",
+                four_bit, len(grids) - four_bit, len(grids) - len(fitted))
+    return grids
+
+
+def quantize_w8a8(model: nn.Module, grids: dict[str, FourBitGrid | None] | None = None) -> nn.Module:
     """Swap every nn.Linear of the model for a DynamicInt8Linear, in place; those named in W8A8_OUTLIER_LAYERS
-    split their outlier channels off (W8A8_OUTLIER_THRESHOLD)."""
-    names = {id(module): name.rsplit(".", 1)[-1] for name, module in model.named_modules()}
+    split their outlier channels off (W8A8_OUTLIER_THRESHOLD). With `grids` (four_bit_grids), the layers on a
+    4-bit grid read their codes for one-row calls (the int4-w8a8 format)."""
+    full_names = {id(module): name for name, module in model.named_modules()}
+    names = {key: name.rsplit(".", 1)[-1] for key, name in full_names.items()}
+    grids = grids or {}
     split = sum(names[id(m)] in W8A8_OUTLIER_LAYERS for m in model.modules() if isinstance(m, nn.Linear))
     if not split:
         logger.warning("weights w8a8: no layer named %s (the MLP's output projection of Qwen/Llama-style models): "
                        "no layer splits outlier channels off", "/".join(W8A8_OUTLIER_LAYERS))
-    _swap_linears(model, "w8a8", lambda linear: DynamicInt8Linear(
-        linear, outlier_threshold=W8A8_OUTLIER_THRESHOLD if names[id(linear)] in W8A8_OUTLIER_LAYERS else None))
-    logger.info("weights w8a8: every linear layer with 8-bit activations, %d with outlier channels in floats", split)
+    _swap_linears(model, "int4-w8a8" if grids else "w8a8", lambda linear: DynamicInt8Linear(
+        linear, outlier_threshold=W8A8_OUTLIER_THRESHOLD if names[id(linear)] in W8A8_OUTLIER_LAYERS else None,
+        grid=grids.get(full_names[id(linear)])))
+    logger.info("weights w8a8: every linear layer with 8-bit activations, %d with outlier channels in floats, %d "
+                "with 4-bit codes for one row", split, sum(grid is not None for grid in grids.values()))
     return model
 
 
@@ -150,6 +163,8 @@ def apply_weight_format(model: nn.Module | None, weights: str) -> nn.Module | No
         return quantize_int8(model)
     if weights == "w8a8":
         return quantize_w8a8(model)
+    if weights == "int4-w8a8":
+        return quantize_w8a8(model, four_bit_grids(model, owned_model_dir(model)))
     return quantize_int4(model, cache_dir=owned_model_dir(model))
 
 
@@ -169,7 +184,8 @@ def auto_weight_format(model: nn.Module | None) -> str:
 
 def weight_bytes(model: nn.Module) -> int:
     """Bytes a decoding step of one row reads: every parameter and buffer but the embedding table (a lookup reads a
-    row) and the dense weights the low-byte layers keep for large calls, plus fbgemm's packed weights. Not counted:
+    row) and the dense weights the low-byte layers keep for large calls, plus fbgemm's packed weights (where a
+    one-row call does not read 4-bit codes instead). Not counted:
     the dense weights of w8a8's outlier channels (a few percent at one row)."""
     embedding = model.get_input_embeddings().weight
     buffers = [b for name, b in model.named_buffers() if not name.endswith("weight_dense")]
@@ -177,4 +193,4 @@ def weight_bytes(model: nn.Module) -> int:
     head = model.get_output_embeddings()
     head_is_table = head is not None and getattr(head, "weight", None) is embedding
     return sum(t.numel() * t.element_size() for key, t in tensors.items() if key != id(embedding) or head_is_table
-               ) + sum(m.packed_bytes for m in model.modules() if isinstance(m, DynamicInt8Linear))
+               ) + sum(m.packed_bytes for m in model.modules() if isinstance(m, DynamicInt8Linear) and m.one_row is None)

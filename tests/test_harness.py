@@ -212,3 +212,21 @@ def test_harness_applies_the_static_policy_to_candidates_cut_off(tmp_path, capsy
     capsys.readouterr()
     assert summary["static_policy"] is True and summary["random_pick"]["mean"] == 0.25
     assert summary["rankers"]["gsc/ngram_overlap/1-1/bin"]["mean"] == 1.0
+
+
+def test_bench_prefill_reads_prompts_of_the_asked_lengths(capsys):
+    from benchmarks import bench_prefill
+
+    summary = bench_prefill.main(["--model", "tiny:0", "--lengths", "300,700", "--repeats", "1"])
+    rows = summary["results"]
+    assert [(r["method"], r["length"], r["prompt_tokens"]) for r in rows] == [("ours", 300, 300), ("ours", 700, 700)]
+    assert all(r["seconds"] > 0 and r["tokens_per_s"] > 0 for r in rows)
+    assert summary["llama"].startswith("not run")      # no --llama-server: only ours, and it says so
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == summary
+
+
+def test_the_harness_offers_the_engines_weight_formats():
+    from benchmarks.eval_humaneval import WEIGHTS
+    from engine.weights import WEIGHT_FORMATS
+
+    assert WEIGHTS == WEIGHT_FORMATS
