@@ -25,12 +25,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--dtype", choices=("auto", "float32", "bfloat16", "float16"), default="auto",
                         help="model weights (default: auto, bf16 on a GPU or a CPU with native bf16, else fp32)")
     parser.add_argument("--weights", choices=WEIGHTS, default="auto",
-                        help="weight format of local models' linear layers: auto (default: w8a8 for a bundled model "
-                             "in bf16 on an x86 CPU, int4 on other CPUs, else native), native (as --dtype), int8 "
+                        help="weight format of local models' linear layers: auto (default: int4-w8a8 for a bundled "
+                             "model in bf16 on an x86 CPU, int4 on other CPUs, else native), native (as --dtype), int8 "
                              "(weight-only, half the bytes of bf16), int4 (4 bits where the weights are 4-bit already, "
-                             "as the bundled models' Q4_K layers, int8 elsewhere), or w8a8 (int8 weights times "
+                             "as the bundled models' Q4_K layers, int8 elsewhere), w8a8 (int8 weights times "
                              "activations rounded to 8 bits per call, 7 without AVX-512 VNNI; outlier channels of the "
-                             "MLP's down projection in floats): fewer bytes per step, faster decoding on a CPU")
+                             "MLP's down projection in floats), or int4-w8a8 (w8a8, with the 4-bit codes for one-row "
+                             "calls where the weights are 4-bit already): fewer bytes per step, faster decoding on a CPU")
     parser.add_argument("--prompt-form", choices=PROMPT_FORMS, default="auto",
                         help="how local models read a prompt to continue: chat (the code as the model's own answer "
                              "begun, in its chat template, ending at the code block's closing fence), raw (the text "

@@ -29,8 +29,9 @@ def packed_sdpa_forward(module, query: torch.Tensor, key: torch.Tensor, value: t
     """transformers' attention signature: query [B, H, q, D], key/value [B, H_kv, T, D], additive mask
     [B, 1, q, T] -> ([B, q, H, D], None). Without groups or a mask, transformers' SDPA as it is."""
     groups = getattr(module, "num_key_value_groups", 1)
-    mask_is_shared = attention_mask is not None and attention_mask.dim() == 4 and attention_mask.shape[1] == 1
-    if groups == 1 or not mask_is_shared or attention_mask.dtype == torch.bool or kwargs.get("position_bias") is not None:
+    additive = attention_mask is not None and attention_mask.dtype != torch.bool
+    shared = additive and attention_mask.dim() == 4 and attention_mask.shape[1] == 1   # one mask for every head
+    if groups == 1 or not shared or kwargs.get("position_bias") is not None:
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
                                       **kwargs)
     batch, heads, q_len, head_dim = query.shape

@@ -103,7 +103,8 @@ class _FourBitCodes(nn.Module):
         self.group = grid.group
         scales_and_zeros = torch.stack([grid.step, grid.low + 8 * grid.step], dim=-1)      # [out, in/G, 2]
         self.register_buffer("weight_int4", torch._convert_weight_to_int4pack_for_cpu(grid.codes.to(torch.int32), 1))
-        self.register_buffer("scales_and_zeros", scales_and_zeros.transpose(0, 1).contiguous().to(dtype))  # [in/G, out, 2]
+        self.register_buffer("scales_and_zeros",
+                             scales_and_zeros.transpose(0, 1).contiguous().to(dtype))     # [in/G, out, 2]
 
     def forward(self, flat: torch.Tensor) -> torch.Tensor:
         return torch._weight_int4pack_mm_for_cpu(flat.to(self.scales_and_zeros.dtype), self.weight_int4, self.group,

@@ -108,12 +108,13 @@ def quantize_w8a8(model: nn.Module, grids: dict[str, FourBitGrid | None] | None 
     4-bit grid read their codes for one-row calls (the int4-w8a8 format)."""
     full_names = {id(module): name for name, module in model.named_modules()}
     names = {key: name.rsplit(".", 1)[-1] for key, name in full_names.items()}
-    grids = grids or {}
     split = sum(names[id(m)] in W8A8_OUTLIER_LAYERS for m in model.modules() if isinstance(m, nn.Linear))
     if not split:
         logger.warning("weights w8a8: no layer named %s (the MLP's output projection of Qwen/Llama-style models): "
                        "no layer splits outlier channels off", "/".join(W8A8_OUTLIER_LAYERS))
-    _swap_linears(model, "int4-w8a8" if grids else "w8a8", lambda linear: DynamicInt8Linear(
+    weight_format = "w8a8" if grids is None else "int4-w8a8"
+    grids = grids or {}
+    _swap_linears(model, weight_format, lambda linear: DynamicInt8Linear(
         linear, outlier_threshold=W8A8_OUTLIER_THRESHOLD if names[id(linear)] in W8A8_OUTLIER_LAYERS else None,
         grid=grids.get(full_names[id(linear)])))
     logger.info("weights w8a8: every linear layer with 8-bit activations, %d with outlier channels in floats, %d "
@@ -169,9 +170,10 @@ def apply_weight_format(model: nn.Module | None, weights: str) -> nn.Module | No
 
 
 def auto_weight_format(model: nn.Module | None) -> str:
-    """What weights="auto" means for this model: w8a8 for a bundled model (one of our converted GGUFs) in bf16 on a
-    CPU with fbgemm's kernels (x86), where decoding is memory-bound (README: no measured loss of HumanEval pass@1,
-    the fastest per token end to end; int4 on other CPUs); else its weights as loaded: a user's model (its
+    """What weights="auto" means for this model: int4-w8a8 for a bundled model (one of our converted GGUFs) in bf16
+    on a CPU with fbgemm's kernels (x86), where decoding is memory-bound (README: no measured loss of HumanEval
+    pass@1, the fastest end to end: w8a8's integer products from two rows on, the GGUF's 4-bit codes for one row;
+    int4 on other CPUs); else its weights as loaded: a user's model (its
     accuracy in a lossy format is not measured: ask for one), a GPU's kernels, or fp32 (the reference format,
     where a seed's tokens are exact across drafters)."""
     if model is None or owned_model_dir(model) is None:
@@ -179,7 +181,7 @@ def auto_weight_format(model: nn.Module | None) -> str:
     parameter = next(model.parameters())
     if parameter.device.type != "cpu" or parameter.dtype != torch.bfloat16:
         return "native"
-    return "w8a8" if torch.backends.quantized.engine in ("x86", "fbgemm") else "int4"   # measured with fbgemm only
+    return "int4-w8a8" if torch.backends.quantized.engine in ("x86", "fbgemm") else "int4"   # measured with fbgemm only
 
 
 def weight_bytes(model: nn.Module) -> int:

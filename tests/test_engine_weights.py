@@ -230,14 +230,14 @@ def test_a_grid_cache_that_cannot_be_written_costs_a_warning_not_the_model(tmp_p
     assert not list(tmp_path.iterdir())                      # no partial file left behind
 
 
-def test_auto_weights_are_w8a8_for_a_bundled_bf16_model_on_a_cpu_and_as_loaded_otherwise(tmp_path):
+def test_auto_weights_are_int4_w8a8_for_a_bundled_bf16_model_on_a_cpu_and_as_loaded_otherwise(tmp_path):
     (tmp_path / "ranked_drafts.json").write_text(json.dumps({"format": CONVERTED_FORMAT, "files": []}))
 
     def bundled_like(model):                                # loaded from one of our converted directories
         model.config._name_or_path = str(tmp_path)
         return model
 
-    assert apply_weight_format(bundled_like(tiny_model(0).to(torch.bfloat16)), "auto").weight_format == "w8a8"
+    assert apply_weight_format(bundled_like(tiny_model(0).to(torch.bfloat16)), "auto").weight_format == "int4-w8a8"
     users = tiny_model(0).to(torch.bfloat16)                # a user's model: its loss in w8a8 is not measured
     assert apply_weight_format(users, "auto") is users and not hasattr(users, "weight_format")
     fp32 = bundled_like(tiny_model(0))                      # the reference format: left exact
