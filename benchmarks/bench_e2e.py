@@ -6,7 +6,8 @@ the prompt opened (engine/blocks.py; transformers gets it as a stopping criterio
 the remote source as it streams, and its stream is closed once every row is done). A method is timed from the call
 to the moment all k candidates are finished. Methods:
   ours_none, ours_prompt, ours_sibling, ours_model, ours_auto   our engine (--dtype), each drafter
-  ours_...@int8, @int4, @w8a8 the same on copies of target and draft in that weight format (engine/weights.py)
+  ours_...@int8, @int4, @w8a8, @int4-w8a8
+                              the same on copies of target and draft in that weight format (engine/weights.py)
   ours_...+raw, ours_...+chat the same with that prompt form (engine/chat.py; without it: the engine's default, auto)
   ours_...+sampled            every row sampled (without it, k > 1 makes row 0 the greedy answer, as the app asks)
   hf                          transformers generate, k copies of the prompt in one batch, same dtype
@@ -141,7 +142,7 @@ def main(argv=None) -> dict:
     unknown = {m for m in methods if not _known(m)}
     if unknown:
         parser.error(f"unknown methods {sorted(unknown)}: choose from {', '.join(METHODS)} (ours_...@int8, "
-                     "@int4 or @w8a8 too, and ours_...+raw or +chat)")
+                     "@int4, @w8a8 or @int4-w8a8 too, and ours_...+raw or +chat)")
     model, tokenizer = load_any(args.model, progress=False, dtype=args.dtype)
     draft = load_any(args.draft, progress=False, dtype=args.dtype)[0] if args.draft else None
     eos_ids = end_of_text_ids(model, tokenizer)
@@ -211,8 +212,8 @@ def _known(method: str) -> bool:
 
 
 def our_engines(methods: list[str], model, tokenizer, draft, args) -> dict[str, Engine]:
-    """An engine per ours_... method; methods of one weight format (@int8, @int4, @w8a8) share copies of target
-    and draft."""
+    """An engine per ours_... method; methods of one weight format (@int8, @int4, @w8a8, @int4-w8a8) share copies of
+    target and draft."""
     low_byte = low_byte_copies(args, methods, bool(args.draft), progress=False)
     engines = {}
     for method in methods:
@@ -261,7 +262,7 @@ def start_llama(args):
     gguf = bundled_gguf(BUNDLED[args.model[len(BUNDLED_PREFIX):]], default_cache_dir(), progress=False)
     k_max = max(int(x) for x in args.k.split(","))
     port = free_port()
-    context = k_max * getattr(args, "ctx_per_slot", 2048)   # tokens per slot: 2048 unless the caller needs more
+    context = k_max * getattr(args, "ctx_per_slot", 2048)   # tokens per slot: 2048 unless the caller says
     process = subprocess.Popen([args.llama_server, "-m", str(gguf), "--host", "127.0.0.1", "--port", str(port),
                                 "-np", str(k_max), "-c", str(context), "-t", str(args.threads), "--no-repack",
                                 "--no-webui", "-a", "bench"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

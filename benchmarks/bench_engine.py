@@ -3,7 +3,7 @@
 Example: python -m benchmarks.bench_engine --k 8 --temperature 0.8 --methods hf,ours_none,ours_auto
 A method suffixed "@peer" (e.g. hf@peer, ours_none@peer) runs on a second copy of the target loaded with
 --peer-dtype (default float32), so a peer in fp32 and our engine in bf16 meet in one run. An ours_... method
-suffixed "@int8", "@int4" or "@w8a8" runs on copies of the target and the draft in that weight format
+suffixed "@int8", "@int4", "@w8a8" or "@int4-w8a8" runs on copies of the target and the draft in that weight format
 (engine/weights.py).
 Prints a table and, as its last line, one JSON object with every figure.
 """
@@ -167,7 +167,7 @@ def main(argv=None) -> None:
                and not (weight_format_of(m) and m.split("@")[0].startswith("ours_") and m.split("@")[0] in METHODS)}
     if unknown:
         parser.error(f"unknown methods {sorted(unknown)}: choose from {', '.join(METHODS)}, each optionally "
-                     "suffixed @peer, or an ours_... method suffixed @int8, @int4 or @w8a8")
+                     "suffixed @peer, or an ours_... method suffixed @int8, @int4, @w8a8 or @int4-w8a8")
 
     started = time.perf_counter()
     model, tokenizer = load_any(args.model, dtype=args.dtype)

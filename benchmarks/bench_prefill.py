@@ -3,8 +3,9 @@
 Each prompt is the start of a standard-library module's source, cut to --lengths tokens of the bundled model's
 tokenizer (the cut decoded back to text, so both servers read the same text). Ours: the engine (raw prompt form,
 so it reads exactly that text; --weights, regular decoding, no prefix cache) reads it and samples one token;
-prompt tokens / stats.prefill_s. llama-server (bundled Q4_K_M GGUF, --threads, --no-repack): /completion with
-n_predict=1 and cache_prompt=false; its own timings.prompt_per_second. Methods alternate within each repeat; the
+prompt tokens / stats.prefill_s (which includes sampling that token). llama-server (bundled Q4_K_M GGUF,
+--threads, --no-repack): /completion with n_predict=1 and cache_prompt=false; its own timings (prompt_n,
+prompt_ms). Methods alternate within each repeat; the
 first read of each method (another prompt) is untimed. Prints a table and, as its last line, one JSON object.
 Example: python -m benchmarks.bench_prefill --lengths 600,3000 --repeats 2 --llama-server BIN
 """
@@ -24,7 +25,8 @@ from engine import Engine, EngineSettings, GenerationRequest, load_any
 from engine.loading import DEFAULT_TARGET
 from engine.weights import apply_weight_format
 
-SOURCES = ("argparse", "textwrap", "shlex")   # stdlib modules with enough code for the longest prompt
+PROMPT_SOURCE = "argparse"   # a stdlib module with enough code for the longest prompt (over 20k tokens)
+WARMUP_SOURCE = "shlex"      # the untimed first read
 
 
 def code_prompt(tokenizer, module: str, tokens: int) -> str:
@@ -77,9 +79,9 @@ def main(argv=None) -> dict:
     rows = []
     try:
         for reader in readers.values():   # untimed: first calls
-            reader(code_prompt(tokenizer, SOURCES[-1], 200))
+            reader(code_prompt(tokenizer, WARMUP_SOURCE, 200))
         for length in lengths:
-            text = code_prompt(tokenizer, SOURCES[0], length)
+            text = code_prompt(tokenizer, PROMPT_SOURCE, length)
             seen: dict[str, list[tuple[int, float]]] = {name: [] for name in readers}
             for _ in range(args.repeats):
                 for name, reader in readers.items():

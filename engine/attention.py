@@ -19,8 +19,10 @@ import contextlib
 import torch
 from transformers import AttentionInterface
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
+from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
 PACKED_SDPA = "ranked_drafts_packed_sdpa"   # the name it is registered under in transformers' AttentionInterface
+UNPACKED_ARGUMENTS = ("position_bias", "softcap", "s_aux")   # attention variants it leaves to transformers' SDPA
 
 
 def packed_sdpa_forward(module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
@@ -29,31 +31,35 @@ def packed_sdpa_forward(module, query: torch.Tensor, key: torch.Tensor, value: t
     """transformers' attention signature: query [B, H, q, D], key/value [B, H_kv, T, D], additive mask
     [B, 1, q, T] -> ([B, q, H, D], None). Without groups or a mask, transformers' SDPA as it is."""
     groups = getattr(module, "num_key_value_groups", 1)
+    batch, heads, q_len, _ = query.shape
     additive = attention_mask is not None and attention_mask.dtype != torch.bool
-    shared = additive and attention_mask.dim() == 4 and attention_mask.shape[1] == 1   # one mask for every head
-    if groups == 1 or not shared or kwargs.get("position_bias") is not None:
+    shared = additive and attention_mask.dim() == 4 and attention_mask.shape[1:3] == (1, q_len)  # every head's
+    if groups == 1 or not shared or any(kwargs.get(name) is not None for name in UNPACKED_ARGUMENTS):
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
                                       **kwargs)
-    batch, heads, q_len, head_dim = query.shape
+    head_dim = query.shape[-1]
     folded = query.reshape(batch, heads // groups, groups * q_len, head_dim)   # a group's heads one after another
     mask = attention_mask.repeat(1, 1, groups, 1) if q_len > 1 else attention_mask   # the same rows for each head
     out = torch.nn.functional.scaled_dot_product_attention(folded, key, value, attn_mask=mask, dropout_p=dropout,
                                                            scale=scaling)        # [B, H_kv, groups * q, D]
-    return out.reshape(batch, heads, q_len, head_dim).transpose(1, 2).contiguous(), None
+    return out.reshape(batch, heads, q_len, value.shape[-1]).transpose(1, 2).contiguous(), None
 
 
 AttentionInterface.register(PACKED_SDPA, packed_sdpa_forward)
+AttentionMaskInterface.register(PACKED_SDPA, sdpa_mask)   # masks transformers builds itself: SDPA's, as for sdpa
 
 
 @contextlib.contextmanager
 def packed_attention(model):
-    """Within the block, a model loaded with `sdpa` attends with packed_sdpa_forward; others as loaded."""
-    config = model.config
-    if config._attn_implementation != "sdpa":
+    """Within the block, a model loaded with `sdpa` attends with packed_sdpa_forward; others as loaded. Only the
+    model's own config is switched (transformers' setter would also rewrite every sub-config's implementation, and
+    restoring would then lose theirs), and only for the call: the engine runs one forward at a time per model."""
+    config = getattr(model, "config", None)
+    if config is None or getattr(config, "_attn_implementation_internal", None) != "sdpa":
         yield
         return
-    config._attn_implementation = PACKED_SDPA
+    config._attn_implementation_internal = PACKED_SDPA
     try:
         yield
     finally:
-        config._attn_implementation = "sdpa"
+        config._attn_implementation_internal = "sdpa"

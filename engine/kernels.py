@@ -89,10 +89,10 @@ class Int4Linear(_LowByteLinear):
 
     def __init__(self, linear: nn.Linear, grid: FourBitGrid, max_rows: int | None = INT4_MAX_ROWS):
         super().__init__(linear, max_rows)
-        self.codes = _FourBitCodes(grid, linear.weight.dtype)
+        self.four_bit = _FourBitCodes(grid, linear.weight.dtype)
 
     def _small(self, flat: torch.Tensor) -> torch.Tensor:
-        return self.codes(flat)
+        return self.four_bit(flat)
 
 
 class _FourBitCodes(nn.Module):
@@ -137,11 +137,11 @@ class DynamicInt8Linear(_LowByteLinear):
         self.packed = torch.ops.quantized.linear_prepack(quantized, None)   # fbgemm's layout; not a tensor
         self.packed_bytes = weight_int8.numel() + 4 * self.out_features       # int8 weights, fp32 scales
         self.reduce_range = not cpu_has_vnni()
-        self.one_row = None if grid is None else _FourBitCodes(grid, linear.weight.dtype)
+        self.four_bit = None if grid is None else _FourBitCodes(grid, linear.weight.dtype)
 
     def _small(self, flat: torch.Tensor) -> torch.Tensor:
-        if self.one_row is not None and flat.shape[0] <= INT4_ONE_ROW:
-            return self.one_row(flat)
+        if self.four_bit is not None and flat.shape[0] <= INT4_ONE_ROW:
+            return self.four_bit(flat)
         x = flat.float()                                                                  # [M, in]
         if self.outlier_threshold is None:
             return self._integer_products(x)

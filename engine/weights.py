@@ -22,7 +22,7 @@ The weight-only kernels turn weights back into floats and stop paying beyond a f
 stay memory-bound to 8 rows (`python -m benchmarks.bench_kernels`; the figures are in the README). So each layer
 keeps its original weight too, and a call of more token rows than its kernel pays for (INT8_MAX_ROWS,
 INT4_MAX_ROWS) or than w8a8 is allowed (W8A8_MAX_ROWS, a chosen cap) uses it. Accuracy is measured, not assumed:
-benchmarks/eval_humaneval.py --weights int8|int4|w8a8 (README).
+benchmarks/eval_humaneval.py --weights int8|int4|w8a8|int4-w8a8 (README).
 
 Here: the formats' names, the swap of a model's linear layers, the `auto` policy and the bytes a step reads. The
 layers are in engine/kernels.py, the 4-bit grids in engine/grids.py (their disk cache: engine/grid_cache.py), the
@@ -38,15 +38,15 @@ from torch import nn
 
 from engine.grid_cache import grid_cache_file, grid_fits, load_grids, save_grids
 from engine.grids import GRID_TOLERANCE, INT4_GROUP, FourBitGrid
-from engine.kernels import (INT4_MAX_ROWS, INT4_OUT_MULTIPLE, INT8_MAX_ROWS, W8A8_MAX_ROWS, DynamicInt8Linear,
-                            Int4Linear, Int8Linear)
+from engine.kernels import (INT4_MAX_ROWS, INT4_ONE_ROW, INT4_OUT_MULTIPLE, INT8_MAX_ROWS, W8A8_MAX_ROWS,
+                            DynamicInt8Linear, Int4Linear, Int8Linear)
 from engine.loading import owned_model_dir
 
 __all__ = ["WEIGHT_FORMATS", "W8A8_OUTLIER_LAYERS", "W8A8_OUTLIER_THRESHOLD", "check_weight_format",
            "apply_weight_format", "auto_weight_format", "quantize_int8", "quantize_int4", "quantize_w8a8",
            "weight_bytes",
            # re-exported from the modules that hold them
-           "INT8_MAX_ROWS", "INT4_MAX_ROWS", "W8A8_MAX_ROWS", "INT4_GROUP", "GRID_TOLERANCE",
+           "INT8_MAX_ROWS", "INT4_MAX_ROWS", "W8A8_MAX_ROWS", "INT4_ONE_ROW", "INT4_GROUP", "GRID_TOLERANCE",
            "Int8Linear", "Int4Linear", "DynamicInt8Linear", "FourBitGrid"]
 
 WEIGHT_FORMATS = ("auto", "native", "int8", "int4", "w8a8", "int4-w8a8")
@@ -117,8 +117,8 @@ def quantize_w8a8(model: nn.Module, grids: dict[str, FourBitGrid | None] | None 
     _swap_linears(model, weight_format, lambda linear: DynamicInt8Linear(
         linear, outlier_threshold=W8A8_OUTLIER_THRESHOLD if names[id(linear)] in W8A8_OUTLIER_LAYERS else None,
         grid=grids.get(full_names[id(linear)])))
-    logger.info("weights w8a8: every linear layer with 8-bit activations, %d with outlier channels in floats, %d "
-                "with 4-bit codes for one row", split, sum(grid is not None for grid in grids.values()))
+    logger.info("weights %s: every linear layer with 8-bit activations, %d with outlier channels in floats, %d "
+                "with 4-bit codes for one row", weight_format, split, sum(grid is not None for grid in grids.values()))
     return model
 
 
@@ -195,4 +195,5 @@ def weight_bytes(model: nn.Module) -> int:
     head = model.get_output_embeddings()
     head_is_table = head is not None and getattr(head, "weight", None) is embedding
     return sum(t.numel() * t.element_size() for key, t in tensors.items() if key != id(embedding) or head_is_table
-               ) + sum(m.packed_bytes for m in model.modules() if isinstance(m, DynamicInt8Linear) and m.one_row is None)
+               ) + sum(m.packed_bytes for m in model.modules()
+                       if isinstance(m, DynamicInt8Linear) and m.four_bit is None)

@@ -152,7 +152,7 @@ def test_int4_weights_go_exactly_to_the_layers_the_gguf_stores_in_4_bits():
 
 
 def test_w8a8_and_int4_rank_the_next_token_of_real_code_first_as_the_loaded_weights_do(bundled):
-    """--weights w8a8 (the app's default for a bundled model on a bf16 CPU) and int4 on the bundled 0.5B,
+    """--weights w8a8 (what the app's default int4-w8a8 reads beyond one row) and int4 on the bundled 0.5B,
     teacher-forced over real code in calls of 8 tokens (the shapes of decoding and verification): the token each
     ranks first is the loaded weights' first at nearly every position (measured: int4 99.7%, whose int8 layers,
     most of this model's, read the bf16 weights in calls of 8 rows; w8a8 93.4%: its 8-bit activations cost more

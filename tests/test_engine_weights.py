@@ -208,15 +208,15 @@ def test_int4_grids_are_saved_once_and_reused_and_a_damaged_cache_is_refitted(tm
     for (name, a), b in zip(first.named_modules(), again.modules()):
         assert type(a) is type(b), name
         if isinstance(a, Int4Linear):
-            assert torch.equal(a.codes.weight_int4, b.codes.weight_int4)
-            assert torch.equal(a.codes.scales_and_zeros, b.codes.scales_and_zeros)
+            assert torch.equal(a.four_bit.weight_int4, b.four_bit.weight_int4)
+            assert torch.equal(a.four_bit.scales_and_zeros, b.four_bit.scales_and_zeros)
     saved[0].write_bytes(b"not a torch file")
     caplog.clear()
     with caplog.at_level("WARNING", logger="engine.grid_cache"):
         refitted = quantize_int4(snapped_to_a_4bit_grid(tiny_model(0, hidden=128)), cache_dir=tmp_path)
     assert "ignoring the int4 grid cache" in caplog.text
-    assert torch.equal(refitted.model.layers[0].mlp.up_proj.codes.weight_int4,
-                       first.model.layers[0].mlp.up_proj.codes.weight_int4)
+    assert torch.equal(refitted.model.layers[0].mlp.up_proj.four_bit.weight_int4,
+                       first.model.layers[0].mlp.up_proj.four_bit.weight_int4)
     # grids of another model's shapes (same layer names) are refitted, not used
     other = quantize_int4(snapped_to_a_4bit_grid(tiny_model(0, hidden=64)), cache_dir=tmp_path)
     assert other.model.layers[0].mlp.up_proj.weight_dense.shape == (128, 64)
@@ -364,11 +364,11 @@ def test_int4_w8a8_reads_the_4bit_codes_for_one_row_and_integer_products_from_tw
     assert model.weight_format == "int4-w8a8"
     assert all(isinstance(m, DynamicInt8Linear) for m in model.modules() if hasattr(m, "weight_dense"))
     up, down = model.model.layers[0].mlp.up_proj, model.model.layers[0].mlp.down_proj
-    assert up.one_row is not None and down.one_row is None          # random weights lie on no grid
+    assert up.four_bit is not None and down.four_bit is None          # random weights lie on no grid
     only_w8a8 = DynamicInt8Linear(dense_up)
     with torch.inference_mode():
         one = torch.randn(1, 128, dtype=torch.bfloat16)
-        assert torch.equal(up(one), up.one_row(one).to(torch.bfloat16))
+        assert torch.equal(up(one), up.four_bit(one).to(torch.bfloat16))
         assert (up(one) - dense_up(one)).abs().max() <= 2 ** -6 * dense_up(one).abs().max()   # the exact codes
         assert not torch.equal(up(one), only_w8a8(one))               # two paths (could fail)
         for rows in (2, 8):
@@ -382,10 +382,10 @@ def test_the_engines_one_row_steps_on_int4_w8a8_read_the_codes_and_its_verify_pa
     request = GenerationRequest("def add(a, b):\n    return", k=1, max_new_tokens=24, budget_s=60,
                                 temperature=0.0, seed=1, stop_at_body_end=False)
     mixed = apply_weight_format(snapped_to_a_4bit_grid(tiny_model(0, hidden=128)), "int4-w8a8")
-    assert sum(m.one_row is not None for m in mixed.modules() if isinstance(m, DynamicInt8Linear)) == 2 * 7
+    assert sum(m.four_bit is not None for m in mixed.modules() if isinstance(m, DynamicInt8Linear)) == 2 * 7
     calls = {"codes": 0, "all": 0}
     up = mixed.model.layers[0].mlp.up_proj
-    up.one_row.register_forward_hook(lambda *_: calls.__setitem__("codes", calls["codes"] + 1))
+    up.four_bit.register_forward_hook(lambda *_: calls.__setitem__("codes", calls["codes"] + 1))
     up.register_forward_hook(lambda *_: calls.__setitem__("all", calls["all"] + 1))
     plain = Engine(mixed, tokenizer, settings=EngineSettings(drafter="none")).generate(request)
     assert len(plain.candidates[0].token_ids) == 24
