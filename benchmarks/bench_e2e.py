@@ -61,13 +61,15 @@ class Tally:
                 "tokens_per_s": round(self.tokens / total, 3) if total else None, "note": self.note or None}
 
 
-def prompts(count: int) -> list[str]:
-    return humaneval_prompts(count) + [METHOD_PROMPTS[0], MID_LINE[0]]
+def prompts(count: int, first: int = 0) -> list[str]:
+    """HumanEval prompts first..first+count-1; from the first one on, a method and a mid-line prompt too."""
+    extra = [METHOD_PROMPTS[0], MID_LINE[0]] if first == 0 else []
+    return humaneval_prompts(first + count)[first:] + extra
 
 
-def warmup_prompt(count: int) -> str:
+def warmup_prompt(count: int, first: int = 0) -> str:
     """The HumanEval prompt after the timed ones."""
-    return humaneval_prompts(count + 1)[count]
+    return humaneval_prompts(first + count + 1)[first + count]
 
 
 class BodyEndCriterion:
@@ -130,7 +132,9 @@ def run_llama(remote, prompt: str, k: int, args) -> tuple[float, int]:
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_run_arguments(parser)
-    parser.add_argument("--prompts", type=int, default=5, help="the first N HumanEval prompts (+ a method, a mid-line)")
+    parser.add_argument("--prompts", type=int, default=5, help="N HumanEval prompts (+ a method, a mid-line)")
+    parser.add_argument("--first", type=int, default=0, help="the first HumanEval prompt's index; above 0, prompts no "
+                        "other benchmark of ours uses (e.g. 120), and without the method and mid-line prompts")
     parser.add_argument("--max-new-tokens", type=int, default=256)
     parser.add_argument("--methods", default="hf,ours_none,ours_auto,llama", help=f"comma-separated of {','.join(METHODS)}")
     parser.add_argument("--dtype", default="auto", help="weights of ours and hf: auto (bf16 on this CPU), float32...")
@@ -150,7 +154,7 @@ def main(argv=None) -> dict:
     server, remote, notes = None, None, {}
     if "llama" in methods:
         server, remote, notes["llama"] = start_llama(args)
-    texts, warmup = prompts(args.prompts), warmup_prompt(args.prompts)
+    texts, warmup = prompts(args.prompts, args.first), warmup_prompt(args.prompts, args.first)
     results = []
     try:
         for k in [int(x) for x in args.k.split(",")]:
@@ -177,7 +181,7 @@ def main(argv=None) -> dict:
             server.kill()
             server.wait()
     summary = {"benchmark": "bench_e2e", "model": args.model, "draft": args.draft, "dtype": str(model.dtype),
-               "prompts": len(texts), "max_new_tokens": args.max_new_tokens, "torch_threads": torch.get_num_threads(),
+               "prompts": len(texts), "first": args.first, "max_new_tokens": args.max_new_tokens, "torch_threads": torch.get_num_threads(),
                "results": results}
     print(json.dumps(summary))
     return summary
