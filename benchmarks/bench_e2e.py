@@ -181,7 +181,8 @@ def main(argv=None) -> dict:
             server.kill()
             server.wait()
     summary = {"benchmark": "bench_e2e", "model": args.model, "draft": args.draft, "dtype": str(model.dtype),
-               "prompts": len(texts), "first": args.first, "max_new_tokens": args.max_new_tokens, "torch_threads": torch.get_num_threads(),
+               "prompts": len(texts), "first": args.first, "max_new_tokens": args.max_new_tokens,
+               "torch_threads": torch.get_num_threads(),
                "results": results}
     print(json.dumps(summary))
     return summary
