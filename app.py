@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 DRAFTERS = ("none", "model", "prompt", "sibling", "auto")  # engine.DRAFTER_CHOICES, without importing torch for --help
-WEIGHTS = ("auto", "native", "int8", "int4", "w8a8", "int4-w8a8")      # engine.weights.WEIGHT_FORMATS, likewise
+WEIGHTS = ("auto", "native", "int8", "int4", "w8a8", "int4-w8a8")  # engine.weights.WEIGHT_FORMATS, likewise
 PROMPT_FORMS = ("auto", "raw", "chat")                    # engine.chat.PROMPT_FORMS, likewise
 
 
@@ -31,7 +31,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              "as the bundled models' Q4_K layers, int8 elsewhere), w8a8 (int8 weights times "
                              "activations rounded to 8 bits per call, 7 without AVX-512 VNNI; outlier channels of the "
                              "MLP's down projection in floats), or int4-w8a8 (w8a8, with the 4-bit codes for one-row "
-                             "calls where the weights are 4-bit already): fewer bytes per step, faster decoding on a CPU")
+                             "calls where the weights are 4-bit already): fewer bytes per step, faster decoding on a "
+                             "CPU")
     parser.add_argument("--prompt-form", choices=PROMPT_FORMS, default="auto",
                         help="how local models read a prompt to continue: chat (the code as the model's own answer "
                              "begun, in its chat template, ending at the code block's closing fence), raw (the text "

@@ -502,8 +502,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     gen.add_argument("--dtype", default="auto", help="auto (bf16 on a CPU with native bf16), float32, bfloat16")
     gen.add_argument("--weights", default="auto", choices=WEIGHTS,
                      help="the linear layers' format (engine.weights.WEIGHT_FORMATS): auto (the app's default: "
-                          "int4-w8a8 for a bundled bf16 model on an x86 CPU), native (as --dtype), int8 or int4 (weight-only), "
-                          "w8a8 (8-bit activations too), int4-w8a8 (w8a8 with the 4-bit codes for one-row calls)")
+                          "int4-w8a8 for a bundled bf16 model on an x86 CPU), native (as --dtype), int8 or int4 "
+                          "(weight-only), w8a8 (8-bit activations too), int4-w8a8 (w8a8 with the 4-bit codes for "
+                          "one-row calls)")
     gen.add_argument("--prompt-form", default=defaults.prompt_form, choices=("auto", "raw", "chat"),
                      help="how a continuation's prompt is read (engine.chat.PROMPT_FORMS): raw text, chat (the user's "
                           "code as the model's answer begun), auto (chat for an instruct model)")

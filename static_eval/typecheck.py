@@ -40,32 +40,26 @@ class MypyChecker:
         """Type-check the files in one run; errors per path, each a plain dict (the codes in SKIPPED_CODES left out).
         The files must parse: mypy stops checking every file at one file's syntax error (worker._check_all gives it
         only those pylint parsed)."""
-        absolute = {os.path.abspath(p): p for p in paths}   # mypy writes paths from its cwd: matched as absolute
-        results: dict[str, list[dict]] = {p: [] for p in absolute}
-        self._check_into(list(absolute), results)
-        return {absolute[p]: messages for p, messages in results.items()}   # keyed by the paths as given
-
-    def _check_into(self, paths: list[str], results: dict[str, list[dict]]) -> None:
+        given = {os.path.abspath(p): p for p in paths}   # mypy writes paths from its cwd: matched as absolute
         limit = sys.getrecursionlimit()   # mypy raises it for itself; pylint relies on the default to give up on
         try:                               # code nested too deep (measured: 44 s on 3000 unary minus signs otherwise)
-            report, _, _ = self._run(self._options + paths)
+            report, _, _ = self._run(self._options + list(given))
         except Exception as error:   # mypy crashed on hostile input: each file gets the failure, the worker serves on
             failure = {"symbol": "type-check-error", "message": f"mypy failed: {type(error).__name__}", "obj": "",
                        "line": 1, "column": 0, "category": "fatal", "name": None}
-            for path in paths:
-                results[path].append(dict(failure))
-            return
+            return {p: [dict(failure)] for p in paths}
         finally:
             sys.setrecursionlimit(limit)
-        modules = {p: os.path.splitext(os.path.basename(p))[0] for p in paths}
+        results: dict[str, list[dict]] = {p: [] for p in paths}   # keyed by the paths as given
         for line in report.splitlines():
             found = _LINE.match(line)
-            path = os.path.abspath(found["path"]) if found is not None else None   # mypy writes it from the cwd
-            if path not in modules:
+            path = given.get(os.path.abspath(found["path"])) if found is not None else None
+            if path is None:
                 continue
             code = found["code"] or "misc"
             if code not in SKIPPED_CODES:
-                results[path].append(_as_dict(found, code, modules[path]))
+                results[path].append(_as_dict(found, code, os.path.splitext(os.path.basename(path))[0]))
+        return results
 
 
 def _as_dict(found: re.Match, code: str, module: str) -> dict:
