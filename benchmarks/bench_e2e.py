@@ -14,6 +14,8 @@ to the moment all k candidates are finished. Methods:
   hf_assisted                 the same with the draft model as assistant (assisted generation: k=1 only)
   llama                       llama.cpp's llama-server (n=k: the prompt processed once, copied to k slots), on
                               the bundled GGUF (Q4_K_M), through engine/remote.py; needs --llama-server BIN
+  llama+chat                  the same given the chat form's text (the prompt our default reads, engine/chat.py),
+                              ending at its closing fence too: like for like with ours_...+chat
 Methods are interleaved prompt by prompt (the machine is shared and noisy: ratios within one run hold). Before
 the timed prompts, each method serves one untimed request (the next HumanEval prompt, same k and temperature): a
 running app has paid its first calls already, and `auto` has measured its drafters; its seconds are reported
@@ -37,11 +39,11 @@ from benchmarks.soak import METHOD_PROMPTS
 from benchmarks.soak import MID_LINE
 from engine import Engine, EngineSettings, GenerationRequest, load_any
 from engine.blocks import BodyEnd
-from engine.chat import PROMPT_FORMS
+from engine.chat import CLOSING_FENCE, PROMPT_FORMS, ChatForm
 from engine.generate import end_of_text_ids
 
 OURS = ("ours_none", "ours_prompt", "ours_sibling", "ours_model", "ours_auto")
-METHODS = OURS + ("hf", "hf_assisted", "llama")
+METHODS = OURS + ("hf", "hf_assisted", "llama", "llama+chat")
 
 
 @dataclass
@@ -121,9 +123,11 @@ def run_hf(model, tokenizer, prompt: str, k: int, args, eos_ids: frozenset[int],
     return seconds, tokens
 
 
-def run_llama(remote, prompt: str, k: int, args) -> tuple[float, int]:
-    request = GenerationRequest(prompt, k=k, max_new_tokens=args.max_new_tokens, budget_s=1e6,
-                                temperature=args.temperature_now, top_p=args.top_p)
+def run_llama(remote, prompt: str, k: int, args, form: ChatForm | None = None) -> tuple[float, int]:
+    """llama-server's k candidates of `prompt`; with `form`, of its chat-form text, which also ends at the fence."""
+    request = GenerationRequest(form.prompt_text(prompt) if form else prompt, k=k, max_new_tokens=args.max_new_tokens,
+                                budget_s=1e6, temperature=args.temperature_now, top_p=args.top_p,
+                                stop=(CLOSING_FENCE,) if form else ())
     started = time.perf_counter()
     result = remote.generate(request)
     return time.perf_counter() - started, sum(len(c.logprobs) for c in result.candidates)
@@ -152,8 +156,9 @@ def main(argv=None) -> dict:
     eos_ids = end_of_text_ids(model, tokenizer)
     engines = our_engines(methods, model, tokenizer, draft, args)
     server, remote, notes = None, None, {}
-    if "llama" in methods:
-        server, remote, notes["llama"] = start_llama(args)
+    if any(m.startswith("llama") for m in methods):
+        server, remote, note = start_llama(args)
+        notes.update({m: note for m in methods if m.startswith("llama")})
     texts, warmup = prompts(args.prompts, args.first), warmup_prompt(args.prompts, args.first)
     results = []
     try:
@@ -162,7 +167,7 @@ def main(argv=None) -> dict:
                 args.temperature_now = temperature
                 tallies = {m: Tally(note=notes.get(m, "")) for m in methods}
                 run = functools.partial(run_method, k=k, args=args, engines=engines, hf=(model, tokenizer, draft),
-                                        eos_ids=eos_ids, remote=remote)
+                                        eos_ids=eos_ids, remote=remote, form=ChatForm.of(tokenizer, model))
                 for method in methods:   # untimed: what every method pays once, before the prompts are timed
                     measured = run(method, warmup, args.seed + len(texts))
                     tallies[method].warmup_s = measured[0] if isinstance(measured, tuple) else None
@@ -189,7 +194,7 @@ def main(argv=None) -> dict:
 
 
 def run_method(method: str, prompt: str, seed: int, *, k: int, args, engines: dict[str, Engine], hf, eos_ids,
-               remote) -> tuple[float, int] | str:
+               remote, form: ChatForm | None) -> tuple[float, int] | str:
     """(seconds to all k finished, tokens) of one method on one prompt, or why it cannot run."""
     model, tokenizer, draft = hf
     if method in engines:
@@ -202,6 +207,8 @@ def run_method(method: str, prompt: str, seed: int, *, k: int, args, engines: di
         return "needs --draft" if draft is None else "transformers assists batch 1 only"
     if method == "llama" and remote is not None:
         return run_llama(remote, prompt, k, args)
+    if method == "llama+chat" and remote is not None:
+        return run_llama(remote, prompt, k, args, form) if form else "the model has no chat form"
     return "not run"
 
 
@@ -209,11 +216,13 @@ OPTIONS = PROMPT_FORMS + ("sampled",)   # what may follow an ours_... method aft
 
 
 def _known(method: str) -> bool:
+    if method in METHODS:
+        return True
     base, *options = method.split("+")
     if options:
         return (base.split("@")[0] in OURS and all(o in OPTIONS for o in options)
                 and (base in OURS or bool(weight_format_of(base))))
-    return method in METHODS or (bool(weight_format_of(method)) and method.split("@")[0] in OURS)
+    return bool(weight_format_of(method)) and method.split("@")[0] in OURS
 
 
 def our_engines(methods: list[str], model, tokenizer, draft, args) -> dict[str, Engine]:
@@ -234,7 +243,7 @@ def our_engines(methods: list[str], model, tokenizer, draft, args) -> dict[str, 
 
 
 def report(k: int, temperature: float, tallies: dict[str, Tally]) -> dict:
-    base = tallies.get("ours_none")
+    base = next((t for m, t in tallies.items() if m.split("@")[0] == "ours_none"), None)   # the first ours_none@...
     base_s = sum(base.seconds) if base and base.seconds else None
     print(f"\nk={k} T={temperature}")
     print(f"{'method':<19}{'s/prompt':>10}{'tokens/s':>10}{'vs ours_none':>14}{'warm-up s':>11}  note")

@@ -39,11 +39,21 @@ class ChatForm:
         before, between = text.split(_SLOT)
         return ChatForm(before, between)
 
+    def parts(self, code: str) -> list[tuple[str, bool]]:
+        """The prompt as (text, is the template's own) pieces: the template's text, then the user's code twice (as
+        the question, and as the answer begun)."""
+        return [(self.before, True), (INSTRUCTION.format(code=code.rstrip("\n")), False), (self.between, True),
+                (OPENING_FENCE + code, False)]
+
     def prompt_ids(self, code: str, encode_text, encode_special) -> list[int]:
-        """The prompt's token ids: the template's own text read with its special tokens, the user's code (twice:
-        as the question and as the answer begun) read as text, so a marker typed in the code stays characters."""
-        return (encode_special(self.before) + encode_text(INSTRUCTION.format(code=code.rstrip("\n")))
-                + encode_special(self.between) + encode_text(OPENING_FENCE + code))
+        """The prompt's token ids: the template's own text read with its special tokens, the user's code read as
+        text, so a marker typed in the code stays characters."""
+        return [i for text, own in self.parts(code) for i in (encode_special(text) if own else encode_text(text))]
+
+    def prompt_text(self, code: str) -> str:
+        """The prompt as one string (for a server that reads special tokens in its prompt text, as llama-server
+        does; a marker typed in the code is then read as the token it spells)."""
+        return "".join(text for text, _ in self.parts(code))
 
 
 def answer_enders(tokenizer, eos_ids: frozenset[int]) -> list[int]:

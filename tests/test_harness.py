@@ -230,3 +230,18 @@ def test_the_harness_offers_the_engines_weight_formats():
     from engine.weights import WEIGHT_FORMATS
 
     assert WEIGHTS == WEIGHT_FORMATS
+
+
+def test_bench_e2e_times_every_method_and_says_why_a_peer_did_not_run(capsys):
+    from benchmarks import bench_e2e
+
+    summary = bench_e2e.main(["--model", "tiny:0", "--draft", "tiny:1", "--k", "2", "--temperature", "0.8",
+                              "--prompts", "1", "--max-new-tokens", "6",
+                              "--methods", "ours_none,ours_auto,llama,llama+chat"])
+    methods = summary["results"][0]["methods"]
+    assert methods["ours_none"]["prompts"] == methods["ours_auto"]["prompts"] == 3   # 1 HumanEval, a method, mid-line
+    assert methods["ours_none"]["speedup_vs_ours_none"] == 1.0
+    assert methods["ours_auto"]["tokens"] > 0 and methods["ours_auto"]["mean_s_per_prompt"] > 0
+    for peer in ("llama", "llama+chat"):   # no --llama-server: not timed, and the note says so
+        assert methods[peer]["prompts"] == 0 and methods[peer]["note"].startswith("not run")
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == summary
