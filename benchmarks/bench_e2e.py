@@ -15,7 +15,9 @@ to the moment all k candidates are finished. Methods:
   llama                       llama.cpp's llama-server (n=k: the prompt processed once, copied to k slots), on
                               the bundled GGUF (Q4_K_M), through engine/remote.py; needs --llama-server BIN
   llama+chat                  the same given the chat form's text (the prompt our default reads, engine/chat.py),
-                              ending at its closing fence too: like for like with ours_...+chat
+                              its rows ending where ours do (the code's body end, the closing fence): like for
+                              like with our default form (its rows are all sampled; ours have the greedy row 0)
+The empty column counts candidates without a token: a server may end a row at once, ours may not (engine/chat.py).
 Methods are interleaved prompt by prompt (the machine is shared and noisy: ratios within one run hold). Before
 the timed prompts, each method serves one untimed request (the next HumanEval prompt, same k and temperature): a
 running app has paid its first calls already, and `auto` has measured its drafters; its seconds are reported
@@ -30,7 +32,7 @@ import functools
 import json
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 
@@ -41,6 +43,7 @@ from engine import Engine, EngineSettings, GenerationRequest, load_any
 from engine.blocks import BodyEnd
 from engine.chat import CLOSING_FENCE, PROMPT_FORMS, ChatForm
 from engine.generate import end_of_text_ids
+from engine.stopping import StopRules
 
 OURS = ("ours_none", "ours_prompt", "ours_sibling", "ours_model", "ours_auto")
 METHODS = OURS + ("hf", "hf_assisted", "llama", "llama+chat")
@@ -52,13 +55,14 @@ class Tally:
 
     seconds: list[float] = field(default_factory=list)
     tokens: int = 0
+    empty_rows: int = 0             # candidates without a token (a server may end a row at once; ours cannot)
     note: str = ""
     warmup_s: float | None = None   # the untimed first request (another prompt): first calls, a drafter's measuring
 
     def as_dict(self) -> dict:
         total = sum(self.seconds)
         return {"prompts": len(self.seconds), "mean_s_per_prompt": round(total / len(self.seconds), 3)
-                if self.seconds else None, "tokens": self.tokens,
+                if self.seconds else None, "tokens": self.tokens, "empty_rows": self.empty_rows,
                 "warmup_s": None if self.warmup_s is None else round(self.warmup_s, 3),
                 "tokens_per_s": round(self.tokens / total, 3) if total else None, "note": self.note or None}
 
@@ -90,16 +94,23 @@ class BodyEndCriterion:
         return torch.tensor(done, device=input_ids.device)
 
 
-def run_ours(engine: Engine, prompt: str, k: int, args, seed: int, greedy_first: bool = True) -> tuple[float, int]:
+def run_ours(engine: Engine, prompt: str, k: int, args, seed: int, greedy_first: bool = True
+             ) -> tuple[float, int, int]:
     request = GenerationRequest(prompt, k=k, max_new_tokens=args.max_new_tokens, budget_s=1e6,
                                 temperature=args.temperature_now, top_p=args.top_p, seed=seed,
                                 greedy_first=greedy_first and k > 1)
     started = time.perf_counter()
     result = engine.generate(request)
-    return time.perf_counter() - started, sum(len(c.token_ids) for c in result.candidates)
+    return time.perf_counter() - started, *_counts([len(c.token_ids) for c in result.candidates])
 
 
-def run_hf(model, tokenizer, prompt: str, k: int, args, eos_ids: frozenset[int], assistant=None) -> tuple[float, int]:
+def _counts(row_tokens: list[int]) -> tuple[int, int]:
+    """(tokens, rows without a token) of one request's candidates."""
+    return sum(row_tokens), sum(n == 0 for n in row_tokens)
+
+
+def run_hf(model, tokenizer, prompt: str, k: int, args, eos_ids: frozenset[int], assistant=None
+           ) -> tuple[float, int, int]:
     """transformers generate on k copies of the prompt (with `assistant`: assisted generation, batch 1 only)."""
     from transformers import StoppingCriteriaList
 
@@ -116,21 +127,23 @@ def run_hf(model, tokenizer, prompt: str, k: int, args, eos_ids: frozenset[int],
                              eos_token_id=sorted(eos_ids), stopping_criteria=StoppingCriteriaList([criterion]),
                              **sampling, **({"assistant_model": assistant} if assistant is not None else {}))
     seconds = time.perf_counter() - started
-    tokens = 0
+    row_tokens = []
     for row in out[:, ids.shape[1]:].tolist():
         ends = [i for i, t in enumerate(row) if t in eos_ids]
-        tokens += ends[0] if ends else len(row)
-    return seconds, tokens
+        row_tokens.append(ends[0] if ends else len(row))
+    return seconds, *_counts(row_tokens)
 
 
-def run_llama(remote, prompt: str, k: int, args, form: ChatForm | None = None) -> tuple[float, int]:
-    """llama-server's k candidates of `prompt`; with `form`, of its chat-form text, which also ends at the fence."""
-    request = GenerationRequest(form.prompt_text(prompt) if form else prompt, k=k, max_new_tokens=args.max_new_tokens,
-                                budget_s=1e6, temperature=args.temperature_now, top_p=args.top_p,
-                                stop=(CLOSING_FENCE,) if form else ())
+def run_llama(remote, prompt: str, k: int, args, form: ChatForm | None = None) -> tuple[float, int, int]:
+    """llama-server's k candidates of `prompt`; with `form`, of its chat-form text, the rows ending where ours do: at
+    the end of the code's function body (the rules of `prompt`, not of the text sent, which holds the code twice:
+    a bracket or docstring the prompt leaves open would be open twice) or at the closing fence."""
+    request = GenerationRequest(prompt, k=k, max_new_tokens=args.max_new_tokens, budget_s=1e6,
+                                temperature=args.temperature_now, top_p=args.top_p)
+    rules = StopRules.of(request, frozenset(), (CLOSING_FENCE,)) if form else None
     started = time.perf_counter()
-    result = remote.generate(request)
-    return time.perf_counter() - started, sum(len(c.logprobs) for c in result.candidates)
+    result = remote.generate(replace(request, prompt=form.prompt_text(prompt)) if form else request, rules=rules)
+    return time.perf_counter() - started, *_counts([len(c.logprobs) for c in result.candidates])
 
 
 def main(argv=None) -> dict:
@@ -180,6 +193,7 @@ def main(argv=None) -> dict:
                             continue
                         tally.seconds.append(measured[0])
                         tally.tokens += measured[1]
+                        tally.empty_rows += measured[2]
                 results.append(report(k, temperature, tallies))
     finally:
         if server is not None:
@@ -194,8 +208,9 @@ def main(argv=None) -> dict:
 
 
 def run_method(method: str, prompt: str, seed: int, *, k: int, args, engines: dict[str, Engine], hf, eos_ids,
-               remote, form: ChatForm | None) -> tuple[float, int] | str:
-    """(seconds to all k finished, tokens) of one method on one prompt, or why it cannot run."""
+               remote, form: ChatForm | None) -> tuple[float, int, int] | str:
+    """(seconds to all k finished, tokens, rows without a token) of one method on one prompt, or why it cannot
+    run."""
     model, tokenizer, draft = hf
     if method in engines:
         return run_ours(engines[method], prompt, k, args, seed, greedy_first="sampled" not in method.split("+"))
@@ -243,10 +258,11 @@ def our_engines(methods: list[str], model, tokenizer, draft, args) -> dict[str, 
 
 
 def report(k: int, temperature: float, tallies: dict[str, Tally]) -> dict:
-    base = next((t for m, t in tallies.items() if m.split("@")[0] == "ours_none"), None)   # the first ours_none@...
+    base_name = baseline_of(list(tallies))
+    base = tallies.get(base_name)
     base_s = sum(base.seconds) if base and base.seconds else None
-    print(f"\nk={k} T={temperature}")
-    print(f"{'method':<19}{'s/prompt':>10}{'tokens/s':>10}{'vs ours_none':>14}{'warm-up s':>11}  note")
+    print(f"\nk={k} T={temperature} (vs {base_name})")
+    print(f"{'method':<19}{'s/prompt':>10}{'tokens/s':>10}{'vs ours_none':>14}{'warm-up s':>11}{'empty':>7}  note")
     rows = {}
     for method, tally in tallies.items():
         row = tally.as_dict()
@@ -255,8 +271,15 @@ def report(k: int, temperature: float, tallies: dict[str, Tally]) -> dict:
         rows[method] = row
         print(f"{method:<19}{row['mean_s_per_prompt'] or float('nan'):>10.2f}{row['tokens_per_s'] or float('nan'):>10.2f}"
               f"{row['speedup_vs_ours_none'] or float('nan'):>14.3f}{row['warmup_s'] or float('nan'):>11.2f}"
-              f"  {tally.note}")
-    return {"k": k, "temperature": temperature, "methods": rows}
+              f"{tally.empty_rows:>7}  {tally.note}")
+    return {"k": k, "temperature": temperature, "baseline": base_name, "methods": rows}
+
+
+def baseline_of(methods: list[str]) -> str | None:
+    """The method the others are compared with: ours_none, else the first ours_none@format without options."""
+    if "ours_none" in methods:
+        return "ours_none"
+    return next((m for m in methods if m.split("@")[0] == "ours_none" and "+" not in m), None)
 
 
 def start_llama(args):

@@ -79,14 +79,16 @@ class RemoteEngine:
         self._client.close()
 
     def generate(self, request: GenerationRequest, on_update: Callable[[GenerationResult], None] | None = None,
-                 should_stop: Callable[[], bool] | None = None) -> GenerationResult:
-        """request.k continuations; returns by the deadline with what arrived (the streams are closed there)."""
+                 should_stop: Callable[[], bool] | None = None, rules: StopRules | None = None) -> GenerationResult:
+        """request.k continuations; returns by the deadline with what arrived (the streams are closed there).
+        `rules` end the rows (default: the request's own); a caller that sends the server the code in another form
+        (bench_e2e's chat-form text) gives those of the code the rows continue."""
         request.validate()
         started = time.perf_counter()
         # budget_after_prompt: the server reads the prompt first; the budget starts with the first text it sends
         deadline = float("inf") if request.budget_after_prompt else started + request.budget_s
         rows = [_Row() for _ in range(request.k)]
-        rules = StopRules.of(request, frozenset())
+        rules = rules or StopRules.of(request, frozenset())
         events: queue.Queue = queue.Queue()
         infill = request.is_infill and self.settings.infill == "infill"
         url = self._infill_url() if infill else "completions"

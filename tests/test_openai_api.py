@@ -18,7 +18,9 @@ from app.requests import Limits
 from app.service import Pipeline
 from app.ui import build_demo
 from engine import GenerationRequest
+from engine.chat import CLOSING_FENCE, ChatForm
 from engine.remote import RemoteEngine, RemoteError, RemoteSettings
+from engine.stopping import StopRules
 from engine.types import FINISH_BUDGET, FINISH_INTERRUPTED, FINISH_STOP
 from static_eval import AnalyzerSettings, StaticAnalyzer
 
@@ -125,6 +127,22 @@ def test_function_body_stopping_applies_to_remote_text(ours):
         result = RemoteEngine(RemoteSettings(server.url, "m")).generate(GenerationRequest(PROMPT, k=1, budget_s=10))
     candidate = result.candidates[0]
     assert candidate.text == "    return a + b\n" and candidate.finish_reason == FINISH_STOP
+
+
+def test_rows_of_a_prompt_sent_in_another_form_end_by_the_rules_given():
+    """bench_e2e's llama+chat sends the code in the chat form (the code twice): a bracket the code leaves open is
+    open twice in that text, so the rows end by the code's rules, which the caller gives."""
+    code = "def clamp(x, low, high):\n    return max(low, min("
+    chat = ChatForm("<|im_start|>user\n", "<|im_end|>\n<|im_start|>assistant\n").prompt_text(code)
+    sent = [{"index": 0, "text": "x, high))\n"}, {"index": 0, "text": "print(clamp(1, 2, 3))\n"},
+            {"index": 0, "text": "", "finish_reason": "length"}]
+    texts = []
+    for rules in (StopRules.of(GenerationRequest(code), frozenset(), (CLOSING_FENCE,)), None):
+        with Misbehaving([_sse(sent)]) as server:
+            result = RemoteEngine(RemoteSettings(server.url, "m")).generate(GenerationRequest(chat, k=1, budget_s=10),
+                                                                            rules=rules)
+        texts.append(result.candidates[0].text)
+    assert texts == ["x, high))\n", "x, high))\nprint(clamp(1, 2, 3))\n"]   # the chat text's own rules miss the end
 
 
 def test_choices_interleaved_by_index_fill_their_rows():
