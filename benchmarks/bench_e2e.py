@@ -142,7 +142,9 @@ def run_llama(remote, prompt: str, k: int, args, form: ChatForm | None = None) -
                                 temperature=args.temperature_now, top_p=args.top_p)
     rules = StopRules.of(request, frozenset(), (CLOSING_FENCE,)) if form else None
     started = time.perf_counter()
-    result = remote.generate(replace(request, prompt=form.prompt_text(prompt)) if form else request, rules=rules)
+    # with the form, the server stops a row at the fence itself, as our engine does (the body end is cut here)
+    sent = replace(request, prompt=form.prompt_text(prompt), stop=(CLOSING_FENCE,)) if form else request
+    result = remote.generate(sent, rules=rules)
     return time.perf_counter() - started, *_counts([len(c.logprobs) for c in result.candidates])
 
 
