@@ -175,6 +175,7 @@ def main(argv=None) -> dict:
         server, remote, note = start_llama(args)
         notes.update({m: note for m in methods if m.startswith("llama")})
     texts, warmup = prompts(args.prompts, args.first), warmup_prompt(args.prompts, args.first)
+    form = ChatForm.of(tokenizer, model)   # what llama+chat sends: the text our default form reads
     results = []
     try:
         for k in [int(x) for x in args.k.split(",")]:
@@ -182,7 +183,7 @@ def main(argv=None) -> dict:
                 args.temperature_now = temperature
                 tallies = {m: Tally(note=notes.get(m, "")) for m in methods}
                 run = functools.partial(run_method, k=k, args=args, engines=engines, hf=(model, tokenizer, draft),
-                                        eos_ids=eos_ids, remote=remote, form=ChatForm.of(tokenizer, model))
+                                        eos_ids=eos_ids, remote=remote, form=form)
                 for method in methods:   # untimed: what every method pays once, before the prompts are timed
                     measured = run(method, warmup, args.seed + len(texts))
                     tallies[method].warmup_s = measured[0] if isinstance(measured, tuple) else None

@@ -5,7 +5,8 @@ tokenizer (the cut decoded back to text, so both servers read the same text). Ou
 so it reads exactly that text; --weights, regular decoding, no prefix cache) reads it and samples one token;
 prompt tokens / stats.prefill_s (which includes sampling that token). llama-server (bundled Q4_K_M GGUF,
 --threads, --no-repack): /completion with n_predict=1 and cache_prompt=false; its own timings (prompt_n,
-prompt_ms). Methods alternate within each repeat; the first read of each method (another prompt) is untimed. Prints a table and, as its last line, one JSON object.
+prompt_ms). Methods alternate within each repeat; the first read of each method (another prompt) is untimed.
+Prints a table and, as its last line, one JSON object.
 Example: python -m benchmarks.bench_prefill --lengths 600,3000 --repeats 2 --llama-server BIN
 """
 from __future__ import annotations

@@ -31,13 +31,12 @@ def packed_sdpa_forward(module, query: torch.Tensor, key: torch.Tensor, value: t
     """transformers' attention signature: query [B, H, q, D], key/value [B, H_kv, T, D], additive mask
     [B, 1, q, T] -> ([B, q, H, D], None). Without groups or a mask, transformers' SDPA as it is."""
     groups = getattr(module, "num_key_value_groups", 1)
-    batch, heads, q_len, _ = query.shape
+    batch, heads, q_len, head_dim = query.shape
     additive = attention_mask is not None and attention_mask.dtype != torch.bool
     shared = additive and attention_mask.dim() == 4 and attention_mask.shape[1:3] == (1, q_len)  # every head's
     if groups == 1 or not shared or any(kwargs.get(name) is not None for name in UNPACKED_ARGUMENTS):
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
                                       **kwargs)
-    head_dim = query.shape[-1]
     folded = query.reshape(batch, heads // groups, groups * q_len, head_dim)   # a group's heads one after another
     mask = attention_mask.repeat(1, 1, groups, 1) if q_len > 1 else attention_mask   # the same rows for each head
     out = torch.nn.functional.scaled_dot_product_attention(folded, key, value, attn_mask=mask, dropout_p=dropout,

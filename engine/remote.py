@@ -88,7 +88,7 @@ class RemoteEngine:
         # budget_after_prompt: the server reads the prompt first; the budget starts with the first text it sends
         deadline = float("inf") if request.budget_after_prompt else started + request.budget_s
         rows = [_Row() for _ in range(request.k)]
-        rules = rules or StopRules.of(request, frozenset())
+        rules = rules if rules is not None else StopRules.of(request, frozenset())
         events: queue.Queue = queue.Queue()
         infill = request.is_infill and self.settings.infill == "infill"
         url = self._infill_url() if infill else "completions"
