@@ -11,6 +11,11 @@ the same attention without the copies.
 
 The engine's forwards use it for a model loaded with `sdpa` (`packed_attention`, for the call only: the model
 stays as it was loaded for everything else, transformers' own `generate` included).
+
+It also serves a packed call (kv_cache.PackedRows: a ragged batch's tokens end to end, batch 1, so the linear
+layers see only real tokens): the query is laid back out as [B, H, width, D], attended as above over each row's
+own cache, and the outputs of the real tokens packed again. Attention is a small share of a step (8% of a
+one-row step of the 1.5B), so its padding costs little.
 """
 from __future__ import annotations
 
@@ -21,6 +26,8 @@ from transformers import AttentionInterface
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
+from engine.kv_cache import PACKED_ROWS
+
 PACKED_SDPA = "ranked_drafts_packed_sdpa"   # the name it is registered under in transformers' AttentionInterface
 UNPACKED_ARGUMENTS = ("position_bias", "softcap", "s_aux")   # attention variants it leaves to transformers' SDPA
 
@@ -29,7 +36,13 @@ def packed_sdpa_forward(module, query: torch.Tensor, key: torch.Tensor, value: t
                         attention_mask: torch.Tensor | None, dropout: float = 0.0, scaling: float | None = None,
                         **kwargs) -> tuple[torch.Tensor, None]:
     """transformers' attention signature: query [B, H, q, D], key/value [B, H_kv, T, D], additive mask
-    [B, 1, q, T] -> ([B, q, H, D], None). Without groups or a mask, transformers' SDPA as it is."""
+    [B, 1, q, T] -> ([B, q, H, D], None). Without groups or a mask, transformers' SDPA as it is. A packed call
+    (kwargs[PACKED_ROWS]): query [1, H, N, D], key/value [B, H_kv, T, D], mask [B, 1, width, T] -> [1, N, H, D]."""
+    packed = kwargs.pop(PACKED_ROWS, None)
+    if packed is not None:
+        padded = packed.pad(query[0].transpose(0, 1), key.shape[0]).transpose(1, 2)     # [B, H, width, D]
+        out, _ = packed_sdpa_forward(module, padded, key, value, attention_mask, dropout, scaling, **kwargs)
+        return packed.pack(out)[None], None                                              # [1, N, H, D]
     groups = getattr(module, "num_key_value_groups", 1)
     batch, heads, q_len, head_dim = query.shape
     additive = attention_mask is not None and attention_mask.dtype != torch.bool
@@ -48,15 +61,21 @@ AttentionInterface.register(PACKED_SDPA, packed_sdpa_forward)
 AttentionMaskInterface.register(PACKED_SDPA, sdpa_mask)   # masks transformers builds itself: SDPA's, as for sdpa
 
 
+def attends_packed(model) -> bool:
+    """Whether packed_attention switches the model to packed_sdpa_forward: one loaded with `sdpa`."""
+    config = getattr(model, "config", None)
+    return config is not None and getattr(config, "_attn_implementation_internal", None) == "sdpa"
+
+
 @contextlib.contextmanager
 def packed_attention(model):
     """Within the block, a model loaded with `sdpa` attends with packed_sdpa_forward; others as loaded. Only the
     model's own config is switched (transformers' setter would also rewrite every sub-config's implementation, and
     restoring would then lose theirs), and only for the call: the engine runs one forward at a time per model."""
-    config = getattr(model, "config", None)
-    if config is None or getattr(config, "_attn_implementation_internal", None) != "sdpa":
+    if not attends_packed(model):
         yield
         return
+    config = model.config
     config._attn_implementation_internal = PACKED_SDPA
     try:
         yield

@@ -22,7 +22,7 @@ class ControllerSettings:
     probe_every: int = 12           # steps without speculation before a short probe re-measures acceptance
     min_gain: float = 0.1           # draft only when the expected rate beats plain decoding by this fraction:
                                     # estimates are noisy, and a wrong guess must not cost more than it can win
-    extra_token_cost: float = 0.08  # prior: each extra verified token costs this fraction of a 1-token pass
+    extra_token_cost: float = 0.08  # prior: one more verified token on every row costs this fraction of a plain pass
     model_reprobe_requests: int = 16  # from this many requests after a measured draft model last drafted (at
                                       # this temperature), a probe may pick it though it must read the prompt
                                       # first (else a drafter judged in one bad request would never be judged again)
@@ -52,7 +52,11 @@ class BassLengthRule:
 
 
 class CostModel:
-    """Running seconds per forward pass by (model, rows, tokens per row), with a linear fit in tokens per row."""
+    """Running seconds per forward pass by (model, rows, token rows in the call), with a linear fit in token rows.
+
+    A call's token rows are what its linear layers compute: rows for a one-token pass, rows plus every row's draft
+    tokens for a verify pass (the engine packs a ragged batch, so a row that drafted nothing adds one token row,
+    not the longest draft's; generate.forward_ragged)."""
 
     def __init__(self, settings: ControllerSettings, smoothing: float = 0.3):
         self.settings, self.smoothing = settings, smoothing
@@ -74,25 +78,26 @@ class CostModel:
             nearest = sorted(((abs(r - rows), r) for (k, r, _q) in self._seconds if k == kind))
             if not nearest:
                 return None
-            return self.estimate(kind, nearest[0][1], tokens)
+            other = nearest[0][1]   # the same extra token rows at the nearest batch size measured
+            return self.estimate(kind, other, max(tokens - rows + other, 1))
         if len(seen) >= 2:
             intercept, slope = _line(seen)
             return max(intercept + slope * tokens, min(seen.values()) * 0.5)
         q0, t0 = next(iter(seen.items()))
-        return t0 * (1 + self._relative_slope(kind, rows) * (tokens - q0))
+        return t0 + self._slope(kind, rows, t0) * (tokens - q0)
 
     def _seen(self, kind: str, rows: int) -> dict[int, float]:
         return {q: s for (k, r, q), s in self._seconds.items() if k == kind and r == rows}
 
-    def _relative_slope(self, kind: str, rows: int) -> float:
-        """Extra cost per extra token, as a fraction of a 1-token pass: measured at the nearest batch size with
-        two token counts (a few rows more or less change it little), else the prior."""
+    def _slope(self, kind: str, rows: int, seconds: float) -> float:
+        """Seconds per extra token row at a batch size with one measured call (of `seconds`): fitted at the nearest
+        batch size with two token counts (measured, 1.5B on int4-w8a8: about 4-6 ms per token row from 1 to 16
+        rows), else the prior, extra_token_cost of the call for one token more on every row."""
         fitted = sorted((abs(r - rows), r) for (k, r, _q) in self._seconds
                         if k == kind and len(self._seen(k, r)) >= 2)
         if not fitted:
-            return self.settings.extra_token_cost
-        intercept, slope = _line(self._seen(kind, fitted[0][1]))
-        return slope / max(intercept + slope, 1e-9)
+            return self.settings.extra_token_cost * seconds / rows
+        return _line(self._seen(kind, fitted[0][1]))[1]
 
 
 def _one_off(model: str) -> str:
@@ -101,7 +106,7 @@ def _one_off(model: str) -> str:
 
 
 def _line(points: dict[int, float]) -> tuple[float, float]:
-    """Least-squares (intercept, slope >= 0) of seconds against tokens per row."""
+    """Least-squares (intercept, slope >= 0) of seconds against token rows."""
     qs, ts = list(points), list(points.values())
     q_mean, t_mean = sum(qs) / len(qs), sum(ts) / len(ts)
     var = sum((q - q_mean) ** 2 for q in qs)
@@ -226,27 +231,25 @@ class DraftController:
     def rate(self, drafter: str | None, rows: int, length: int, row_lengths: list[int] | None = None,
              fallback: str | None = None) -> float:
         """Expected committed tokens per second per row; 0 when a cost is still unknown."""
-        verify = self.costs.estimate("target", rows, length + 1)
-        if verify is None:
-            return 0.0
         if drafter is None or length == 0:
-            return 1.0 / verify
+            plain = self.costs.estimate("target", rows, rows)
+            return 0.0 if plain is None else 1.0 / plain
         plan = StepPlan(drafter, length, 0.0, fallback)
         served = plan.row_drafters(row_lengths, rows)
+        found = row_lengths if row_lengths is not None else [length] * rows
+        drafted = [0 if name is None else min(n, length) if name == drafter else length
+                   for name, n in zip(served, found)]                  # draft tokens each row would verify
+        seconds = self.costs.estimate("target", rows, rows + sum(drafted))
+        if seconds is None:
+            return 0.0
         model = next((d for d in (drafter, fallback) if d in self.model_drafters), None)
-        seconds = verify
         if model is not None and model in served:
-            draft_pass = self.costs.estimate(model, rows, 1)
-            seconds += length * (draft_pass if draft_pass is not None else 0.4 * verify)
+            draft_pass = self.costs.estimate(model, rows, rows)
+            seconds += length * (draft_pass if draft_pass is not None else 0.4 * seconds)
             if model not in self.fresh:
-                seconds += (self.costs.estimate(_one_off(model), rows, 1) or 0.0) / self.settings.one_off_spread
-        lengths = row_lengths if row_lengths is not None else [length] * rows
-        tokens = 0.0
-        for name, found in zip(served, lengths):
-            if name is None:
-                tokens += 1.0
-            else:
-                tokens += self.acceptance[name].expected_tokens(min(found, length) if name == drafter else length)
+                seconds += (self.costs.estimate(_one_off(model), rows, rows) or 0.0) / self.settings.one_off_spread
+        tokens = sum(1.0 if name is None else self.acceptance[name].expected_tokens(n)
+                     for name, n in zip(served, drafted))
         return tokens / max(len(served), 1) / seconds
 
     def plan(self, rows: int, lookup_lengths: dict[str, list[int]]) -> StepPlan:
@@ -269,7 +272,7 @@ class DraftController:
                 for length in range(1, self.bass[model].length + 1):
                     options.append(StepPlan(name, length, self.rate(name, rows, length, found, model), model))
         best = max(options, key=lambda o: o.expected_rate)
-        if self.settings.cost_aware and not self.costs.measured("target", rows, 1):
+        if self.settings.cost_aware and not self.costs.measured("target", rows, rows):
             best = options[0]  # plain decoding is the yardstick: measure it at this batch size before comparing
         elif not self.settings.cost_aware or best.expected_rate == 0.0:
             best = self._without_costs(options)
@@ -322,18 +325,18 @@ class DraftController:
     def observe(self, step: StepRecord) -> None:
         """Learn from one round: the verify cost, the draft-pass cost, each drafter's acceptance on its rows."""
         width = max(step.proposed, default=0)
-        self.costs.record("target", step.rows, width + 1, step.verify_s)
+        self.costs.record("target", step.rows, step.rows + sum(step.proposed), step.verify_s)
         ran = {n for n in (step.plan.drafter, step.plan.fallback) if n in self.model_drafters} \
             if step.draft_passes or step.setup_s else set()
         self.primed |= ran
         self.fresh = ran
         for name in ran if step.setup_s else ():
-            self.costs.record(_one_off(name), step.rows, 1, step.setup_s)
+            self.costs.record(_one_off(name), step.rows, step.rows, step.setup_s)
         if step.plan.drafter is None or width == 0:
             return
         for name in {n for n in step.row_drafters if n is not None}:
             mine = [i for i, n in enumerate(step.row_drafters) if n == name]
             if name in self.model_drafters and step.draft_passes:
-                self.costs.record(name, step.rows, 1, step.draft_s / step.draft_passes)
+                self.costs.record(name, step.rows, step.rows, step.draft_s / step.draft_passes)
             self.acceptance[name].observe([step.proposed[i] for i in mine], [step.accepted[i] for i in mine])
             self.bass[name].observe(step.plan.length, [step.accepted[i] for i in mine])

@@ -11,13 +11,13 @@ from typing import Callable
 import torch
 
 from engine.acceptance import speculative_accept
-from engine.attention import packed_attention
+from engine.attention import attends_packed, packed_attention
 from engine.controller import ControllerMemory, ControllerSettings, DraftController, StepPlan, StepRecord
 from engine.drafters import (Draft, DraftContext, Drafter, ModelDrafter, merge_drafts, prompt_lookup_drafter,
                              sibling_drafter)
 from engine.chat import CLOSING_FENCE, answer_enders, chat_form_for
 from engine.infill import FimFormat, require_fim
-from engine.kv_cache import RaggedKVCache
+from engine.kv_cache import PACKED_ROWS, PackedRows, RaggedKVCache
 from engine.prefix_cache import PrefixCache, PromptReading, read_prompt
 from engine.sampling import PositionUniforms, inverse_cdf, token_logprobs, warp_probs
 from engine.stopping import RowState, StopRules
@@ -56,6 +56,23 @@ def forward(model, cache: RaggedKVCache, input_ids: torch.Tensor, keep_last: int
                     position_ids=cache.position_ids(q_len), use_cache=True, logits_to_keep=keep_last,
                     **{_cache_argument(type(model)): cache})
     return out.logits
+
+
+def forward_ragged(model, cache: RaggedKVCache, input_ids: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
+    """A forward of each row's first counts[b] tokens of input_ids [B, q] -> logits [B, q, V] (zeros past a row's
+    count). Rows of unequal counts go as one packed call of sum(counts) token rows (kv_cache.PackedRows) when the
+    model attends with SDPA (attention.packed_sdpa_forward unpacks them); otherwise, or with nothing to save, as
+    [B, q] like `forward`. The cache's rows advance by what the caller commits, as after `forward`."""
+    batch, q_len = input_ids.shape
+    if q_len == 1 or bool((counts == q_len).all()) or not attends_packed(model):
+        return forward(model, cache, input_ids)
+    packed = PackedRows.of(counts)
+    with torch.inference_mode(), packed_attention(model):
+        out = model(input_ids=packed.pack(input_ids)[None],                               # [1, N]
+                    attention_mask=cache.attention_mask(packed.width, model.dtype),       # [B, 1, width, T]
+                    position_ids=packed.pack(cache.position_ids(packed.width))[None],     # [1, N]
+                    use_cache=True, logits_to_keep=0, **{_cache_argument(type(model)): cache, PACKED_ROWS: packed})
+    return packed.pad(out.logits[0], batch, q_len)
 
 
 def _encode(tokenizer, text: str) -> list[int]:
@@ -248,17 +265,19 @@ class Engine:
         if time.perf_counter() >= run.deadline:
             run.stats.draft_passes += step.draft_passes  # drafted but never verified: the forwards were still spent
             return
-        # 2. verify: [pending, draft tokens] of every row in one target forward
+        # 2. verify: [pending, draft tokens] of every row in one target forward, each row only its own tokens
+        draft_lengths = draft.lengths.to(self.device)
+        width = int(draft_lengths.max())     # no wider than the longest row's draft
+        draft_tokens = draft.tokens[:, :width].to(self.device)                                       # [B, K]
+        draft_probs = None if draft.probs is None else draft.probs[:, :width]
         pending = torch.tensor([run.rows[r].token_ids[-1] for r in run.active], device=self.device)  # [B]
-        draft_tokens = draft.tokens.to(self.device)                                                  # [B, K]
         verify_input = torch.cat([pending[:, None], draft_tokens], dim=1)                            # [B, K+1]
-        logits = forward(self.model, run.cache, verify_input)                                        # [B, K+1, V]
+        logits = forward_ragged(self.model, run.cache, verify_input, draft_lengths + 1)              # [B, K+1, V]
         target_probs = _target_probs(request, logits, run.active)                                   # [B, K+1, V]
         # 3. accept: exact speculative sampling, each row its own number of tokens
-        draft_lengths = draft.lengths.to(self.device)
         positions = [len(run.rows[r].token_ids) for r in run.active]       # where each row's draft begins
         sample_uniform = run.uniforms.at(run.active, positions, draft_tokens.shape[1] + 1)          # [B, K+1]
-        n_accepted, next_tokens = speculative_accept(draft_tokens, draft.probs, target_probs, draft_lengths,
+        n_accepted, next_tokens = speculative_accept(draft_tokens, draft_probs, target_probs, draft_lengths,
                                                      run.generator, sample_uniform)                 # [B], [B]
         # 4. commit: the cache keeps [pending, accepted drafts]; the new token is the next pending one
         run.cache.commit(n_accepted + 1)

@@ -1,7 +1,41 @@
 """The ragged-row KV cache: one position-addressed buffer per layer, each row with its own length."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
+
+PACKED_ROWS = "packed_rows"   # the forward keyword a packed call's PackedRows travels by (to the cache, to attention)
+
+
+@dataclass(frozen=True)
+class PackedRows:
+    """The new tokens of a ragged batch laid end to end, row 0's q_0 tokens first: one call of N = sum(q_b) token
+    rows instead of B x max(q_b), so a verify pass pays the linear layers only for the tokens it checks (measured,
+    1.5B on int4-w8a8, 2 cores: 16 token rows 111 ms where 8 rows padded to 2 tokens cost 133 ms, and 8 rows of
+    which one drafted 4 tokens 89 ms where padding made them 8 x 5, 204 ms)."""
+
+    rows: torch.Tensor     # [N] the batch row of each token
+    offsets: torch.Tensor  # [N] its place among its row's new tokens, 0..q_b-1
+    width: int             # max(q_b): the query length per row attention pads back to
+
+    @staticmethod
+    def of(counts: torch.Tensor) -> "PackedRows":
+        """counts: [B] new tokens per row, each >= 1."""
+        rows = torch.repeat_interleave(torch.arange(len(counts), device=counts.device), counts)   # [N]
+        starts = torch.cumsum(counts, 0) - counts                                                 # [B]
+        offsets = torch.arange(len(rows), device=counts.device) - starts[rows]                    # [N]
+        return PackedRows(rows, offsets, int(counts.max()))
+
+    def pack(self, padded: torch.Tensor) -> torch.Tensor:
+        """[B, width or more, ...] -> [N, ...]: each row's first q_b entries, end to end."""
+        return padded[self.rows, self.offsets]
+
+    def pad(self, packed: torch.Tensor, batch: int, width: int | None = None) -> torch.Tensor:
+        """[N, ...] -> [B, width, ...] (zeros past a row's q_b)."""
+        out = packed.new_zeros(batch, width or self.width, *packed.shape[1:])
+        out[self.rows, self.offsets] = packed
+        return out
 
 
 class RaggedKVCache:
@@ -14,6 +48,9 @@ class RaggedKVCache:
     verified prefix); entries past that are stale, but no mask ever reaches them and the next write
     overwrites them. So a rejected draft needs no rollback, and rows of different lengths need no padding
     tokens, no holes and no copies. The same class serves the target and the draft model.
+
+    A packed call (PackedRows: row b's q_b tokens end to end, batch 1) writes token i at row rows[i], position
+    lengths[rows[i]] + offsets[i], as row b's own call of q_b tokens would, and its mask is `attention_mask(width)`.
     """
 
     def __init__(self, n_layers: int, batch_size: int, device: torch.device, capacity: int = 256):
@@ -27,8 +64,15 @@ class RaggedKVCache:
 
     # --- the interface transformers' attention layers call -------------------------------------------
     def update(self, key_states: torch.Tensor, value_states: torch.Tensor, layer_idx: int, *args, **kwargs):
-        """Write q new entries per row at that row's own positions; return the visible span of the buffer."""
+        """Write q new entries per row at that row's own positions; return the visible span of the buffer.
+        transformers passes the forward's keywords on as `kwargs`: a packed call's PackedRows among them."""
+        packed = (kwargs.get("kwargs") or {}).get(PACKED_ROWS)
+        if packed is not None:
+            return self._update_packed(key_states, value_states, layer_idx, packed)
         batch, heads, q_len, head_dim = key_states.shape  # [B, H_kv, q, D]
+        if batch != self.lengths.shape[0]:
+            raise RuntimeError(f"a forward of {batch} rows reached a cache of {self.lengths.shape[0]}: a packed call "
+                               f"must pass its PackedRows as {PACKED_ROWS!r}")
         end = int(self.lengths.max()) + q_len
         self._ensure_capacity(layer_idx, key_states, end)
         if bool((self.lengths == self.lengths[0]).all()):
@@ -40,6 +84,17 @@ class RaggedKVCache:
             positions = self.lengths[:, None] + torch.arange(q_len, device=key_states.device)  # [B, q]
             self.keys[layer_idx][rows, :, positions] = key_states.transpose(1, 2)  # [B, q, H_kv, D]
             self.values[layer_idx][rows, :, positions] = value_states.transpose(1, 2)
+        return self.keys[layer_idx][:, :, :end], self.values[layer_idx][:, :, :end]
+
+    def _update_packed(self, key_states: torch.Tensor, value_states: torch.Tensor, layer_idx: int,
+                       packed: PackedRows):
+        """key/value states [1, H_kv, N, D] of a packed call: token i goes to row rows[i], position
+        lengths[rows[i]] + offsets[i]; the span returned matches attention_mask(packed.width)."""
+        end = int(self.lengths.max()) + packed.width
+        self._ensure_capacity(layer_idx, key_states.expand(len(self.lengths), -1, -1, -1), end)
+        positions = self.lengths[packed.rows] + packed.offsets                       # [N]
+        self.keys[layer_idx][packed.rows, :, positions] = key_states[0].transpose(0, 1)   # [N, H_kv, D]
+        self.values[layer_idx][packed.rows, :, positions] = value_states[0].transpose(0, 1)
         return self.keys[layer_idx][:, :, :end], self.values[layer_idx][:, :, :end]
 
     def get_seq_length(self, layer_idx: int = 0) -> int:

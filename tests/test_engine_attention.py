@@ -4,7 +4,7 @@ import torch
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
 from engine.attention import PACKED_SDPA, packed_attention, packed_sdpa_forward
-from engine.generate import _cache_argument, forward
+from engine.generate import _cache_argument, forward, forward_ragged
 from engine.kv_cache import RaggedKVCache
 from engine.tiny import tiny_model
 
@@ -93,3 +93,63 @@ def test_a_mask_transformers_builds_itself_is_still_applied_under_packed_attenti
         with packed_attention(model):
             got = model(input_ids=ids, attention_mask=mask).logits
     torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
+
+
+def _ragged_cache(model) -> RaggedKVCache:
+    """3 rows over the same 20-token prompt, holding 20, 16 and 11 tokens."""
+    cache = RaggedKVCache(model.config.num_hidden_layers, 1, torch.device("cpu"), 64)
+    forward(model, cache, torch.arange(20)[None] + 40)
+    cache.commit(torch.tensor([20]))
+    cache.select_rows(torch.zeros(3, dtype=torch.long))
+    cache.commit(torch.tensor([0, -4, -9]))
+    return cache
+
+
+def _calls(model) -> list[tuple[int, ...]]:
+    """The input_ids shapes of the model's forwards from now on."""
+    shapes: list[tuple[int, ...]] = []
+    model.register_forward_pre_hook(lambda _m, _a, kwargs: shapes.append(tuple(kwargs["input_ids"].shape)),
+                                    with_kwargs=True)
+    return shapes
+
+
+def test_a_ragged_verify_is_one_packed_call_with_each_rows_logits_and_cache():
+    """Rows verifying 1, 4 and 2 tokens: one call of 7 token rows (not 3 x 4) whose real logits are the padded
+    call's, zeros past each row's count; the cache then holds what the padded call left at every committed
+    position, so the next step's logits agree too."""
+    model = tiny_model()
+    ids, counts = torch.randint(0, 256, (3, 4), generator=torch.Generator().manual_seed(5)), torch.tensor([1, 4, 2])
+    padded_cache, packed_cache = _ragged_cache(model), _ragged_cache(model)
+    expected = forward(model, padded_cache, ids)
+    shapes = _calls(model)
+    got = forward_ragged(model, packed_cache, ids, counts)
+    assert shapes == [(1, 7)]
+    assert got.shape == expected.shape
+    for row, count in enumerate(counts.tolist()):
+        torch.testing.assert_close(got[row, :count], expected[row, :count], atol=1e-5, rtol=1e-5)
+        assert not got[row, count:].any()
+    for cache in (padded_cache, packed_cache):
+        cache.commit(counts)
+    after = torch.tensor([[7], [8], [9]])
+    torch.testing.assert_close(forward(model, packed_cache, after), forward(model, padded_cache, after),
+                               atol=1e-5, rtol=1e-5)
+
+
+def test_a_verify_with_nothing_to_save_or_no_packed_attention_is_the_padded_call():
+    model, eager = tiny_model(), tiny_model()
+    eager.config._attn_implementation = "eager"
+    ids = torch.randint(0, 256, (3, 4))
+    for loaded, counts in ((model, torch.tensor([4, 4, 4])), (eager, torch.tensor([1, 4, 2]))):
+        cache = _ragged_cache(loaded)
+        shapes = _calls(loaded)
+        forward_ragged(loaded, cache, ids, counts)
+        assert shapes == [(3, 4)]
+
+
+def test_a_packed_call_without_its_packed_rows_is_refused():
+    """Tokens laid end to end (batch 1) reaching a 3-row cache without the PackedRows that place them."""
+    model = tiny_model()
+    cache = _ragged_cache(model)
+    with pytest.raises(RuntimeError, match="packed call"), torch.inference_mode():
+        model(input_ids=torch.tensor([[1, 2, 3]]), attention_mask=cache.attention_mask(1, model.dtype),
+              position_ids=torch.tensor([[20, 16, 11]]), use_cache=True, **{_cache_argument(type(model)): cache})

@@ -49,15 +49,16 @@ def test_bass_ignores_steps_that_used_another_length():
 
 
 # --- the cost model ----------------------------------------------------------------------------------------
-def test_cost_model_fits_a_line_in_tokens_per_row_and_falls_back_to_the_nearest_batch():
+def test_cost_model_fits_a_line_in_token_rows_and_falls_back_to_the_nearest_batch():
     costs = CostModel(ControllerSettings(), smoothing=1.0)
-    assert costs.estimate("target", 8, 1) is None
-    costs.record("target", 8, 1, 0.10)
-    costs.record("target", 8, 5, 0.14)
-    assert costs.estimate("target", 8, 1) == pytest.approx(0.10)
-    assert costs.estimate("target", 8, 9) == pytest.approx(0.18)           # 0.10 + 0.01 per extra token
-    assert costs.estimate("target", 6, 9) == pytest.approx(0.18)           # no data at 6 rows: the nearest, 8
-    assert costs.estimate("draft", 8, 1) is None
+    assert costs.estimate("target", 8, 8) is None
+    costs.record("target", 8, 8, 0.10)                                       # a plain pass of 8 rows
+    costs.record("target", 8, 40, 0.14)                                      # every row verified 4 draft tokens
+    assert costs.estimate("target", 8, 8) == pytest.approx(0.10)
+    assert costs.estimate("target", 8, 72) == pytest.approx(0.18)           # 0.10 + 0.00125 per token row
+    assert costs.estimate("target", 8, 12) == pytest.approx(0.105)          # one row's 4 draft tokens, packed
+    assert costs.estimate("target", 6, 70) == pytest.approx(0.18)           # no data at 6 rows: the same extra
+    assert costs.estimate("draft", 8, 8) is None                            # token rows at the nearest, 8
 
 
 # --- the controller's choice -------------------------------------------------------------------------------
@@ -67,8 +68,8 @@ def controller_with(target_seconds_per_token: float, draft_seconds: float, accep
     draft pass of draft_seconds, and ten steps of 8-token drafts with about accepted_fraction accepted."""
     controller = DraftController(ControllerSettings(**settings), ["model"], {"model"})
     for tokens in (1, 9):
-        controller.costs.record("target", 8, tokens, 0.1 + target_seconds_per_token * (tokens - 1))
-    controller.costs.record("model", 8, 1, draft_seconds)
+        controller.costs.record("target", 8, 8 * tokens, 0.1 + target_seconds_per_token * (tokens - 1))
+    controller.costs.record("model", 8, 8, draft_seconds)
     accepted = round(8 * accepted_fraction)
     for _ in range(10):
         controller.acceptance["model"].observe([8] * 8, [accepted] * 8)
@@ -92,8 +93,8 @@ def test_cheap_draft_with_high_acceptance_chooses_a_long_draft():
 
 def test_free_lookups_with_high_acceptance_are_used_at_their_proposed_length():
     controller = DraftController(ControllerSettings(), ["sibling"], set())
-    controller.costs.record("target", 4, 1, 0.1)
-    controller.costs.record("target", 4, 6, 0.11)
+    controller.costs.record("target", 4, 4, 0.1)
+    controller.costs.record("target", 4, 24, 0.11)
     controller.acceptance["sibling"].observe([5] * 40, [5] * 40)
     plan = controller.plan(4, {"sibling": [5, 5, 2, 0]})
     assert (plan.drafter, plan.length) == ("sibling", 5)
@@ -116,7 +117,7 @@ def test_plain_decoding_is_measured_first_then_drafting_is_probed():
     controller = DraftController(ControllerSettings(probe_every=3), ["model"], {"model"})
     first = controller.plan(8, {})
     assert (first.drafter, first.length) == (None, 0)   # the yardstick: a plain step at this batch size
-    controller.costs.record("target", 8, 1, 0.1)
+    controller.costs.record("target", 8, 8, 0.1)
     plans = [controller.plan(8, {}) for _ in range(4)]
     probes = [p for p in plans if p.drafter == "model"]
     assert probes and all(p.length >= 2 for p in probes)   # its first pass is a one-off: a second one measures it
@@ -129,10 +130,11 @@ def test_a_probe_does_not_pay_a_measured_draft_models_prefill_but_probes_it_once
     the free lookups are probed meanwhile."""
     controller = DraftController(ControllerSettings(probe_every=3), ["model", "sibling"], {"model"})
     for tokens in (1, 9):
-        controller.costs.record("target", 8, tokens, 0.1 + 0.005 * (tokens - 1))
-    controller.costs.record("model", 8, 1, 0.05)                 # measured: a loss at this acceptance
+        controller.costs.record("target", 8, 8 * tokens, 0.1 + 0.005 * (tokens - 1))
+    controller.costs.record("model", 8, 8, 0.05)                 # measured: a loss at this acceptance
     for _ in range(10):
         controller.acceptance["model"].observe([8] * 8, [1] * 8)
+    controller.acceptance["sibling"].observe([2] * 40, [0] * 40)   # and its lookups are never accepted here
     plans = [controller.plan(8, {"sibling": [2] + [0] * 7}) for _ in range(150)]   # the back-off reaches its cap
     assert {p.drafter for p in plans} == {None, "sibling"}       # probes of the lookup only, never the model
     assert all(p.fallback is None for p in plans)
@@ -150,8 +152,8 @@ def test_the_probes_back_off_outlives_a_request():
     settings = ControllerSettings(probe_every=3)
     memory = ControllerMemory(settings)
     first = DraftController(settings, ["sibling"], set(), memory, temperature=0.8)
-    first.costs.record("target", 8, 1, 0.1)
-    first.costs.record("target", 8, 2, 0.17)                      # a 2-token verify: 1.7x a plain step
+    first.costs.record("target", 8, 8, 0.1)
+    first.costs.record("target", 8, 16, 0.17)                     # a 2-token verify of every row: 1.7x plain
     first.acceptance["sibling"].observe([1] * 40, [0] * 40)       # sibling drafts are never accepted here
     probes = [i for i in range(30) if first.plan(8, {"sibling": [1] * 8}).drafter]
     assert probes == [3, 10, 23]                                  # waits of 3, 6 and 12 plain steps
@@ -191,10 +193,10 @@ def test_a_draft_model_that_sat_out_is_charged_its_one_off_spread_over_the_round
         return controller
 
     controller = sat_out_after_a_one_off(spread=4)
-    assert controller.costs.estimate("model one-off", 8, 1) == pytest.approx(1.0)
+    assert controller.costs.estimate("model one-off", 8, 8) == pytest.approx(1.0)
     assert controller.plan(8, {}).drafter == "model"             # 0.25 s a round for 4 rounds: still a win
     assert sat_out_after_a_one_off(spread=1).plan(8, {}).drafter is None   # 1 s for one round: a loss
-    controller.costs.record("model one-off", 8, 1, 40.0)         # a long catch-up
+    controller.costs.record("model one-off", 8, 8, 40.0)         # a long catch-up
     assert controller.plan(8, {}).drafter is None
     controller.observe(StepRecord(StepPlan("model", 2, 1.0), 8, ["model"] * 8, draft_s=0.01, draft_passes=1,
                                   verify_s=0.1, proposed=[2] * 8, accepted=[2] * 8))   # it drafted after all
@@ -213,8 +215,8 @@ def test_a_measured_draft_model_is_probed_prefill_and_all_after_requests_without
         controller = DraftController(settings, ["model"], {"model"}, memory)
         if request == 0:
             for tokens in (1, 9):
-                controller.costs.record("target", 8, tokens, 0.1 + 0.005 * (tokens - 1))
-            controller.costs.record("model", 8, 1, 0.05)
+                controller.costs.record("target", 8, 8 * tokens, 0.1 + 0.005 * (tokens - 1))
+            controller.costs.record("model", 8, 8, 0.05)
             controller.acceptance["model"].observe([8] * 8, [0] * 8)    # measured: a loss
         drafted.append(sum(controller.plan(8, {}).drafter == "model" for _ in range(40)))
         if drafted[-1]:
@@ -231,10 +233,13 @@ def test_each_needed_probe_doubles_the_wait_for_the_next():
 
 def test_a_new_batch_size_borrows_the_measured_slope_not_the_prior():
     costs = CostModel(ControllerSettings(extra_token_cost=0.08))
-    costs.record("target", 8, 1, 0.10)
-    costs.record("target", 8, 3, 0.16)               # +30% of a 1-token pass per extra token at 8 rows
-    costs.record("target", 5, 1, 0.08)               # rows finished: only a plain pass measured at 5 rows
-    assert costs.estimate("target", 5, 3) == pytest.approx(0.08 * (1 + 0.3 * 2))
+    costs.record("target", 8, 8, 0.10)
+    costs.record("target", 8, 24, 0.16)              # 3.75 ms per extra token row at 8 rows
+    costs.record("target", 5, 5, 0.08)               # rows finished: only a plain pass measured at 5 rows
+    assert costs.estimate("target", 5, 15) == pytest.approx(0.08 + 0.00375 * 10)
+    prior = CostModel(ControllerSettings(extra_token_cost=0.08))
+    prior.record("target", 5, 5, 0.08)               # nothing fitted anywhere: a token more on every row is +8%
+    assert prior.estimate("target", 5, 10) == pytest.approx(0.08 * 1.08)
 
 
 def test_the_draft_models_prefill_is_charged_to_neither_the_target_nor_the_draft_pass(target, tokenizer,
