@@ -6,9 +6,10 @@ import torch
 from engine.sampling import inverse_cdf
 
 
-def speculative_accept(draft_tokens: torch.Tensor, draft_probs: torch.Tensor | None, target_probs: torch.Tensor,
-                       draft_lengths: torch.Tensor, generator: torch.Generator | None,
-                       sample_uniform: torch.Tensor | None = None):
+def speculative_accept(draft_tokens: torch.Tensor, draft_probs: torch.Tensor | None,
+                       target_probs: torch.Tensor | None, draft_lengths: torch.Tensor,
+                       generator: torch.Generator | None, sample_uniform: torch.Tensor | None = None,
+                       target_samples: torch.Tensor | None = None):
     """Speculative sampling (Leviathan et al. 2023; Chen et al. 2023), one independent decision per row.
 
     Every position j of a row has one uniform number u_j, and the target's own sample there is
@@ -26,10 +27,13 @@ def speculative_accept(draft_tokens: torch.Tensor, draft_probs: torch.Tensor | N
     Args:
         draft_tokens:   [B, K] proposed tokens (entries at or past a row's draft length are ignored)
         draft_probs:    [B, K, V] the drafter's (warped) distributions, or None for point-mass drafts
-        target_probs:   [B, K+1, V] the target's (warped) distributions at each draft position and one past
+        target_probs:   [B, K+1, V] the target's (warped) distributions at each draft position and one past; only
+                        read for a draft with distributions when target_samples are given
         draft_lengths:  [B] how many of the K draft tokens each row really proposes (0..K)
         generator:      source of the acceptance draws, and of sample_uniform when that is not given
         sample_uniform: [B, K+1] the numbers u_j of each row's positions
+        target_samples: [B, K+1] inverse_cdf(p_target_j, u_j) where the caller drew them already (the engine
+                        draws them at the verified positions only; entries past a row's length are not read)
     Returns:
         n_accepted  [B] accepted draft tokens per row (0..draft_lengths)
         next_tokens [B] the token that follows them
@@ -40,7 +44,8 @@ def speculative_accept(draft_tokens: torch.Tensor, draft_probs: torch.Tensor | N
     if sample_uniform is None:
         sample_uniform = torch.rand(batch, max_len + 1, generator=generator, device=device)
     sample_uniform = sample_uniform.to(device)                                                   # [B, K+1]
-    target_samples = inverse_cdf(target_probs, sample_uniform)                                   # [B, K+1]
+    if target_samples is None:
+        target_samples = inverse_cdf(target_probs, sample_uniform)                               # [B, K+1]
     accepted = target_samples[:, :max_len] == draft_tokens                                       # [B, K]
     if draft_probs is not None:
         p_target_of_draft = target_probs[:, :max_len].gather(-1, draft_tokens[..., None]).squeeze(-1)  # [B, K]

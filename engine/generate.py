@@ -58,21 +58,21 @@ def forward(model, cache: RaggedKVCache, input_ids: torch.Tensor, keep_last: int
     return out.logits
 
 
-def forward_ragged(model, cache: RaggedKVCache, input_ids: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
-    """A forward of each row's first counts[b] tokens of input_ids [B, q] -> logits [B, q, V] (zeros past a row's
-    count). Rows of unequal counts go as one packed call of sum(counts) token rows (kv_cache.PackedRows) when the
-    model attends with SDPA (attention.packed_sdpa_forward unpacks them); otherwise, or with nothing to save, as
-    [B, q] like `forward`. The cache's rows advance by what the caller commits, as after `forward`."""
-    batch, q_len = input_ids.shape
-    if q_len == 1 or bool((counts == q_len).all()) or not attends_packed(model):
-        return forward(model, cache, input_ids)
+def forward_ragged(model, cache: RaggedKVCache, input_ids: torch.Tensor,
+                   counts: torch.Tensor) -> tuple[torch.Tensor, PackedRows]:
+    """A forward of each row's first counts[b] tokens of input_ids [B, q] -> (logits [N, V] of those N = sum(counts)
+    tokens end to end, the PackedRows that say whose each is). Rows of unequal counts go as one packed call of N
+    token rows when the model attends with SDPA (attention.packed_sdpa_forward lays them out per row); otherwise,
+    or with nothing to save, as [B, q] like `forward`. The cache's rows advance by what the caller commits."""
     packed = PackedRows.of(counts)
+    if input_ids.shape[1] == 1 or bool((counts == input_ids.shape[1]).all()) or not attends_packed(model):
+        return packed.pack(forward(model, cache, input_ids)), packed
     with torch.inference_mode(), packed_attention(model):
         out = model(input_ids=packed.pack(input_ids)[None],                               # [1, N]
                     attention_mask=cache.attention_mask(packed.width, model.dtype),       # [B, 1, width, T]
                     position_ids=packed.pack(cache.position_ids(packed.width))[None],     # [1, N]
                     use_cache=True, logits_to_keep=0, **{_cache_argument(type(model)): cache, PACKED_ROWS: packed})
-    return packed.pad(out.logits[0], batch, q_len)
+    return out.logits[0], packed
 
 
 def _encode(tokenizer, text: str) -> list[int]:
@@ -272,21 +272,24 @@ class Engine:
         draft_probs = None if draft.probs is None else draft.probs[:, :width]
         pending = torch.tensor([run.rows[r].token_ids[-1] for r in run.active], device=self.device)  # [B]
         verify_input = torch.cat([pending[:, None], draft_tokens], dim=1)                            # [B, K+1]
-        logits = forward_ragged(self.model, run.cache, verify_input, draft_lengths + 1)              # [B, K+1, V]
-        target_probs = _target_probs(request, logits, run.active)                                   # [B, K+1, V]
-        # 3. accept: exact speculative sampling, each row its own number of tokens
+        logits, packed = forward_ragged(self.model, run.cache, verify_input, draft_lengths + 1)      # [N, V]
+        # 3. accept: exact speculative sampling, each row its own number of tokens; distributions and samples
+        # only at the N verified positions (a top-p warp and a cumulative sum over the vocabulary each)
+        target_probs = _target_probs(request, logits, [run.active[b] for b in packed.rows.tolist()])  # [N, V]
         positions = [len(run.rows[r].token_ids) for r in run.active]       # where each row's draft begins
-        sample_uniform = run.uniforms.at(run.active, positions, draft_tokens.shape[1] + 1)          # [B, K+1]
-        n_accepted, next_tokens = speculative_accept(draft_tokens, draft_probs, target_probs, draft_lengths,
-                                                     run.generator, sample_uniform)                 # [B], [B]
+        sample_uniform = run.uniforms.at(run.active, positions, width + 1)                           # [B, K+1]
+        target_samples = inverse_cdf(target_probs, packed.pack(sample_uniform.to(self.device)))      # [N]
+        n_accepted, next_tokens = speculative_accept(
+            draft_tokens, draft_probs, None if draft_probs is None else packed.pad(target_probs, batch, width + 1),
+            draft_lengths, run.generator, sample_uniform, packed.pad(target_samples, batch, width + 1))  # [B], [B]
         # 4. commit: the cache keeps [pending, accepted drafts]; the new token is the next pending one
         run.cache.commit(n_accepted + 1)
         committed = torch.cat([draft_tokens, next_tokens[:, None]], dim=1)                           # [B, K+1]
         committed[torch.arange(batch), n_accepted] = next_tokens
-        committed_logprobs = token_logprobs(logits, committed)                                        # [B, K+1]
-        for i, row_index in enumerate(run.active):
-            n = int(n_accepted[i]) + 1
-            run.rules.extend(run.rows[row_index], committed[i, :n].tolist(), committed_logprobs[i, :n].tolist(),
+        kept = packed.offsets <= n_accepted[packed.rows]                  # [N]: the positions each row commits
+        kept_logprobs = token_logprobs(logits[kept], packed.pack(committed)[kept])                   # [sum(n + 1)]
+        for i, (row_index, logprobs) in enumerate(zip(run.active, kept_logprobs.split((n_accepted + 1).tolist()))):
+            run.rules.extend(run.rows[row_index], committed[i, :len(logprobs)].tolist(), logprobs.tolist(),
                              self._decode)
         # 5. adapt: costs and acceptance feed the next plan; the step's cost is all of it but the draft model's work
         step.accepted = n_accepted.tolist()
@@ -357,12 +360,13 @@ class Engine:
 
 
 def _target_probs(request: GenerationRequest, logits: torch.Tensor, rows: list[int]) -> torch.Tensor:
-    """The distributions the target samples from, [B, ...] for the batch's rows (original indices): the request's
-    temperature and top-p, and greedy for row 0 when the request asks for it (greedy_first)."""
+    """The distributions the target samples from, [N, V] for logits [N, V] whose i-th belongs to original row
+    rows[i]: the request's temperature and top-p, and greedy for row 0 when the request asks for it
+    (greedy_first)."""
     probs = warp_probs(logits, request.temperature, request.top_p)
     if request.greedy_first and request.temperature > 0 and 0 in rows:
-        at = rows.index(0)
-        probs[at] = warp_probs(logits[at], 0.0, request.top_p)
+        first = torch.tensor([r == 0 for r in rows], device=logits.device)
+        probs[first] = warp_probs(logits[first], 0.0, request.top_p)
     return probs
 
 

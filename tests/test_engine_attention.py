@@ -114,20 +114,18 @@ def _calls(model) -> list[tuple[int, ...]]:
 
 
 def test_a_ragged_verify_is_one_packed_call_with_each_rows_logits_and_cache():
-    """Rows verifying 1, 4 and 2 tokens: one call of 7 token rows (not 3 x 4) whose real logits are the padded
-    call's, zeros past each row's count; the cache then holds what the padded call left at every committed
-    position, so the next step's logits agree too."""
+    """Rows verifying 1, 4 and 2 tokens: one call of 7 token rows (not 3 x 4) whose logits are the padded call's
+    at each row's own tokens; the cache then holds what the padded call left at every committed position, so the
+    next step's logits agree too."""
     model = tiny_model()
     ids, counts = torch.randint(0, 256, (3, 4), generator=torch.Generator().manual_seed(5)), torch.tensor([1, 4, 2])
     padded_cache, packed_cache = _ragged_cache(model), _ragged_cache(model)
     expected = forward(model, padded_cache, ids)
     shapes = _calls(model)
-    got = forward_ragged(model, packed_cache, ids, counts)
+    got, packed = forward_ragged(model, packed_cache, ids, counts)
     assert shapes == [(1, 7)]
-    assert got.shape == expected.shape
-    for row, count in enumerate(counts.tolist()):
-        torch.testing.assert_close(got[row, :count], expected[row, :count], atol=1e-5, rtol=1e-5)
-        assert not got[row, count:].any()
+    assert packed.rows.tolist() == [0, 1, 1, 1, 1, 2, 2] and packed.offsets.tolist() == [0, 0, 1, 2, 3, 0, 1]
+    torch.testing.assert_close(got, expected[packed.rows, packed.offsets], atol=1e-5, rtol=1e-5)
     for cache in (padded_cache, packed_cache):
         cache.commit(counts)
     after = torch.tensor([[7], [8], [9]])
