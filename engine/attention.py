@@ -15,7 +15,8 @@ stays as it was loaded for everything else, transformers' own `generate` include
 It also serves a packed call (kv_cache.PackedRows: a ragged batch's tokens end to end, batch 1, so the linear
 layers see only real tokens): the query is laid back out as [B, H, width, D], attended as above over each row's
 own cache, and the outputs of the real tokens packed again. Attention is a small share of a step (8% of a
-one-row step of the 1.5B), so its padding costs little.
+one-row step of the 1.5B), though not free: 16 token rows of 8 rows took 115 ms as 8 x 2 and 130 ms as two rows of
+5 and six of 1, the padded attention among what differs (1.5B, int4-w8a8, 300 cached tokens).
 """
 from __future__ import annotations
 

@@ -56,7 +56,8 @@ class CostModel:
 
     A call's token rows are what its linear layers compute: rows for a one-token pass, rows plus every row's draft
     tokens for a verify pass (the engine packs a ragged batch, so a row that drafted nothing adds one token row,
-    not the longest draft's; generate.forward_ragged)."""
+    not the longest draft's; generate.forward_ragged; a model it cannot pack records its padded call's rows, and
+    plans are still priced as packed there)."""
 
     def __init__(self, settings: ControllerSettings, smoothing: float = 0.3):
         self.settings, self.smoothing = settings, smoothing
@@ -84,7 +85,7 @@ class CostModel:
             intercept, slope = _line(seen)
             return max(intercept + slope * tokens, min(seen.values()) * 0.5)
         q0, t0 = next(iter(seen.items()))
-        return t0 + self._slope(kind, rows, t0) * (tokens - q0)
+        return max(t0 + self._slope(kind, rows, t0) * (tokens - q0), t0 * 0.5)
 
     def _seen(self, kind: str, rows: int) -> dict[int, float]:
         return {q: s for (k, r, q), s in self._seconds.items() if k == kind and r == rows}
@@ -209,6 +210,7 @@ class StepRecord:
     verify_s: float = 0.0              # seconds of the rest: lookups, plan, verify forward, accept, commit
     proposed: list[int] = field(default_factory=list)   # speculative tokens proposed per row
     accepted: list[int] = field(default_factory=list)   # of those, accepted per row
+    token_rows: int | None = None      # token rows the verify call computed (None: rows + proposed, as packed)
 
 
 class DraftController:
@@ -325,7 +327,8 @@ class DraftController:
     def observe(self, step: StepRecord) -> None:
         """Learn from one round: the verify cost, the draft-pass cost, each drafter's acceptance on its rows."""
         width = max(step.proposed, default=0)
-        self.costs.record("target", step.rows, step.rows + sum(step.proposed), step.verify_s)
+        token_rows = step.token_rows if step.token_rows is not None else step.rows + sum(step.proposed)
+        self.costs.record("target", step.rows, token_rows, step.verify_s)
         ran = {n for n in (step.plan.drafter, step.plan.fallback) if n in self.model_drafters} \
             if step.draft_passes or step.setup_s else set()
         self.primed |= ran

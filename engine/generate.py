@@ -17,7 +17,7 @@ from engine.drafters import (Draft, DraftContext, Drafter, ModelDrafter, merge_d
                              sibling_drafter)
 from engine.chat import CLOSING_FENCE, answer_enders, chat_form_for
 from engine.infill import FimFormat, require_fim
-from engine.kv_cache import PACKED_ROWS, PackedRows, RaggedKVCache
+from engine.kv_cache import PACKED_ROWS, PackedRows, RaggedKVCache, UnpackedCall
 from engine.prefix_cache import PrefixCache, PromptReading, read_prompt
 from engine.sampling import PositionUniforms, inverse_cdf, token_logprobs, warp_probs
 from engine.stopping import RowState, StopRules
@@ -59,20 +59,27 @@ def forward(model, cache: RaggedKVCache, input_ids: torch.Tensor, keep_last: int
 
 
 def forward_ragged(model, cache: RaggedKVCache, input_ids: torch.Tensor,
-                   counts: torch.Tensor) -> tuple[torch.Tensor, PackedRows]:
+                   counts: torch.Tensor) -> tuple[torch.Tensor, PackedRows, int]:
     """A forward of each row's first counts[b] tokens of input_ids [B, q] -> (logits [N, V] of those N = sum(counts)
-    tokens end to end, the PackedRows that say whose each is). Rows of unequal counts go as one packed call of N
-    token rows when the model attends with SDPA (attention.packed_sdpa_forward lays them out per row); otherwise,
-    or with nothing to save, as [B, q] like `forward`. The cache's rows advance by what the caller commits."""
+    tokens end to end, the PackedRows that say whose each is, the token rows the call computed). Rows of unequal
+    counts go as one packed call of N token rows when the model attends with SDPA (attention.packed_sdpa_forward
+    lays them out per row); otherwise, or with nothing to save, as [B, q] like `forward`: so too for a model whose
+    attention layers do not hand the cache the forward's keywords (transformers' GPT-NeoX, GPT-Neo), found when the
+    packed call stops at its first layer's cache write. The cache's rows advance by what the caller commits."""
     packed = PackedRows.of(counts)
-    if input_ids.shape[1] == 1 or bool((counts == input_ids.shape[1]).all()) or not attends_packed(model):
-        return packed.pack(forward(model, cache, input_ids)), packed
-    with torch.inference_mode(), packed_attention(model):
-        out = model(input_ids=packed.pack(input_ids)[None],                               # [1, N]
-                    attention_mask=cache.attention_mask(packed.width, model.dtype),       # [B, 1, width, T]
-                    position_ids=packed.pack(cache.position_ids(packed.width))[None],     # [1, N]
-                    use_cache=True, logits_to_keep=0, **{_cache_argument(type(model)): cache, PACKED_ROWS: packed})
-    return out.logits[0], packed
+    batch, q_len = input_ids.shape
+    if q_len > 1 and not bool((counts == q_len).all()) and attends_packed(model):
+        try:
+            with torch.inference_mode(), packed_attention(model):
+                out = model(input_ids=packed.pack(input_ids)[None],                           # [1, N]
+                            attention_mask=cache.attention_mask(packed.width, model.dtype),   # [B, 1, width, T]
+                            position_ids=packed.pack(cache.position_ids(packed.width))[None],  # [1, N]
+                            use_cache=True, logits_to_keep=0,
+                            **{_cache_argument(type(model)): cache, PACKED_ROWS: packed})
+            return out.logits[0], packed, len(packed.rows)
+        except UnpackedCall:
+            pass
+    return packed.pack(forward(model, cache, input_ids)), packed, batch * q_len
 
 
 def _encode(tokenizer, text: str) -> list[int]:
@@ -272,7 +279,8 @@ class Engine:
         draft_probs = None if draft.probs is None else draft.probs[:, :width]
         pending = torch.tensor([run.rows[r].token_ids[-1] for r in run.active], device=self.device)  # [B]
         verify_input = torch.cat([pending[:, None], draft_tokens], dim=1)                            # [B, K+1]
-        logits, packed = forward_ragged(self.model, run.cache, verify_input, draft_lengths + 1)      # [N, V]
+        logits, packed, step.token_rows = forward_ragged(self.model, run.cache, verify_input,
+                                                         draft_lengths + 1)                          # [N, V]
         # 3. accept: exact speculative sampling, each row its own number of tokens; distributions and samples
         # only at the N verified positions (a top-p warp and a cumulative sum over the vocabulary each)
         target_probs = _target_probs(request, logits, [run.active[b] for b in packed.rows.tolist()])  # [N, V]

@@ -8,6 +8,11 @@ import torch
 PACKED_ROWS = "packed_rows"   # the forward keyword a packed call's PackedRows travels by (to the cache, to attention)
 
 
+class UnpackedCall(RuntimeError):
+    """A forward's rows do not match the cache's and no PackedRows came with them: a packed call through a model
+    whose attention does not hand the cache its forward's keywords (raised at the first layer, before any write)."""
+
+
 @dataclass(frozen=True)
 class PackedRows:
     """The new tokens of a ragged batch laid end to end, row 0's q_0 tokens first: one call of N = sum(q_b) token
@@ -71,7 +76,7 @@ class RaggedKVCache:
             return self._update_packed(key_states, value_states, layer_idx, packed)
         batch, heads, q_len, head_dim = key_states.shape  # [B, H_kv, q, D]
         if batch != self.lengths.shape[0]:
-            raise RuntimeError(f"a forward of {batch} rows reached a cache of {self.lengths.shape[0]}: a packed call "
+            raise UnpackedCall(f"a forward of {batch} rows reached a cache of {self.lengths.shape[0]}: a packed call "
                                f"must pass its PackedRows as {PACKED_ROWS!r}")
         end = int(self.lengths.max()) + q_len
         self._ensure_capacity(layer_idx, key_states, end)

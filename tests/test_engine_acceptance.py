@@ -184,3 +184,28 @@ def test_two_draft_tokens_output_the_target_distribution_at_both_positions():
     second = torch.where(n_accepted > 1, draft_tokens[:, 1], next_tokens)[second_known]
     assert tv(torch.bincount(first, minlength=V), target_dist) < tv_bound(N_DRAWS, V)
     assert tv(torch.bincount(second, minlength=V), target_dist) < tv_bound(len(second), V)
+
+
+@pytest.mark.parametrize("with_distributions", [False, True])
+def test_samples_drawn_at_the_verified_positions_only_give_the_same_decisions(with_distributions):
+    """The engine draws the target's samples at each row's own positions and passes them in (zeros elsewhere, and
+    zero distributions past a row's length for the residual test): the decisions equal those made from the full
+    [B, K+1, V] distributions, row by row, whatever the ragged lengths."""
+    from engine.sampling import inverse_cdf
+
+    batch, k = 200, 3
+    lengths = torch.randint(0, k + 1, (batch,), generator=gen(3))
+    logits = torch.randn(batch, k + 1, V, generator=gen(4)) * 2
+    target_probs = torch.softmax(logits, -1)
+    uniform = torch.rand(batch, k + 1, generator=gen(5))
+    draft_probs = torch.softmax(torch.randn(batch, k, V, generator=gen(6)) * 2, -1) if with_distributions else None
+    draft_tokens = (torch.multinomial(draft_probs.reshape(-1, V), 1, generator=gen(7)).view(batch, k)
+                    if with_distributions else inverse_cdf(target_probs[:, :k], torch.rand(batch, k, generator=gen(8))))
+    verified = torch.arange(k + 1)[None, :] <= lengths[:, None]                       # [B, K+1]
+    samples = torch.where(verified, inverse_cdf(target_probs, uniform), torch.zeros((), dtype=torch.long))
+    padded_probs = target_probs * verified[..., None]
+    full = speculative_accept(draft_tokens, draft_probs, target_probs, lengths, gen(9), uniform)
+    given = speculative_accept(draft_tokens, draft_probs, padded_probs if with_distributions else None, lengths,
+                               gen(9), uniform, samples)
+    assert full[0].tolist() == given[0].tolist() and full[1].tolist() == given[1].tolist()
+    assert 0 < int(full[0].sum()) < int(lengths.sum())                 # some accepted, some not: a real check

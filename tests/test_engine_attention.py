@@ -122,8 +122,8 @@ def test_a_ragged_verify_is_one_packed_call_with_each_rows_logits_and_cache():
     padded_cache, packed_cache = _ragged_cache(model), _ragged_cache(model)
     expected = forward(model, padded_cache, ids)
     shapes = _calls(model)
-    got, packed = forward_ragged(model, packed_cache, ids, counts)
-    assert shapes == [(1, 7)]
+    got, packed, token_rows = forward_ragged(model, packed_cache, ids, counts)
+    assert shapes == [(1, 7)] and token_rows == 7
     assert packed.rows.tolist() == [0, 1, 1, 1, 1, 2, 2] and packed.offsets.tolist() == [0, 0, 1, 2, 3, 0, 1]
     torch.testing.assert_close(got, expected[packed.rows, packed.offsets], atol=1e-5, rtol=1e-5)
     for cache in (padded_cache, packed_cache):
@@ -140,7 +140,7 @@ def test_a_verify_with_nothing_to_save_or_no_packed_attention_is_the_padded_call
     for loaded, counts in ((model, torch.tensor([4, 4, 4])), (eager, torch.tensor([1, 4, 2]))):
         cache = _ragged_cache(loaded)
         shapes = _calls(loaded)
-        forward_ragged(loaded, cache, ids, counts)
+        assert forward_ragged(loaded, cache, ids, counts)[2] == 12
         assert shapes == [(3, 4)]
 
 
@@ -151,3 +151,28 @@ def test_a_packed_call_without_its_packed_rows_is_refused():
     with pytest.raises(RuntimeError, match="packed call"), torch.inference_mode():
         model(input_ids=torch.tensor([[1, 2, 3]]), attention_mask=cache.attention_mask(1, model.dtype),
               position_ids=torch.tensor([[20, 16, 11]]), use_cache=True, **{_cache_argument(type(model)): cache})
+
+
+def test_a_model_whose_attention_keeps_the_forwards_keywords_from_the_cache_is_verified_padded():
+    """transformers' GPT-NeoX calls cache.update without the forward's keywords, so a packed call cannot place its
+    tokens: the first layer's write refuses it before writing anything, and the padded call runs instead, with
+    the padded call's logits and cache."""
+    from transformers import GPTNeoXConfig, GPTNeoXForCausalLM
+
+    torch.manual_seed(0)
+    config = GPTNeoXConfig(vocab_size=257, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                           intermediate_size=64, max_position_embeddings=256)
+    config._attn_implementation = "sdpa"
+    model = GPTNeoXForCausalLM(config).eval()
+    ids, counts = torch.randint(0, 256, (3, 4), generator=torch.Generator().manual_seed(5)), torch.tensor([1, 4, 2])
+    padded_cache, fallback_cache = _ragged_cache(model), _ragged_cache(model)
+    expected = forward(model, padded_cache, ids)
+    shapes = _calls(model)
+    got, packed, token_rows = forward_ragged(model, fallback_cache, ids, counts)
+    assert shapes == [(1, 7), (3, 4)] and token_rows == 12      # the packed call was tried, then the padded one
+    torch.testing.assert_close(got, expected[packed.rows, packed.offsets], atol=1e-5, rtol=1e-5)
+    for cache in (padded_cache, fallback_cache):
+        cache.commit(counts)
+    after = torch.tensor([[7], [8], [9]])
+    torch.testing.assert_close(forward(model, fallback_cache, after), forward(model, padded_cache, after),
+                               atol=1e-5, rtol=1e-5)
