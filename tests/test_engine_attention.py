@@ -113,24 +113,29 @@ def _calls(model) -> list[tuple[int, ...]]:
     return shapes
 
 
-def test_a_ragged_verify_is_one_packed_call_with_each_rows_logits_and_cache():
-    """Rows verifying 1, 4 and 2 tokens: one call of 7 token rows (not 3 x 4) whose logits are the padded call's
-    at each row's own tokens; the cache then holds what the padded call left at every committed position, so the
-    next step's logits agree too."""
-    model = tiny_model()
+def _verify_against_padded(model, calls: list[tuple[int, ...]], token_rows: int) -> None:
+    """forward_ragged of rows verifying 1, 4 and 2 tokens, against the padded call on a twin of the cache: the
+    model's calls and the token rows computed are as given, each row's logits are the padded call's at its own
+    tokens, and the cache then holds what the padded call left at every committed position (the next step's
+    logits agree too)."""
     ids, counts = torch.randint(0, 256, (3, 4), generator=torch.Generator().manual_seed(5)), torch.tensor([1, 4, 2])
-    padded_cache, packed_cache = _ragged_cache(model), _ragged_cache(model)
+    padded_cache, ragged_cache = _ragged_cache(model), _ragged_cache(model)
     expected = forward(model, padded_cache, ids)
     shapes = _calls(model)
-    got, packed, token_rows = forward_ragged(model, packed_cache, ids, counts)
-    assert shapes == [(1, 7)] and token_rows == 7
+    got, packed, computed = forward_ragged(model, ragged_cache, ids, counts)
+    assert shapes == calls and computed == token_rows
     assert packed.rows.tolist() == [0, 1, 1, 1, 1, 2, 2] and packed.offsets.tolist() == [0, 0, 1, 2, 3, 0, 1]
     torch.testing.assert_close(got, expected[packed.rows, packed.offsets], atol=1e-5, rtol=1e-5)
-    for cache in (padded_cache, packed_cache):
+    for cache in (padded_cache, ragged_cache):
         cache.commit(counts)
     after = torch.tensor([[7], [8], [9]])
-    torch.testing.assert_close(forward(model, packed_cache, after), forward(model, padded_cache, after),
+    torch.testing.assert_close(forward(model, ragged_cache, after), forward(model, padded_cache, after),
                                atol=1e-5, rtol=1e-5)
+
+
+def test_a_ragged_verify_is_one_packed_call_with_each_rows_logits_and_cache():
+    """One call of 7 token rows, not 3 x 4."""
+    _verify_against_padded(tiny_model(), calls=[(1, 7)], token_rows=7)
 
 
 def test_a_verify_with_nothing_to_save_or_no_packed_attention_is_the_padded_call():
@@ -163,16 +168,4 @@ def test_a_model_whose_attention_keeps_the_forwards_keywords_from_the_cache_is_v
     config = GPTNeoXConfig(vocab_size=257, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                            intermediate_size=64, max_position_embeddings=256)
     config._attn_implementation = "sdpa"
-    model = GPTNeoXForCausalLM(config).eval()
-    ids, counts = torch.randint(0, 256, (3, 4), generator=torch.Generator().manual_seed(5)), torch.tensor([1, 4, 2])
-    padded_cache, fallback_cache = _ragged_cache(model), _ragged_cache(model)
-    expected = forward(model, padded_cache, ids)
-    shapes = _calls(model)
-    got, packed, token_rows = forward_ragged(model, fallback_cache, ids, counts)
-    assert shapes == [(1, 7), (3, 4)] and token_rows == 12      # the packed call was tried, then the padded one
-    torch.testing.assert_close(got, expected[packed.rows, packed.offsets], atol=1e-5, rtol=1e-5)
-    for cache in (padded_cache, fallback_cache):
-        cache.commit(counts)
-    after = torch.tensor([[7], [8], [9]])
-    torch.testing.assert_close(forward(model, fallback_cache, after), forward(model, padded_cache, after),
-                               atol=1e-5, rtol=1e-5)
+    _verify_against_padded(GPTNeoXForCausalLM(config).eval(), calls=[(1, 7), (3, 4)], token_rows=12)
