@@ -92,7 +92,7 @@ class CostModel:
 
     def _slope(self, kind: str, rows: int, seconds: float) -> float:
         """Seconds per extra token row at a batch size with one measured call (of `seconds`): fitted at the nearest
-        batch size with two token counts (measured, 1.5B on int4-w8a8: about 4-6 ms per token row from 1 to 16
+        batch size with two token counts (measured, 1.5B on int4-w8a8: about 4-9 ms per token row up to 16 token
         rows), else the prior, extra_token_cost of the call for one token more on every row."""
         fitted = sorted((abs(r - rows), r) for (k, r, _q) in self._seconds
                         if k == kind and len(self._seen(k, r)) >= 2)

@@ -43,14 +43,19 @@ def test_packed_attention_equals_sdpa(q_len, groups):
     assert not torch.allclose(other, expected)
 
 
-def _logits(model, q_len: int, packed: bool) -> torch.Tensor:
-    torch.manual_seed(0)
+def _ragged_cache(model) -> RaggedKVCache:
+    """3 rows over the same 20-token prompt, holding 20, 16 and 11 tokens."""
     cache = RaggedKVCache(model.config.num_hidden_layers, 1, torch.device("cpu"), 64)
-    forward(model, cache, torch.randint(0, 256, (1, 20)))
+    forward(model, cache, torch.arange(20)[None] + 40)
     cache.commit(torch.tensor([20]))
     cache.select_rows(torch.zeros(3, dtype=torch.long))
-    cache.commit(torch.tensor([0, -4, -9]))          # ragged rows: 20, 16 and 11 tokens
-    ids = torch.randint(0, 256, (3, q_len))
+    cache.commit(torch.tensor([0, -4, -9]))
+    return cache
+
+
+def _logits(model, q_len: int, packed: bool) -> torch.Tensor:
+    cache = _ragged_cache(model)
+    ids = torch.randint(0, 256, (3, q_len), generator=torch.Generator().manual_seed(0))
     if packed:
         return forward(model, cache, ids)
     with torch.inference_mode():                     # transformers' own sdpa path, as loaded
@@ -93,16 +98,6 @@ def test_a_mask_transformers_builds_itself_is_still_applied_under_packed_attenti
         with packed_attention(model):
             got = model(input_ids=ids, attention_mask=mask).logits
     torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
-
-
-def _ragged_cache(model) -> RaggedKVCache:
-    """3 rows over the same 20-token prompt, holding 20, 16 and 11 tokens."""
-    cache = RaggedKVCache(model.config.num_hidden_layers, 1, torch.device("cpu"), 64)
-    forward(model, cache, torch.arange(20)[None] + 40)
-    cache.commit(torch.tensor([20]))
-    cache.select_rows(torch.zeros(3, dtype=torch.long))
-    cache.commit(torch.tensor([0, -4, -9]))
-    return cache
 
 
 def _calls(model) -> list[tuple[int, ...]]:
