@@ -50,6 +50,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--queue-size", type=int, default=8,
                         help="requests that may wait for the engine before new ones are refused (default 8)")
     parser.add_argument("--no-lint", action="store_true", help="static analysis without pylint (syntax only)")
+    parser.add_argument("--no-run-checks", action="store_true",
+                        help="never run the examples in prompts or the user's checks on candidates (by default they "
+                             "run in a bubblewrap sandbox: no network, no files of yours, limits; where the sandbox "
+                             "cannot start, nothing runs and the answers say why)")
     parser.add_argument("--share", action="store_true", help="create a public Gradio share link (off by default)")
     remote = parser.add_argument_group("candidates from a serving engine (vLLM, SGLang, llama-server)")
     remote.add_argument("--backend", choices=("local", "openai"), default="local",
@@ -89,6 +93,7 @@ def check_port(host: str, port: int | None) -> None:
 
 def build(args: argparse.Namespace) -> dict:
     """Every long-lived object of the app (demo, analyzer, hub, pipeline, limits), made here once and passed in."""
+    from checks import CheckRunner
     from static_eval import AnalyzerSettings, StaticAnalyzer
 
     from app.models import EngineHub, menu, remote_menu
@@ -108,7 +113,7 @@ def build(args: argparse.Namespace) -> dict:
         hub = EngineHub(menu(args.model, args.draft), args.cache_dir, EngineSettings(drafter=args.drafter, prompt_form=args.prompt_form),
                         dtype=args.dtype, weights=args.weights)
     analyzer = StaticAnalyzer(AnalyzerSettings(lint=not args.no_lint))
-    pipeline = Pipeline(analyzer=analyzer)
+    pipeline = Pipeline(analyzer=analyzer, checker=None if args.no_run_checks else CheckRunner.create())
     demo = build_demo(hub, pipeline, limits, queue_size=args.queue_size)
     return {"demo": demo, "analyzer": analyzer, "hub": hub, "pipeline": pipeline, "limits": limits}
 

@@ -20,7 +20,7 @@ import gradio as gr
 from fastapi.responses import Response, StreamingResponse
 
 from app.models import EngineHub
-from app.requests import Defaults, Limits, build_request
+from app.requests import CheckRequest, Defaults, Limits, build_request
 from app.results import ranked_copies
 from app.routes import final_or_error, in_protocol_names, json_handler, mount_first
 from app.runs import USER_ERRORS, BusyError, RunControl
@@ -46,7 +46,9 @@ def mount_infill(demo: gr.Blocks, hub: EngineHub, pipeline: Pipeline, limits: Li
             choice = hub.choice(None)
         except USER_ERRORS as err:
             return _error(400, _protocol_names(str(err)), "invalid_request_error")
-        final, error = final_or_error(pipeline, hub, choice, request, control, LLAMA_ERRORS)
+        # an editor's one suggestion has nothing to be ranked against: its examples run only when several are asked for
+        final, error = final_or_error(pipeline, hub, choice, request, control, LLAMA_ERRORS,
+                                      CheckRequest(run=request.k > 1))
         if error is not None:
             return _error(*error, {"Retry-After": "1"} if error[0] == 503 else None)
         results = _results(final, request, choice.label, warm_up)

@@ -2,7 +2,8 @@
 
 `n` is k; the choices come back best first, after static analysis and reranking, each with its rank, score, score
 parts and findings in an extra `ranked_drafts` field; `stream` sends the ranked choices as server-sent events once the
-ranking is done; extra fields `budget_s` and `stop_at_body_end` (default true) are honoured. A client that
+ranking is done; extra fields `budget_s`, `stop_at_body_end` (default true), `checks` (assert lines, as text or a list,
+run on every candidate in the sandbox beside the prompt's own examples) and `run_checks` (default true) are honoured. A client that
 disconnects stops its run. Errors use OpenAI's error shape with the same messages as /generate. Editors that speak this
 protocol (and the official `openai` client) get ranked candidates without knowing about Gradio.
 """
@@ -17,7 +18,7 @@ import gradio as gr
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from app.models import EngineHub
-from app.requests import Defaults, Limits, build_request
+from app.requests import Defaults, Limits, build_checks, build_request
 from app.results import ranked_copies
 from app.routes import final_or_error, in_protocol_names, json_handler, mount_first
 from app.runs import USER_ERRORS, BusyError, RunControl
@@ -41,9 +42,10 @@ def mount_completions(demo: gr.Blocks, hub: EngineHub, pipeline: Pipeline, limit
     def completions(body: dict, control: RunControl) -> JSONResponse | StreamingResponse:
         try:
             choice, request = _parse(body, hub, limits, defaults)
+            checks = build_checks(body.get("checks") or "", body.get("run_checks", True))
         except USER_ERRORS as err:
             return _error(400, _protocol_names(str(err)), "invalid_request_error")
-        final, error = final_or_error(pipeline, hub, choice, request, control, OPENAI_ERRORS)
+        final, error = final_or_error(pipeline, hub, choice, request, control, OPENAI_ERRORS, checks)
         if error is not None:
             return _error(*error, headers={"Retry-After": "5"} if error[0] == 429 else None)
         response = _response(final, str(body.get("model") or choice.label))
@@ -115,7 +117,8 @@ def _response(final: dict, model: str) -> dict:
     return {"id": f"cmpl-{uuid.uuid4().hex[:24]}", "object": "text_completion", "created": int(time.time()),
             "model": model, "choices": choices,
             "usage": {"prompt_tokens": 0, "completion_tokens": tokens, "total_tokens": tokens},
-            "ranked_drafts": {"notes": final["notes"], "stats": final["stats"], "stopped": final["stopped"]}}
+            "ranked_drafts": {"notes": final["notes"], "stats": final["stats"], "stopped": final["stopped"],
+                              "checks": final["checks"]}}
 
 
 def _events(response: dict):

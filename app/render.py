@@ -66,14 +66,18 @@ def notes_html(notes: list[str]) -> str:
     return f'<div class="rd-notes" style="color:#a15c00"><b>Note:</b><ul>{items}</ul></div>'
 
 
-def candidate_header_html(entry: dict) -> str:
-    """Rank, score and its parts, copies, finish reason and static findings of one candidate."""
+def candidate_header_html(entry: dict, check_items: list[dict] = ()) -> str:
+    """Rank, checks passed, score and its parts, copies, finish reason, static findings and each check's outcome
+    (`check_items`: the run's checks, in the order of the candidate's outcomes)."""
     reason = escape(REASONS.get(entry.get("finish_reason"), str(entry.get("finish_reason"))))
     if entry.get("rank") is None:  # still generating: no rank yet
         return (f'<div class="rd-cand"><b>candidate {entry.get("index", 0) + 1}</b> · {entry.get("tokens", 0)} tokens'
                 f" · {reason}</div>")
     parts = entry.get("score_parts") or {}
     bits = [f"<b>#{int(entry['rank'])}</b>"]
+    checks = entry.get("checks")
+    if checks and checks.get("outcomes"):
+        bits.append(f"checks passed {int(checks['passed'])} of {len(checks['outcomes'])}")
     if entry.get("score") is not None:
         bits.append(f"score {_num(entry['score'])} = consistency {_num(parts.get('consistency'))}"
                     + (f" × logprob {_num(parts['logprob_term'])}" if parts.get("logprob_term") else "")
@@ -93,7 +97,24 @@ def candidate_header_html(entry: dict) -> str:
         bits.append('<span style="color:#b00020">does not parse</span>')
     if entry.get("demoted"):
         bits.append("moved below the parsing candidates")
-    return f'<div class="rd-cand">{" · ".join(bits)}{findings_html(entry.get("findings") or [])}</div>'
+    return (f'<div class="rd-cand">{" · ".join(bits)}{checks_html(checks, list(check_items))}'
+            f'{findings_html(entry.get("findings") or [])}</div>')
+
+
+CHECK_MARKS = {"passed": "✓", "failed": "✗", "error": "✗ error", "timeout": "✗ timeout"}
+
+
+def checks_html(checks: dict | None, items: list[dict]) -> str:
+    """Each check of one candidate: ✓ or ✗, the check as written, its line, and what came back."""
+    if not checks or not checks.get("outcomes"):
+        return ""
+    rows = "".join(
+        f"<tr><td>{escape(CHECK_MARKS.get(o.get('status'), str(o.get('status'))))}</td>"
+        f"<td>{int(item.get('line', 0))}</td><td><code>{escape(str(item.get('label', '')))}</code></td>"
+        f"<td>{escape(str(o.get('got', '')))}</td></tr>"
+        for o, item in zip(checks["outcomes"], items))
+    return ('<table class="rd-checks" style="font-size:0.85em;margin-top:4px"><tr><th>check</th><th>line</th>'
+            f"<th>example</th><th>came back</th></tr>{rows}</table>")
 
 
 def findings_html(findings: list[dict]) -> str:

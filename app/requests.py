@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from checks import Check, parse_user_checks
 from engine import ContextFile, GenerationRequest, InvalidRequest
 
 # The default time budget (seconds). Measured end to end on this shared 2-core CPU with today's engine (bundled
@@ -75,6 +76,30 @@ def build_request(prompt, k, budget_s, temperature, max_new_tokens, top_p=0.95, 
                                 suffix=suffix, extra=tuple(extra), greedy_first=k > 1)
     request.validate()   # the engine's own checks (an empty prompt among them)
     return request
+
+
+@dataclass(frozen=True)
+class CheckRequest:
+    """What a request asks of the checks: the user's own assert lines, and whether to run any checks at all (the
+    prompt's examples are always looked for)."""
+
+    user: tuple[Check, ...] = ()   # the user's checks, in their order
+    run: bool = True               # False: nothing is run, the ranking is consistency's alone
+
+
+def build_checks(text="", run=True) -> CheckRequest:
+    """A validated CheckRequest from a form's or an API's `checks` (assert lines: text, or a list of lines) and
+    `run_checks`; InvalidRequest names the bad line."""
+    if isinstance(text, (list, tuple)) and all(isinstance(line, str) for line in text):
+        text = "\n".join(text)
+    if not isinstance(text, str):
+        raise InvalidRequest(f"checks must be text (assert lines) or a list of them, got {type(text).__name__}")
+    if not isinstance(run, bool):
+        raise InvalidRequest(f"run_checks={run!r} is invalid: it must be true or false")
+    try:
+        return CheckRequest(tuple(parse_user_checks(text)), run)
+    except ValueError as err:
+        raise InvalidRequest(str(err)) from None
 
 
 def _check_prompt(prompt, limits: Limits, name: str = "prompt") -> str:

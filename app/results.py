@@ -68,7 +68,7 @@ def ranked_copies(final: dict) -> Iterator[tuple[dict, dict]]:
     for entry in final["candidates"]:
         ranking = {"rank": entry["rank"], "score": entry["score"], "score_parts": entry["score_parts"],
                    "copies": entry["count"], "finish_reason": entry["finish_reason"], "parses": entry["parses"],
-                   "findings": entry["findings"], "tie_break": entry.get("tie_break")}
+                   "findings": entry["findings"], "checks": entry.get("checks"), "tie_break": entry.get("tie_break")}
         for _ in range(entry["count"]):
             yield entry, ranking
 

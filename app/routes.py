@@ -10,6 +10,7 @@ import gradio as gr
 from fastapi import Request
 from starlette.concurrency import run_in_threadpool
 
+from app.requests import CheckRequest
 from app.runs import USER_ERRORS, RunControl, as_reported
 
 
@@ -55,13 +56,14 @@ def mount_first(demo: gr.Blocks, routes: list[tuple[str, Callable, str]]) -> Non
 
 
 def final_or_error(pipeline, hub, choice, request, control: RunControl,
-                   statuses: list[tuple[tuple[type, ...], int, str]]) -> tuple[dict | None, tuple[int, str, str] | None]:
+                   statuses: list[tuple[tuple[type, ...], int, str]], checks: CheckRequest = CheckRequest(),
+                   ) -> tuple[dict | None, tuple[int, str, str] | None]:
     """(the run's final dict, None), or (None, (status, message, kind)) from the first of `statuses` (exception
     types, HTTP status, the protocol's error kind) that matches what the run raised; other user errors are a 400,
     anything else is ours: a 500 whose message has the logged error's id."""
     try:
         return pipeline.final(request, lambda: hub.engine(choice.label), hub.generation_lock, control,
-                              choice.as_dict()), None
+                              choice.as_dict(), checks=checks), None
     except Exception as err:  # noqa: BLE001 - every failure becomes an answer in the protocol's shape
         for types, status, kind in statuses:
             if isinstance(err, types):

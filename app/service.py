@@ -11,8 +11,10 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 import rerank
+from app.requests import CheckRequest
 from app.results import entry_for, finite, mark_ties, progress, request_dict, request_notes, run_stats
 from app.runs import BusyError, RunControl, as_reported
+from checks import CandidateChecks, Check, CheckRunner, checks_for_infill, checks_for_prompt
 from engine import CandidateSource, GenerationRequest, GenerationResult
 
 
@@ -21,6 +23,7 @@ class Pipeline:
     """generate -> analyze -> rerank for one request, as a JSON-ready dict (see `run`)."""
 
     analyzer: object | None = None          # a static_eval.StaticAnalyzer, or None to skip analysis
+    checker: CheckRunner | None = None      # runs the user's examples in the sandbox; None: checks are off
     rank_settings: object | None = None     # rerank.RankSettings; None: rerank's defaults
     update_interval_s: float = 0.5          # streaming: at most one partial result per interval
     busy_timeout_s: float = 30.0            # how long a run waits for the engine before "busy, retry"
@@ -32,8 +35,9 @@ class Pipeline:
         self.notes = [] if self.analyzer is not None else ["static analysis is off: no findings are shown"]
 
     def run(self, engine: CandidateSource, request: GenerationRequest, control: RunControl | None = None,
-            on_update: Callable[[GenerationResult], None] | None = None) -> dict:
-        """Generate, analyze and rank synchronously; the final result dict (status "done")."""
+            on_update: Callable[[GenerationResult], None] | None = None,
+            checks: CheckRequest = CheckRequest()) -> dict:
+        """Generate, analyze, check and rank synchronously; the final result dict (status "done")."""
         started = time.perf_counter()
         result = engine.generate(request, on_update=on_update, should_stop=control.should_stop if control else None)
         generated = time.perf_counter()
@@ -41,37 +45,65 @@ class Pipeline:
         cut = [c.cut for c in result.candidates]
         reports = self.analyzer.analyze(request.prompt, texts, cut, request.suffix) if self.analyzer else None
         analyzed = time.perf_counter()
-        candidates, matrix = self._rank(result, reports)
+        found, outcomes, checks_info = self._check(request, texts, checks)
+        checked = time.perf_counter()
+        candidates, matrix = self._rank(result, reports, outcomes)
         ranked = time.perf_counter()
         stats = run_stats(result)
         stats.update(generation_s=round(generated - started, 4), analysis_s=round(analyzed - generated, 4),
-                     ranking_s=round(ranked - analyzed, 4), pipeline_s=round(ranked - started, 4))
+                     checks_s=round(checked - analyzed, 4), ranking_s=round(ranked - checked, 4),
+                     pipeline_s=round(ranked - started, 4))
         return {
             "status": "done",
             "stopped": control.reason if control is not None and control.stopped else None,
             "request": request_dict(request),
             "ranking": {"available": True, "method": self.rank_settings.label()},
             "static_analysis": {"available": self.analyzer is not None},
-            "notes": list(self.notes) + request_notes(request),
+            "checks": {**checks_info, "items": [{**c.as_dict(), "label": c.label()} for c in found]},
+            "notes": list(self.notes) + request_notes(request) + checks_info.pop("notes"),
             "candidates": candidates,
             "similarity": {"labels": [f"#{c['rank']}" for c in candidates], "matrix": matrix},
             "stats": stats,
         }
 
-    def _rank(self, result: GenerationResult, reports) -> tuple[list[dict], list[list[float | None]]]:
+    def _check(self, request: GenerationRequest, texts: list[str], asked: CheckRequest,
+               ) -> tuple[list[Check], list[CandidateChecks] | None, dict]:
+        """The checks of this request (the examples in the prompt's code, then the user's own), each candidate's
+        outcomes when they ran (prompt + candidate + suffix, one sandboxed program each), and what to say."""
+        found = (checks_for_infill(request.prompt, request.suffix) if request.suffix
+                 else checks_for_prompt(request.prompt)) + list(asked.user)
+        available = self.checker is not None and self.checker.available
+        reason = None if available else self.checker.reason if self.checker else "checks are off (--no-run-checks)"
+        info = {"available": available, "reason": reason, "ran": False, "notes": []}
+        if not found:
+            return found, None, info
+        if not asked.run:
+            info["notes"].append(f"{len(found)} checks were found and not run (run_checks is off)")
+            return found, None, info
+        if not info["available"]:
+            info["notes"].append(f"{len(found)} checks were found and not run: {reason}")
+            return found, None, info
+        outcomes = self.checker.run([request.prompt + text + request.suffix for text in texts], found)
+        info["ran"] = True
+        return found, outcomes, info
+
+    def _rank(self, result: GenerationResult, reports, outcomes: list[CandidateChecks] | None,
+              ) -> tuple[list[dict], list[list[float | None]]]:
         """One entry per distinct candidate, best first, and their similarity matrix in the same order (its
         diagonal, a candidate with itself, left empty: it says nothing)."""
         cands = result.candidates
+        passes = [o.passed for o in outcomes] if outcomes is not None else None
         ranked, similarities = rerank.rank_with_similarity([c.text for c in cands], [c.logprobs for c in cands],
-                                                           reports, self.rank_settings)
+                                                           reports, self.rank_settings, check_passes=passes)
         entries = []
         for r in ranked:
             parts = r.as_dict()
             entry = entry_for(r.rank, r.indices, cands, reports)
             entry.update(score=parts["score"], scorer=r.scorer, demoted=r.demoted,
-                         score_parts={"consistency": parts["consistency"],
+                         score_parts={"checks_passed": r.checks_passed, "consistency": parts["consistency"],
                                       "logprob_term": parts["logprob_term"] if self.rank_settings.uses_logprobs else None,
-                                      "static_penalty": parts["static_penalty"], "mean_logprob": parts["mean_logprob"]})
+                                      "static_penalty": parts["static_penalty"], "mean_logprob": parts["mean_logprob"]},
+                         checks=outcomes[r.indices[0]].as_dict() if outcomes is not None else None)
             entries.append(entry)
         mark_ties(entries)
         matrix = [[None if i == j else finite(v) for j, v in enumerate(row)]
@@ -81,7 +113,7 @@ class Pipeline:
     # --- streaming ---------------------------------------------------------------------------------------
     def stream(self, request: GenerationRequest, engine_for: Callable[[], CandidateSource], lock: threading.Lock,
                control: RunControl, model: dict, loading: Callable[[], str | None] = lambda: None,
-               ) -> Iterator[dict]:
+               checks: CheckRequest = CheckRequest()) -> Iterator[dict]:
         """Yield progress dicts (status "waiting", "loading", "generating") then the final dict ("done").
 
         The run happens in a worker thread that waits for `lock` (one generation at a time), gets the
@@ -90,7 +122,7 @@ class Pipeline:
         stops the engine, which frees the lock within one step.
         """
         box = _Mailbox()
-        worker = threading.Thread(target=self._work, args=(box, request, engine_for, lock, control, model),
+        worker = threading.Thread(target=self._work, args=(box, request, engine_for, lock, control, model, checks),
                                   name="ranked-drafts-run", daemon=True)
         started = time.perf_counter()
         control.heartbeat()
@@ -116,15 +148,15 @@ class Pipeline:
                 control.stop("the request was cancelled")
 
     def final(self, request: GenerationRequest, engine_for: Callable[[], CandidateSource], lock: threading.Lock,
-              control: RunControl, model: dict) -> dict:
+              control: RunControl, model: dict, checks: CheckRequest = CheckRequest()) -> dict:
         """The final dict of a run (status "done"), for callers that wait for it without progress (HTTP APIs)."""
         final = None
-        for state in self.stream(request, engine_for, lock, control, model):
+        for state in self.stream(request, engine_for, lock, control, model, checks=checks):
             final = state
         return final
 
     def _work(self, box: "_Mailbox", request, engine_for, lock: threading.Lock, control: RunControl,
-              model: dict) -> None:
+              model: dict, checks: CheckRequest) -> None:
         try:
             started = time.perf_counter()
             if not lock.acquire(timeout=self.busy_timeout_s):
@@ -136,7 +168,8 @@ class Pipeline:
                 engine = engine_for()
                 loaded = time.perf_counter()
                 box.post(phase="generating")
-                final = self.run(engine, request, control, on_update=lambda result: box.post(latest=result))
+                final = self.run(engine, request, control, on_update=lambda result: box.post(latest=result),
+                                 checks=checks)
             finally:
                 lock.release()
             final["stats"].update(wait_s=round(locked - started, 4), load_s=round(loaded - locked, 4))

@@ -11,7 +11,7 @@ import gradio as gr
 
 from app import render
 from app.models import EngineHub
-from app.requests import Defaults, Limits, build_request
+from app.requests import Defaults, Limits, build_checks, build_request
 from app.runs import USER_ERRORS, InternalError, RunControl, RunRegistry, as_reported
 from app.service import Pipeline
 
@@ -45,17 +45,19 @@ def build_demo(hub: EngineHub, pipeline: Pipeline, limits: Limits = Limits(), de
     runs = runs or RunRegistry()
     defaults = defaults.clipped(limits)
 
-    def run_stream(prompt, k, budget_s, temperature, max_new_tokens, top_p, seed, model, suffix, session: str):
+    def run_stream(prompt, k, budget_s, temperature, max_new_tokens, top_p, seed, model, suffix, checks_text,
+                   run_checks, session: str):
         """Validate, then stream pipeline states; errors for people and programs are gr.Error."""
         try:
             request = build_request(prompt, k, budget_s, temperature, max_new_tokens, top_p, seed, limits, suffix)
+            checks = build_checks(checks_text, run_checks)
             choice = hub.choice(model)
         except USER_ERRORS as err:
             raise gr.Error(str(err), print_exception=False) from None
         control = runs.start(session, RunControl(pipeline.idle_timeout_s))
         try:
             yield from pipeline.stream(request, lambda: hub.engine(choice.label), hub.generation_lock, control,
-                                       choice.as_dict(), loading=lambda: hub.loading)
+                                       choice.as_dict(), loading=lambda: hub.loading, checks=checks)
         except USER_ERRORS as err:
             raise gr.Error(str(err), print_exception=False) from None
         except Exception as err:  # noqa: BLE001 - ours, not the user's: logged, then said so
@@ -66,8 +68,9 @@ def build_demo(hub: EngineHub, pipeline: Pipeline, limits: Limits = Limits(), de
             runs.finish(session, control)
 
     with gr.Blocks(title="Ranked code drafts") as demo:
-        gr.Markdown("# Ranked code drafts\nk sampled completions of your prompt, checked statically and ranked "
-                    "by how much they agree with each other. Code is shown as text and never run.")
+        gr.Markdown("# Ranked code drafts\nk sampled completions of your prompt, checked statically, run against "
+                    "the examples your docstring gives (and the checks you add) in a sandbox, and ranked: checks "
+                    "passed first, then by how much they agree with each other.")
         with gr.Row():
             with gr.Column(scale=3):
                 prompt = gr.Code(value=EXAMPLES[0], language="python", label="Prompt", lines=12,
@@ -75,6 +78,9 @@ def build_demo(hub: EngineHub, pipeline: Pipeline, limits: Limits = Limits(), de
                 suffix = gr.Code(value="", language="python", lines=3, interactive=True, elem_id="suffix",
                                  label="Code after the cursor (optional: then each candidate is a middle between the "
                                        "prompt and this code, checked in place)")
+                checks_box = gr.Code(value="", language="python", lines=2, interactive=True, elem_id="checks",
+                                     label="Checks (optional: assert lines such as assert add(2, 3) == 5, run with "
+                                           "the examples in your docstring)")
                 gr.Examples(EXAMPLES, inputs=[prompt], label="Example prompts",
                             example_labels=["is_palindrome", "running_max", "fizzbuzz"])
             with gr.Column(scale=2):
@@ -90,6 +96,9 @@ def build_demo(hub: EngineHub, pipeline: Pipeline, limits: Limits = Limits(), de
                                                precision=0, label="Max new tokens per candidate")
                     top_p = gr.Slider(0.05, 1.0, value=defaults.top_p, step=0.05, label="Top-p")
                     seed = gr.Number(value=defaults.seed, precision=0, label="Seed (-1 = random)")
+                    run_checks = gr.Checkbox(value=pipeline.checker is not None, elem_id="run-checks",
+                                             label="Run the examples and checks on every candidate (sandboxed: no "
+                                                   "network, no files of yours) and rank by them")
                 with gr.Row():
                     generate_btn = gr.Button("Generate", variant="primary", elem_id="generate")
                     stop_btn = gr.Button("Stop", variant="stop", elem_id="stop")
@@ -122,12 +131,13 @@ def build_demo(hub: EngineHub, pipeline: Pipeline, limits: Limits = Limits(), de
                 with gr.Accordion("Raw JSON (what /generate returns)", open=False):
                     raw = gr.JSON(elem_id="raw-json")
         slot_outputs = [component for slot in slots for component in slot]
-        form = [prompt, k, budget, temperature, max_new_tokens, top_p, seed, model, suffix]
+        form = [prompt, k, budget, temperature, max_new_tokens, top_p, seed, model, suffix, checks_box, run_checks]
 
         def on_generate(prompt_text, k_value, budget_value, temperature_value, tokens_value, top_p_value,
-                        seed_value, model_label, suffix_text, request: gr.Request):
+                        seed_value, model_label, suffix_text, checks_text, run_checks_value, request: gr.Request):
             for state in run_stream(prompt_text, k_value, budget_value, temperature_value, tokens_value, top_p_value,
-                                    seed_value, model_label, suffix_text or "", _session(request)):
+                                    seed_value, model_label, suffix_text or "", checks_text or "",
+                                    bool(run_checks_value), _session(request)):
                 yield _ui_updates(state, prompt_text, suffix_text or "", len(slots))
 
         generate_btn.click(on_generate, inputs=form, outputs=[status, notes, heatmap, stats, prompt_echo, raw,
@@ -153,11 +163,14 @@ def build_demo(hub: EngineHub, pipeline: Pipeline, limits: Limits = Limits(), de
         def generate(prompt: str, k: int = defaults.k, budget_s: float = defaults.budget_s,
                      temperature: float = defaults.temperature, max_new_tokens: int = defaults.max_new_tokens,
                      top_p: float = defaults.top_p, seed: int = defaults.seed, model: str = hub.default_label,
-                     suffix: str = "", request: gr.Request = None) -> Iterator[dict]:
+                     suffix: str = "", checks: str = "", run_checks: bool = True,
+                     request: gr.Request = None) -> Iterator[dict]:
             """k ranked completions of `prompt` as JSON (middles between `prompt` and `suffix`, the code after the
-            cursor, when it is given); streams partial results (status != "done") first."""
+            cursor, when it is given); `checks` are assert lines run on every candidate with the prompt's own
+            examples (sandboxed; `run_checks` false runs nothing); streams partial results (status != "done")
+            first."""
             yield from run_stream(prompt, k, budget_s, temperature, max_new_tokens, top_p, seed, model, suffix or "",
-                                  _session(request))
+                                  checks or "", run_checks, _session(request))
 
         def stop(request: gr.Request = None) -> bool:
             """Stop this client's running /generate; it then returns the ranking of what was produced."""
@@ -188,7 +201,8 @@ def _ui_updates(state: dict, prompt_text: str, suffix_text: str, n_slots: int) -
     for index in range(n_slots):
         if index < len(candidates):
             entry = candidates[index]
-            values += [gr.Group(visible=True), render.candidate_header_html(entry), entry["code"],
+            items = (state.get("checks") or {}).get("items") or []
+            values += [gr.Group(visible=True), render.candidate_header_html(entry, items), entry["code"],
                        prompt_text + entry["code"] + suffix_text]
         else:
             values += [gr.Group(visible=False), "", "", ""]

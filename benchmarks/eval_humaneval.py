@@ -60,6 +60,7 @@ class EvalSettings:
     bootstrap: int = 2000            # bootstrap resamples of the problems for the 95% intervals
     seed: int = 0                    # seeds the bootstrap
     static: bool = False             # run static_eval on the candidates and apply the rank policy
+    checks: bool = False             # run the prompt's own examples on every candidate (checks/) and rank by them
 
 
 # ---------------------------------------------------------------- problems and sample files
@@ -302,9 +303,14 @@ def _has_logprobs(record: dict) -> bool:
     return all(c.get("logprobs") for c in record["candidates"] if c["text"].strip())
 
 
+NO_CHECKS = " (no checks)"   # suffix of the default ranker's label when it ranks without the checks, beside them
+
+
 def per_problem_table(problems: list[dict], records: dict[str, dict], outcomes: dict[str, dict],
-                      rankers: list[RankSettings], reports: dict[str, list] | None = None) -> list[dict]:
-    """One row per problem: which candidates pass, the greedy result, and each ranker's first pick."""
+                      rankers: list[RankSettings], reports: dict[str, list] | None = None,
+                      passes: dict[str, list[int]] | None = None) -> list[dict]:
+    """One row per problem: which candidates pass, the greedy result, and each ranker's first pick (with the
+    checks each candidate passed, when given; the default ranker also without them, for the picks they move)."""
     rows = []
     for number, problem in enumerate(problems):
         task_id = problem["task_id"]
@@ -320,14 +326,19 @@ def per_problem_table(problems: list[dict], records: dict[str, dict], outcomes: 
                 continue
             if ranker.scorer == "random":  # a fresh draw per problem, not the same position every time
                 ranker = replace(ranker, seed=ranker.seed + number)
-            ranked = rank(texts, logprobs, reports.get(task_id) if reports else None, ranker, token_texts)
+            problem_reports = reports.get(task_id) if reports else None
+            ranked = rank(texts, logprobs, problem_reports, ranker, token_texts, passes[task_id] if passes else None)
             first[ranker.label()] = ranked[0].indices[0] if ranked else None
+            if passes and ranker == RankSettings():
+                ranked = rank(texts, logprobs, problem_reports, ranker, token_texts)
+                first[ranker.label() + NO_CHECKS] = ranked[0].indices[0] if ranked else None
         greedy = outcome["greedy"]
         rows.append({
             "task_id": task_id, "k": len(texts), "passed": passed,
             "statuses": [r.status for r in outcome["candidates"]],
             "greedy_passed": None if greedy is None else greedy.passed,
             "first_pick": first,
+            "check_passes": passes[task_id] if passes else None,
         })
     return rows
 
@@ -359,8 +370,8 @@ def summarize(rows: list[dict], rankers: list[RankSettings], settings: EvalSetti
     if greedy_rows:
         summary["greedy"] = stat(greedy_rows, rng.integers(0, len(greedy_rows), (settings.bootstrap, len(greedy_rows))))
     gap = summary["pass_all"]["mean"] - summary["random_pick"]["mean"]
-    for ranker in rankers:
-        label = ranker.label()
+    labels = [r.label() for r in rankers] + [RankSettings().label() + NO_CHECKS]
+    for label in labels:
         if any(label not in r["first_pick"] for r in rows):
             continue  # the samples lack what the ranker needs (log-probabilities)
         first = [float(r["passed"][r["first_pick"][label]]) if r["first_pick"][label] is not None else 0.0
@@ -419,6 +430,43 @@ def static_reports(problems: list[dict], records: dict[str, dict]) -> dict[str, 
     return reports
 
 
+# ---------------------------------------------------------------- the prompt's own examples
+
+
+def run_checks(problems: list[dict], records: dict[str, dict]) -> tuple[dict[str, list[int]], dict]:
+    """Checks passed per candidate of every problem (the prompt's examples, run confined; the hidden tests only
+    score), and what it cost: coverage, seconds per problem (median, p90)."""
+    from checks import CheckRunner, checks_for_prompt
+
+    runner = CheckRunner.create()
+    if not runner.available:
+        raise SystemExit(runner.reason)
+    passes, seconds, covered, n_checks = {}, [], 0, 0
+    for problem in problems:
+        found = checks_for_prompt(problem["prompt"])
+        programs = [problem["prompt"] + c["text"] for c in records[problem["task_id"]]["candidates"]]
+        start = time.monotonic()
+        outcomes = runner.run(programs, found)
+        seconds.append(time.monotonic() - start)
+        passes[problem["task_id"]] = [o.passed for o in outcomes]
+        covered += bool(found)
+        n_checks += len(found)
+    times = np.array(seconds)
+    return passes, {"problems_with_checks": covered, "checks": n_checks,
+                    "check_s_p50": round(float(np.percentile(times, 50)), 3),
+                    "check_s_p90": round(float(np.percentile(times, 90)), 3)}
+
+
+def picks_moved(rows: list[dict]) -> dict:
+    """Problems the checks gained and lost for the default ranker (its pick passes with them, not without)."""
+    label = RankSettings().label()
+    with_checks = {r["task_id"]: r["passed"][r["first_pick"][label]] for r in rows}
+    without = {r["task_id"]: r["passed"][r["first_pick"][label + NO_CHECKS]] for r in rows}
+    return {"gained": sorted(t for t in with_checks if with_checks[t] and not without[t]),
+            "lost": sorted(t for t in with_checks if without[t] and not with_checks[t]),
+            "changed_picks": sum(r["first_pick"][label] != r["first_pick"][label + NO_CHECKS] for r in rows)}
+
+
 # ---------------------------------------------------------------- main
 
 
@@ -436,8 +484,9 @@ def evaluate(problems: list[dict], records: dict[str, dict], sandbox: SandboxSet
     rankers = rankers or default_rankers()
     outcomes = execute(problems, records, sandbox, exec_cache)
     reports = static_reports(problems, records) if settings.static else None
+    passes, check_cost = run_checks(problems, records) if settings.checks else (None, None)
     start = time.monotonic()
-    rows = per_problem_table(problems, records, outcomes, rankers, reports)
+    rows = per_problem_table(problems, records, outcomes, rankers, reports, passes)
     rank_s = time.monotonic() - start
     if results_path:
         with open(results_path, "w", encoding="utf-8") as handle:
@@ -448,6 +497,12 @@ def evaluate(problems: list[dict], records: dict[str, dict], sandbox: SandboxSet
     summary.update({"k": k, "rank_s": round(rank_s, 3), "static_policy": settings.static,
                     "timeouts": sum(s == "timeout" for r in rows for s in r["statuses"])})
     print_table(summary, k)
+    if passes:
+        summary["checks"] = {**check_cost, **picks_moved(rows)}
+        print(f"checks: {check_cost['problems_with_checks']} of {len(rows)} problems have examples "
+              f"({check_cost['checks']} checks); {check_cost['check_s_p50']} s per problem at the median, "
+              f"{check_cost['check_s_p90']} s at p90; picks changed {summary['checks']['changed_picks']}, "
+              f"gained {len(summary['checks']['gained'])}, lost {len(summary['checks']['lost'])}")
     return summary
 
 
@@ -520,6 +575,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ev.add_argument("--rankers", help="comma-separated ranker labels (default: all; see --list-rankers)")
     ev.add_argument("--list-rankers", action="store_true")
     ev.add_argument("--static", action="store_true", help="apply the static policy with static_eval's reports")
+    ev.add_argument("--checks", action="store_true",
+                    help="run each prompt's own examples on every candidate (confined, checks/) and rank by the "
+                         "checks passed first, as the app does; the default ranker is also shown without them")
     ev.add_argument("--greedy-row", action="store_true",
                     help="score each problem as a greedy_first request (the app's default) gives it: its greedy "
                          "candidate as row 0, the sampled rows 1..k-1 as they are (under the default, coupled, "
@@ -551,7 +609,7 @@ def main(argv: list[str] | None = None) -> dict:
                              seed=args.seed, cache_dir=args.cache_dir, dtype=args.dtype,
                              weights=args.weights, prompt_form=args.prompt_form)
     sandbox = SandboxSettings(timeout_s=args.timeout, memory_mb=args.memory_mb, workers=args.workers)
-    settings = EvalSettings(bootstrap=args.bootstrap, static=args.static)
+    settings = EvalSettings(bootstrap=args.bootstrap, static=args.static, checks=args.checks)
     if args.budget_curve:
         if not args.out:
             raise SystemExit("--budget-curve needs --out (the stem of the per-budget sample files)")

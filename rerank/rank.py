@@ -23,7 +23,8 @@ class RankedCandidate:
     for consensus_wucs (logprob_term = exp(mean token log-probability), the geometric-mean token
     probability); logprob_term - static_penalty for mean_logprob and sum_logprob; a seeded random
     draw - static_penalty for random. Unparsable candidates rank below all parsing ones (unless all fail)
-    whatever their score. Equal scores are ordered by the higher mean token log-probability, then by the
+    whatever their score. Given the checks each candidate passed (the user's own examples, run), candidates that
+    pass more come first whatever their score: a check all pass or all fail moves nothing. Equal scores are ordered by the higher mean token log-probability, then by the
     earlier row.
     """
 
@@ -40,6 +41,7 @@ class RankedCandidate:
     errors: int = 0                # error-level findings
     warnings: int = 0              # warning-level findings
     demoted: bool = False          # moved below the others: it does not parse, or it is an empty implementation
+    checks_passed: int | None = None  # the user's examples it passed (they order before the score); None: no checks
     scorer: str = ""               # RankSettings.label() of the ranking
     extras: dict = field(default_factory=dict)  # room for callers' annotations
 
@@ -72,14 +74,15 @@ def group_duplicates(texts: list[str]) -> list[list[int]]:
 
 def rank(texts: list[str], token_logprobs: list[list[float]] | None = None, reports: list | None = None,
          settings: RankSettings = RankSettings(), token_texts: list[list[str]] | None = None,
-         ) -> list[RankedCandidate]:
+         check_passes: list[int] | None = None) -> list[RankedCandidate]:
     """Order candidates best first (see `rank_with_similarity`, which also returns the similarity matrix)."""
-    return rank_with_similarity(texts, token_logprobs, reports, settings, token_texts)[0]
+    return rank_with_similarity(texts, token_logprobs, reports, settings, token_texts, check_passes)[0]
 
 
 def rank_with_similarity(texts: list[str], token_logprobs: list[list[float]] | None = None,
                          reports: list | None = None, settings: RankSettings = RankSettings(),
-                         token_texts: list[list[str]] | None = None) -> tuple[list[RankedCandidate], np.ndarray]:
+                         token_texts: list[list[str]] | None = None, check_passes: list[int] | None = None,
+                         ) -> tuple[list[RankedCandidate], np.ndarray]:
     """Order candidates best first by consistency (and log-probabilities, and static findings).
 
     Parameters
@@ -95,6 +98,9 @@ def rank_with_similarity(texts: list[str], token_logprobs: list[list[float]] | N
     token_texts : list of list of str, length n_candidates, optional
         The decoded text of each model token, to place log-probabilities exactly on code tokens
         (otherwise spread evenly over the characters; see `token_probabilities`).
+    check_passes : list of int, length n_candidates, optional
+        How many of the user's checks (examples run in the sandbox) each candidate passed: more passes rank
+        first, the score orders within equal counts. None (no checks): the order is the score's alone.
 
     Returns
     -------
@@ -103,7 +109,7 @@ def rank_with_similarity(texts: list[str], token_logprobs: list[list[float]] | N
         Pairwise similarity of the distinct candidates in rank order, from the vectors the ranking used.
     """
     settings.validate()
-    _check_inputs(texts, token_logprobs, reports, token_texts, settings)
+    _check_inputs(texts, token_logprobs, reports, token_texts, settings, check_passes)
     if not texts:
         return [], np.zeros((0, 0))
     groups = group_duplicates(texts)
@@ -134,8 +140,11 @@ def rank_with_similarity(texts: list[str], token_logprobs: list[list[float]] | N
     if all(demoted):
         demoted = [False] * len(groups)  # all fail: the policy cannot tell them apart
 
+    # 4. evidence: the user's checks passed come before everything the score says
+    passes = [check_passes[i] if check_passes is not None else None for i in heads]
+
     # ties: the higher mean log-probability (the model's own preference), then the earlier row
-    order = sorted(range(len(groups)), key=lambda g: (demoted[g], -_sortable(score[g]),
+    order = sorted(range(len(groups)), key=lambda g: (-(passes[g] or 0), demoted[g], -_sortable(score[g]),
                                                       -_sortable(means[g] if means[g] is not None else math.nan),
                                                       heads[g]))
     ranked = [RankedCandidate(
@@ -144,7 +153,7 @@ def rank_with_similarity(texts: list[str], token_logprobs: list[list[float]] | N
         static_penalty=float(penalty[g]), score=float(score[g]), mean_logprob=means[g], parses=parses[g],
         errors=finding_count(group_reports[g], "errors") if group_reports[g] is not None else 0,
         warnings=finding_count(group_reports[g], "warnings") if group_reports[g] is not None else 0,
-        demoted=demoted[g], scorer=settings.label(),
+        demoted=demoted[g], checks_passed=passes[g], scorer=settings.label(),
     ) for place, g in enumerate(order)]
     return ranked, similarities[np.ix_(order, order)]
 
@@ -178,10 +187,11 @@ def _base_scores(settings, groups, consistency, means, token_logprobs, n_candida
     return np.zeros(n_groups), np.array([draws[group].max() for group in groups])
 
 
-def _check_inputs(texts, token_logprobs, reports, token_texts, settings) -> None:
+def _check_inputs(texts, token_logprobs, reports, token_texts, settings, check_passes) -> None:
     if not isinstance(texts, (list, tuple)) or not all(isinstance(t, str) for t in texts):
         raise ValueError("texts must be a list of strings (candidate continuations)")
-    for name, value in (("token_logprobs", token_logprobs), ("reports", reports), ("token_texts", token_texts)):
+    for name, value in (("token_logprobs", token_logprobs), ("reports", reports), ("token_texts", token_texts),
+                        ("check_passes", check_passes)):
         if value is not None and len(value) != len(texts):
             raise ValueError(f"{name} has {len(value)} entries for {len(texts)} texts: give one per text")
     if token_logprobs is None and settings.uses_logprobs:

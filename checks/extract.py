@@ -1,0 +1,408 @@
+"""Checks as data: the examples a prompt's docstrings and comments state (a call and its expected value), and the
+assert lines a user gives. Conservative: what cannot be read as a call of one of the code's own top-level
+functions and an expected value is left out, never guessed.
+
+Forms read (in docstrings and in comments alike):
+- doctest: `>>> expr` (with `...` continuation lines) and the output lines below it; earlier `>>>` statements of
+  the same function (`>>> x = 3`) are kept as the check's setup;
+- inline: `f(x) == y`, `f(x) -> y`, `f(x) => y`, `f(x) ➞ y`, `f(x) → y`, `f(x) returns y`, `f(x) gives y`,
+  `f(x) should return y`, `f(x) is y`, `f(x) = y`, `f(x): y`, anywhere in a line ("for example, f(3) gives 7");
+- argument phrases for the function the line belongs to: "given 'ab' the result is 'ba'", "for lst = [1,2] the
+  output should be 3", "if the input is 5, the function returns 120";
+- input/output pairs: `Input: nums = [1, 2], k = 1` then `Output: 3` (same line or the next two);
+- a table whose header names input and output columns: `| input | output |` rows.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import re
+from dataclasses import dataclass
+
+MAX_CHECKS = 24          # per request: running them is cheap, but a prompt of 500 examples is not a prompt
+MAX_USER_CHECK_CHARS = 2000
+
+VALUE, OUTPUT, TRUTHY = "value", "output", "truthy"   # how a check's expected value is compared
+
+
+@dataclass(frozen=True)
+class Check:
+    """One example: evaluate `expression` after `setup` in the candidate's module and compare with `expected`."""
+
+    line: int                    # 1-based line of the example in the code the user wrote
+    expression: str              # a Python expression, e.g. "add(2, 3)"
+    expected: str                # VALUE: a Python expression; OUTPUT: doctest's printed text; TRUTHY: ""
+    compare: str = VALUE         # VALUE (==, floats within 1e-6), OUTPUT (repr or printed text), TRUTHY (assert)
+    origin: str = "inline"       # "doctest", "inline", "phrase", "input/output", "table" or "assert" (the user's)
+    setup: tuple[str, ...] = ()  # statements run first (doctest lines such as `>>> x = [1, 2]`)
+
+    def as_dict(self) -> dict:
+        return {"line": self.line, "expression": self.expression, "expected": self.expected,
+                "compare": self.compare, "origin": self.origin, "setup": list(self.setup)}
+
+    def label(self) -> str:
+        """How the check reads to a user, e.g. "add(2, 3) == 5"."""
+        if self.compare == TRUTHY:
+            return f"assert {self.expression}"
+        return f"{self.expression} == {self.expected}" if self.compare == VALUE else f">>> {self.expression}"
+
+
+# --- which names an example may use -----------------------------------------------------------------------------
+
+_DEF = re.compile(r"^(?:async\s+)?def\s+([A-Za-z_]\w*)\s*\(([^)]*)", re.MULTILINE)
+_BUILTINS = frozenset(dir(builtins))
+
+
+def top_level_functions(code: str) -> dict[str, list[str]]:
+    """Names of the functions defined at column 0, with their parameter names (as far as one line shows them)."""
+    found = {}
+    for match in _DEF.finditer(code):
+        params = [p.split(":")[0].split("=")[0].strip().lstrip("*") for p in match.group(2).split(",")]
+        found[match.group(1)] = [p for p in params if p and p != "/"]
+    return found
+
+
+def _uses_only(expression: ast.AST, functions: set[str], extra: set[str]) -> bool:
+    """The expression calls one of `functions` and reads no name beyond them, builtins and `extra`."""
+    names = {node.id for node in ast.walk(expression) if isinstance(node, ast.Name)}
+    calls = {node.func.id for node in ast.walk(expression)
+             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
+    return bool(calls & functions) and names <= functions | _BUILTINS | extra
+
+
+def _parse_expression(text: str) -> ast.Expression | None:
+    try:
+        return ast.parse(text.strip(), mode="eval")
+    except (SyntaxError, ValueError):
+        return None
+
+
+def _is_literal(text: str) -> bool:
+    try:
+        ast.literal_eval(text.strip())
+    except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
+        return False
+    return True
+
+
+_PROSE_LITERALS = {"true": "True", "false": "False", "null": "None", "none": "None"}
+
+
+def literal_prefix(text: str) -> str | None:
+    """The longest start of `text` that is a Python literal (not a bare tuple: "7, and 9" gives "7"), or None.
+    A lone true, false, null or none, as docstrings write them in prose, is read as the Python value."""
+    text = text.strip()
+    word = re.match(r"([A-Za-z]+)[\s.,;]*$", text)
+    if word and word.group(1).lower() in _PROSE_LITERALS:
+        return _PROSE_LITERALS[word.group(1).lower()]
+    cuts = sorted({len(text)} | {m.start() for m in re.finditer(r"[\s,;]", text)}, reverse=True)
+    for cut in cuts:
+        head = text[:cut].rstrip(" \t.;,")
+        if not head or not _is_literal(head):
+            continue
+        tree = _parse_expression(head)
+        if isinstance(tree.body, ast.Tuple) and not head.startswith("("):
+            continue   # "1, 2" is more likely two values of a sentence than one tuple
+        return head
+    return None
+
+
+# --- the lines examples are written in ----------------------------------------------------------------------
+
+_QUOTES = re.compile(r'^[rRuUbB]?("""|\'\'\')|("""|\'\'\')$')
+
+
+def _text_view(line: str) -> str:
+    """A line as prose: indentation, a comment's `#` and docstring quotes removed."""
+    text = line.strip()
+    if text.startswith("#"):
+        text = text.lstrip("#").strip()
+    return _QUOTES.sub("", text).strip()
+
+
+def _regions(lines: list[str]) -> list[str | None]:
+    """For each line, the name of the top-level function it belongs to (None outside one): a `def` at column 0
+    starts one; other code at column 0 (not a comment, decorator or closing bracket or quote) ends it."""
+    current, owner = None, []
+    for line in lines:
+        match = _DEF.match(line)
+        if match:
+            current = match.group(1)
+        elif line[:1] not in ("", " ", "\t", "#", "@", ")", "]", "}", '"', "'"):
+            current = None
+        owner.append(current)
+    return owner
+
+
+# --- the forms ------------------------------------------------------------------------------------------------
+
+def _doctests(view: list[str], owner: list[str | None], functions: set[str]) -> list[Check]:
+    found, setup, setup_owner = [], [], None
+    index = 0
+    while index < len(view):
+        if not view[index].startswith(">>>"):
+            index += 1
+            continue
+        if owner[index] != setup_owner:
+            setup, setup_owner = [], owner[index]
+        start, source = index, view[index][3:].strip()
+        index += 1
+        while index < len(view) and view[index].startswith("..."):
+            source += "\n" + view[index][3:].strip()
+            index += 1
+        output = []
+        while index < len(view) and view[index] and not view[index].startswith(">>>"):
+            output.append(view[index])
+            index += 1
+        check = _doctest_check(start + 1, source, output, functions, setup)
+        if check is not None:
+            found.append(check)
+        elif not output and _is_statement(source):
+            setup.append(source)
+    return found
+
+
+def _is_statement(source: str) -> bool:
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return False
+    return bool(tree.body) and not isinstance(tree.body[-1], ast.Expr)
+
+
+def _assigned(setup: list[str]) -> set[str]:
+    names = set()
+    for statement in setup:
+        for node in ast.walk(ast.parse(statement)):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+            elif isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)):
+                names.update(getattr(node, "name", None) and [node.name] or
+                             [(a.asname or a.name).split(".")[0] for a in getattr(node, "names", [])])
+    return names
+
+
+def _doctest_check(line: int, source: str, output: list[str], functions: set[str],
+                   setup: list[str]) -> Check | None:
+    tree = _parse_expression(source)
+    if tree is None or not _uses_only(tree, functions, _assigned(setup)):
+        return None
+    test = tree.body
+    if not output and isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
+        expected = ast.unparse(test.comparators[0])   # `>>> f(x) == y` written as the example itself
+        if _is_literal(expected):
+            return Check(line, ast.unparse(test.left), expected, VALUE, "doctest", tuple(setup))
+    if not output:
+        return None
+    expected = "\n".join(output).strip()
+    if expected.startswith("Traceback") or "..." in expected or expected.startswith("<"):
+        return None   # exceptions, ellipses and object addresses: doctest options we do not guess at
+    compare = VALUE if _is_literal(expected) else OUTPUT
+    return Check(line, source.strip(), expected, compare, "doctest", tuple(setup))
+
+
+_SEPARATOR = re.compile(r"^\s*(?:#\s*)?(==>|==|➞|⟶|→|=>|->|-->|should\s+(?:return|give|be|equal)|returns?|gives|yields|"
+                        r"evaluates\s+to|outputs?|is(?:\s+equal\s+to)?|equals|=|:)\s*", re.IGNORECASE)
+
+
+def _call_end(text: str, open_at: int) -> int | None:
+    """Index just past the parenthesis that closes the one at `open_at` (quotes respected), or None."""
+    depth, quote, index = 0, None, open_at
+    while index < len(text):
+        char = text[index]
+        if quote:
+            if char == "\\":
+                index += 1
+            elif char == quote:
+                quote = None
+        elif char in "'\"":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+            if depth == 0:
+                return index + 1
+        index += 1
+    return None
+
+
+def _inline(view: list[str], functions: set[str]) -> list[Check]:
+    if not functions:
+        return []
+    call_start = re.compile(r"(?<![\w.])(" + "|".join(map(re.escape, sorted(functions))) + r")\s*\(")
+    found = []
+    for number, text in enumerate(view, start=1):
+        if text.startswith((">>>", "...", "def ", "async def ")):
+            continue
+        for match in call_start.finditer(text):
+            end = _call_end(text, match.end() - 1)
+            if end is None:
+                continue
+            call = _parse_expression(text[match.start():end])
+            separator = _SEPARATOR.match(text[end:])
+            if call is None or separator is None or not _uses_only(call, functions, set()):
+                continue
+            expected = literal_prefix(text[end + separator.end():])
+            if expected is not None:
+                found.append(Check(number, text[match.start():end].strip(), expected, VALUE, "inline"))
+    return found
+
+
+_PHRASE = re.compile(
+    r"\b(?:given|for|with|on|if)\s+(?:the\s+|an?\s+)?(?:input\s+(?:is\s+)?|argument\s+)?(?P<args>.+?)\s*,?\s+"
+    r"(?:then\s+)?(?:the\s+)?(?:result|output|answer|return\s+value|function)\s+"
+    r"(?:should\s+be|is|will\s+be|would\s+be|=|returns?|should\s+return|gives)\s+(?P<expected>.+)$",
+    re.IGNORECASE)
+_INPUT = re.compile(r"^\s*input\s*:\s*(?P<args>.+?)(?:\s*(?:,|->|=>)?\s*output\s*:\s*(?P<expected>.+))?$",
+                    re.IGNORECASE)
+_OUTPUT = re.compile(r"^\s*output\s*:\s*(?P<expected>.+)$", re.IGNORECASE)
+
+
+def _call_of(function: str, args: str, params: list[str]) -> str | None:
+    """`function(args)` for the longest start of `args` (cut at a comma) that makes a valid call of literals whose
+    keywords are the function's parameters ("N = 1000, the sum is 1" gives `f(N = 1000)`), else None."""
+    cuts = sorted({len(args)} | {m.start() for m in re.finditer(",", args)}, reverse=True)
+    for cut in cuts:
+        call = _one_call(function, args[:cut], params)
+        if call is not None:
+            return call
+    return None
+
+
+def _one_call(function: str, args: str, params: list[str]) -> str | None:
+    args = args.strip().rstrip(",")
+    call = f"{function}({args})"
+    tree = _parse_expression(call)
+    if tree is None or not isinstance(tree.body, ast.Call):
+        return None
+    node = tree.body
+    if not all(_is_literal(ast.unparse(a)) for a in node.args):
+        return None
+    if any(k.arg not in params or not _is_literal(ast.unparse(k.value)) for k in node.keywords):
+        return None
+    if not node.args and not node.keywords:
+        return None
+    return call
+
+
+def _phrases(view, owner, functions: dict[str, list[str]]) -> list[Check]:
+    found = []
+    for number, (text, function) in enumerate(zip(view, owner), start=1):
+        if function is None or text.startswith(">>>"):
+            continue
+        match = _PHRASE.search(text)
+        if match is None:
+            continue
+        call = _call_of(function, match.group("args"), functions[function])
+        expected = literal_prefix(match.group("expected"))
+        if call is not None and expected is not None:
+            found.append(Check(number, call, expected, VALUE, "phrase"))
+    return found
+
+
+def _input_output(view, owner, functions: dict[str, list[str]]) -> list[Check]:
+    found = []
+    for index, (text, function) in enumerate(zip(view, owner)):
+        match = _INPUT.match(text)
+        if function is None or match is None:
+            continue
+        expected_text = match.group("expected")
+        for ahead in view[index + 1:index + 3]:
+            if expected_text is None and _OUTPUT.match(ahead):
+                expected_text = _OUTPUT.match(ahead).group("expected")
+        call = _call_of(function, match.group("args"), functions[function])
+        expected = literal_prefix(expected_text or "")
+        if call is not None and expected is not None:
+            found.append(Check(index + 1, call, expected, VALUE, "input/output"))
+    return found
+
+
+def _tables(view, owner, functions: dict[str, list[str]]) -> list[Check]:
+    found, columns = [], None
+    for number, (text, function) in enumerate(zip(view, owner), start=1):
+        cells = [c.strip() for c in text.strip().strip("|").split("|")] if "|" in text else None
+        if cells is None or function is None:
+            columns = None
+            continue
+        lowered = [c.lower() for c in cells]
+        if any("input" in c for c in lowered) and any("output" in c or "result" in c for c in lowered):
+            columns = (next(i for i, c in enumerate(lowered) if "input" in c),
+                       next(i for i, c in enumerate(lowered) if "output" in c or "result" in c))
+            continue
+        if columns is None or set(text.replace("|", "").strip()) <= set("-: "):
+            continue
+        if max(columns) < len(cells):
+            call = _call_of(function, cells[columns[0]], functions[function])
+            expected = literal_prefix(cells[columns[1]])
+            if call is not None and expected is not None:
+                found.append(Check(number, call, expected, VALUE, "table"))
+    return found
+
+
+# --- entry points ---------------------------------------------------------------------------------------------
+
+def checks_in(code: str, first_line: int = 1, only: str | None = None, names_from: str | None = None) -> list[Check]:
+    """The checks the examples in `code` state, one per example line, in line order (at most MAX_CHECKS).
+
+    `only` keeps the examples of that one top-level function; `names_from` is the code whose top-level functions
+    examples may call (default `code` itself); line numbers start at `first_line`.
+    """
+    lines = code.splitlines()
+    functions = top_level_functions(names_from if names_from is not None else code)
+    view = [_text_view(line) for line in lines]
+    owner = _regions(lines)
+    if only is not None:
+        owner = [name if name == only else None for name in owner]
+        view = [text if name == only else "" for text, name in zip(view, owner)]
+    owner = [name if name in functions else None for name in owner]
+    found = (_doctests(view, owner, set(functions)) + _inline(view, set(functions))
+             + _phrases(view, owner, functions) + _input_output(view, owner, functions)
+             + _tables(view, owner, functions))
+    unique = {}
+    for check in sorted(found, key=lambda c: c.line):
+        unique.setdefault((check.setup, check.expression, check.expected), check)
+    return [Check(c.line + first_line - 1, c.expression, c.expected, c.compare, c.origin, c.setup)
+            for c in list(unique.values())[:MAX_CHECKS]]
+
+
+def checks_for_prompt(prompt: str) -> list[Check]:
+    """The examples of a prompt (a signature and docstring, or any code before the candidate)."""
+    return checks_in(prompt)
+
+
+def checks_for_infill(prefix: str, suffix: str) -> list[Check]:
+    """The examples of the top-level function the cursor is in (between `prefix` and `suffix`)."""
+    enclosing = [m.group(1) for m in _DEF.finditer(prefix)]
+    if not enclosing:
+        return []
+    around = prefix + suffix
+    return checks_in(around, only=enclosing[-1], names_from=around)
+
+
+def parse_user_checks(text: str) -> list[Check]:
+    """The user's own checks, one per line: `assert f(x) == y` (or `f(x) == y`), `assert cond`; blank lines and
+    comments skipped. ValueError names the first line that is not one."""
+    if len(text) > MAX_USER_CHECK_CHARS:
+        raise ValueError(f"checks are {len(text)} characters: they must be at most {MAX_USER_CHECK_CHARS}")
+    found = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        source = line.strip()
+        if not source or source.startswith("#"):
+            continue
+        found.append(_user_check(number, source))
+    if len(found) > MAX_CHECKS:
+        raise ValueError(f"{len(found)} checks given: at most {MAX_CHECKS} are run")
+    return found
+
+
+def _user_check(number: int, source: str) -> Check:
+    body = source[len("assert"):].strip() if re.match(r"assert\b", source) else source
+    tree = _parse_expression(body)
+    if tree is None:
+        raise ValueError(f"check line {number} ({source!r}) is not an assert statement or an expression: "
+                         "write one check per line, e.g. assert add(2, 3) == 5")
+    test = tree.body
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
+        return Check(number, ast.unparse(test.left), ast.unparse(test.comparators[0]), VALUE, "assert")
+    return Check(number, ast.unparse(test), "", TRUTHY, "assert")
