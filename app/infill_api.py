@@ -1,15 +1,25 @@
 """Ranked middles over llama.cpp's `POST /infill`, the protocol of the editor plugins llama.vim and llama.vscode.
 
-Fields as llama.cpp's server reads them: `input_prefix`, `input_suffix`, `input_extra` ([{filename, text}]), `prompt`
-(the cursor line's text before the cursor, read after the prefix as llama.cpp does), `n_predict` (0: only read the
-prompt into the cache, as the plugins' warm-up requests ask), `n_cmpl` (alternatives; alias `n`), `temperature`,
-`top_p`, `seed`, `stop`, `t_max_predict_ms` (the budget, counted from the end of the prompt as llama.cpp does, at least
-the app's minimum budget; the rows are cut there, where llama.cpp waits for a newline), `response_fields`, `stream`
-(one event per result); others (`top_k`, `samplers`, `cache_prompt`, `n_indent`, `id_slot`, `model`, ...) are
-accepted and ignored. The answer is llama.cpp's: one object for one result, an array of them for `n_cmpl` > 1, here
-best first, each with an extra `ranked_drafts` field (rank, score, findings); `timings` count the prompt tokens
-computed (`prompt_n`) apart from those the prefix cache gave (`cache_n`). JSON is compact (llama.vim's reader expects
-no space after a colon). Errors are llama.cpp's shape: {"error": {"code", "message", "type"}}.
+Fields as llama.cpp's server reads them (tools/server: server-context.cpp, server-common.cpp' format_infill):
+- `input_prefix`, `input_suffix`, `prompt` (the cursor line's text before the cursor, read after the prefix);
+  the local context is bounded as llama-server bounds it by its batch: the prefix's last 3/4 and the suffix's
+  first 1/4 of LOCAL_CONTEXT_TOKENS (whole lines here, tokens there);
+- `input_extra` ([{filename, text}]): other files before the current one, at most EXTRA_CONTEXT_TOKENS of them, the
+  ones nearest the end kept (llama.cpp keeps the end of its extra context);
+- `n_predict` (0: only read the prompt into the cache, as the plugins' warm-up requests ask; -1: the app's most),
+  `n_cmpl` (alternatives, alias `n`), `temperature`, `top_p`, `seed`, `stop`;
+- `t_max_predict_ms`: the time limit of generation, counted once the prompt is read; past it a row ends at the
+  next newline it writes, so that the plugin always gets whole lines (llama.cpp stops "upon another new line");
+- `n_indent`: a row ends before a new line indented less than this many columns (llama.cpp cuts that line);
+- `response_fields`, `stream` (one event per result, no [DONE]).
+Differences: `top_k`, `min_p` and `samplers` are accepted and not applied (the engine samples with temperature and
+top-p, which the ranking's agreement relies on); `t_max_prompt_ms` is accepted and ignored, as llama.cpp does
+(a TODO there); `cache_prompt` is always on (the prefix cache is exact, so it changes no answer); `id_slot` and
+`model` are accepted and ignored. The answer is llama.cpp's: one object for one result, an array of them for
+`n_cmpl` > 1, here best first, each with an extra `ranked_drafts` field (rank, score, findings); `timings` count
+the prompt tokens computed (`prompt_n`) apart from those the prefix cache gave (`cache_n`). JSON is compact
+(llama.vim's reader expects no space after a colon). Errors are llama.cpp's shape: {"error": {"code", "message",
+"type"}}.
 """
 from __future__ import annotations
 
@@ -29,6 +39,11 @@ from engine import ContextFile, InvalidRequest, ModelSetupError
 from engine.remote import RemoteError
 from engine.types import FINISH_BUDGET, FINISH_LENGTH, FINISH_STOP
 
+# The prompt a middle reads, as llama-server bounds it with the batch size llama.vim recommends (-b 1024): the
+# prefix's last 768 tokens and the suffix's first 256 (whole lines here), and at most 4096 tokens of other files
+# (n_ctx - n_batch - 2 n_predict at the plugins' n_predict 128 and a context of about 5.4k), the nearest the end.
+LOCAL_CONTEXT_TOKENS = 1024
+EXTRA_CONTEXT_TOKENS = 4096
 # what the run raised -> llama.cpp's status and error type (busy, a server or model that cannot serve: unavailable)
 LLAMA_ERRORS = [((BusyError, RemoteError, ModelSetupError), 503, "unavailable_error")]
 # our finish reasons -> llama.cpp's stop_type (a budget cut is its time limit, "limit" too)
@@ -92,7 +107,11 @@ def _parse(body: dict, limits: Limits, defaults: Defaults):
     stop = body.get("stop") or []
     if not (isinstance(stop, list) and all(isinstance(s, str) and s for s in stop)):
         raise InvalidRequest(f"stop={stop!r} is invalid: give a list of non-empty strings")
-    request = replace(request, stop=tuple(stop), budget_after_prompt=after_prompt)
+    n_indent = body.get("n_indent", 0)
+    if isinstance(n_indent, bool) or not isinstance(n_indent, int) or not 0 <= n_indent <= 1000:
+        raise InvalidRequest(f"n_indent={n_indent!r} is out of range: it must be an integer in 0..1000")
+    request = replace(request, stop=tuple(stop), budget_after_prompt=after_prompt, budget_waits_for_line=after_prompt,
+                      min_indent=n_indent, context_tokens=LOCAL_CONTEXT_TOKENS, extra_tokens=EXTRA_CONTEXT_TOKENS)
     request.validate()
     return request, warm_up, 1 if warm_up else n
 

@@ -8,6 +8,7 @@ the sandbox and every ranker is scored by Pass@First, next to Pass@All, random-p
 from __future__ import annotations
 
 import argparse
+import ast
 import gzip
 import hashlib
 import json
@@ -61,6 +62,7 @@ class EvalSettings:
     seed: int = 0                    # seeds the bootstrap
     static: bool = False             # run static_eval on the candidates and apply the rank policy
     checks: bool = False             # run the prompt's own examples on every candidate (checks/) and rank by them
+    doc2comments: bool = False       # the checks are read from the prompt with its docstrings turned into comments
 
 
 # ---------------------------------------------------------------- problems and sample files
@@ -433,9 +435,28 @@ def static_reports(problems: list[dict], records: dict[str, dict]) -> dict[str, 
 # ---------------------------------------------------------------- the prompt's own examples
 
 
-def run_checks(problems: list[dict], records: dict[str, dict]) -> tuple[dict[str, list[int]], dict]:
+def doc2comments(prompt: str) -> str:
+    """The prompt with every function's docstring written as `#` comments at its indentation (ReCode's doc2comments
+    perturbation): examples must still be found where people write them in comments."""
+    lines = prompt.splitlines(keepends=True)
+    try:
+        tree = ast.parse(prompt)
+    except SyntaxError:
+        return prompt
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and ast.get_docstring(node) is not None:
+            first, last = node.body[0].lineno - 1, node.body[0].end_lineno
+            indent = lines[first][:len(lines[first]) - len(lines[first].lstrip())]
+            text = ast.get_docstring(node, clean=True).splitlines()
+            lines[first:last] = [f"{indent}# {line}".rstrip() + "\n" for line in text] + [None] * (last - first - len(text))
+    return "".join(line for line in lines if line is not None)
+
+
+def run_checks(problems: list[dict], records: dict[str, dict],
+               as_comments: bool = False) -> tuple[dict[str, list[int]], dict]:
     """Checks passed per candidate of every problem (the prompt's examples, run confined; the hidden tests only
-    score), and what it cost: coverage, seconds per problem (median, p90)."""
+    score), and what it cost: coverage, seconds per problem (median, p90). `as_comments`: the examples are read
+    from the doc2comments form of the prompt."""
     from checks import CheckRunner, checks_for_prompt
 
     runner = CheckRunner.create()
@@ -443,7 +464,7 @@ def run_checks(problems: list[dict], records: dict[str, dict]) -> tuple[dict[str
         raise SystemExit(runner.reason)
     passes, seconds, covered, n_checks = {}, [], 0, 0
     for problem in problems:
-        found = checks_for_prompt(problem["prompt"])
+        found = checks_for_prompt(doc2comments(problem["prompt"]) if as_comments else problem["prompt"])
         programs = [problem["prompt"] + c["text"] for c in records[problem["task_id"]]["candidates"]]
         start = time.monotonic()
         outcomes = runner.run(programs, found)
@@ -484,7 +505,7 @@ def evaluate(problems: list[dict], records: dict[str, dict], sandbox: SandboxSet
     rankers = rankers or default_rankers()
     outcomes = execute(problems, records, sandbox, exec_cache)
     reports = static_reports(problems, records) if settings.static else None
-    passes, check_cost = run_checks(problems, records) if settings.checks else (None, None)
+    passes, check_cost = run_checks(problems, records, settings.doc2comments) if settings.checks else (None, None)
     start = time.monotonic()
     rows = per_problem_table(problems, records, outcomes, rankers, reports, passes)
     rank_s = time.monotonic() - start
@@ -578,6 +599,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ev.add_argument("--checks", action="store_true",
                     help="run each prompt's own examples on every candidate (confined, checks/) and rank by the "
                          "checks passed first, as the app does; the default ranker is also shown without them")
+    ev.add_argument("--doc2comments", action="store_true",
+                    help="with --checks: read the examples from each prompt with its docstring turned into comments")
     ev.add_argument("--greedy-row", action="store_true",
                     help="score each problem as a greedy_first request (the app's default) gives it: its greedy "
                          "candidate as row 0, the sampled rows 1..k-1 as they are (under the default, coupled, "
@@ -609,7 +632,8 @@ def main(argv: list[str] | None = None) -> dict:
                              seed=args.seed, cache_dir=args.cache_dir, dtype=args.dtype,
                              weights=args.weights, prompt_form=args.prompt_form)
     sandbox = SandboxSettings(timeout_s=args.timeout, memory_mb=args.memory_mb, workers=args.workers)
-    settings = EvalSettings(bootstrap=args.bootstrap, static=args.static, checks=args.checks)
+    settings = EvalSettings(bootstrap=args.bootstrap, static=args.static, checks=args.checks,
+                            doc2comments=args.doc2comments)
     if args.budget_curve:
         if not args.out:
             raise SystemExit("--budget-curve needs --out (the stem of the per-budget sample files)")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import math
 import inspect
 import random
 import time
@@ -20,7 +21,7 @@ from engine.infill import FimFormat, require_fim
 from engine.kv_cache import PACKED_ROWS, PackedRows, RaggedKVCache, UnpackedCall
 from engine.prefix_cache import PrefixCache, PromptReading, read_prompt
 from engine.sampling import PositionUniforms, inverse_cdf, token_logprobs, warp_probs
-from engine.stopping import RowState, StopRules
+from engine.stopping import RowState, StopRules, line_end_after
 from engine.types import FINISH_BUDGET, GenerationRequest, GenerationResult, GenerationStats, InvalidRequest
 
 DRAFTER_CHOICES = ("none", "model", "prompt", "sibling", "auto")
@@ -111,6 +112,8 @@ class _Run:
     stats: GenerationStats
     active: list[int]            # original indices of unfinished rows, in batch order
     round_number: int = 1        # the draft/verify round under way (1: the first after the prompt's prefill)
+    line_marks: dict[int, int] | None = None  # past the budget (budget_waits_for_line): each row's text length
+                                              # at the deadline; a newline after it ends the row
 
 
 class Engine:
@@ -154,7 +157,16 @@ class Engine:
         if request.budget_after_prompt:
             run.deadline = time.perf_counter() + request.budget_s
         self._notify(run, on_update)
-        while run.active and time.perf_counter() < run.deadline and not (should_stop and should_stop()):
+        while run.active and not (should_stop and should_stop()):
+            if time.perf_counter() >= run.deadline:
+                if not request.budget_waits_for_line:
+                    break
+                run.deadline = math.inf   # past the budget, rows end at their next newline (or by their rules)
+                run.line_marks = {r: len(run.rows[r].text) for r in run.active}
+            if run.line_marks is not None:
+                self._end_rows_with_a_line(run)
+                if not run.active:
+                    break
             self._step(run, drafters, controller)
             self._notify(run, on_update)
         for row in run.rows:
@@ -344,6 +356,17 @@ class Engine:
         stats.speculative_steps += 1 if any(step.proposed) else 0
         stats.drafted_rows += sum(1 for n in step.proposed if n > 0)
         stats.generated_tokens = sum(len(r.token_ids) for r in run.rows)
+
+    def _end_rows_with_a_line(self, run: _Run) -> None:
+        """Past the budget, a row ends at the first newline it writes after the deadline (llama.cpp's
+        t_max_predict_ms, which stops "upon another new line"): its text ends with whole lines."""
+        for r in run.active:
+            row = run.rows[r]
+            end = line_end_after(row.text, run.line_marks[r])
+            if end is not None:
+                StopRules.cut_at(row, end, self._decode)
+                row.finish_reason = FINISH_BUDGET
+        self._drop_finished(run)
 
     def _drop_finished(self, run: _Run) -> None:
         """Finished rows leave the batch: their cache rows are dropped so they stop costing compute."""

@@ -58,18 +58,55 @@ class FimFormat:
         a marker)."""
         s, ids = self.spelling, self.ids
         tokens: list[int] = []
-        if request.extra and self.has_files:
+        extra = request.extra if request.extra_tokens is None else files_within(request.extra, request.extra_tokens,
+                                                                               encode)
+        if extra and self.has_files:
             tokens += [ids[s.repo_name]] + encode(REPO_NAME + "\n")
-            for context in request.extra:
+            for context in extra:
                 tokens += [ids[s.file_sep]] + encode(f"{context.name}\n{context.text}")
             tokens += [ids[s.file_sep]] + encode(CURRENT_FILE + "\n")
-        elif request.extra:   # no file markers: the other files as plain text before the prefix marker
-            tokens += encode("".join(f"# file: {c.name}\n{c.text}\n" for c in request.extra))
+        elif extra:   # no file markers: the other files as plain text before the prefix marker
+            tokens += encode("".join(f"# file: {c.name}\n{c.text}\n" for c in extra))
         head, newline, typed = request.prompt.rpartition("\n")
         if not typed.strip():   # only indentation so far: it stays in the prefix (measured, bundled models: after
             head, newline, typed = request.prompt, "", ""   # the marker it gave empty or over-indented middles)
-        return tokens + ([ids[s.prefix]] + encode(head + newline) + [ids[s.suffix]] + encode(request.suffix)
-                         + [ids[s.middle]] + encode(typed))
+        head, suffix, typed_ids = head + newline, request.suffix, encode(typed)
+        if request.context_tokens is not None:   # llama-server's split of its batch: 3/4 before, 1/4 after
+            head = lines_within(head, request.context_tokens * 3 // 4, encode, from_end=True)
+            suffix = lines_within(suffix, max(request.context_tokens // 4 - 2 - len(typed_ids), 0), encode)
+        return tokens + ([ids[s.prefix]] + encode(head) + [ids[s.suffix]] + encode(suffix)
+                         + [ids[s.middle]] + typed_ids)
+
+
+def lines_within(text: str, budget: int, encode, from_end: bool = False) -> str:
+    """The most whole lines of `text` that fit in `budget` tokens, taken from its end (code before the cursor) or
+    from its start (code after it)."""
+    if len(encode(text)) <= budget:
+        return text
+    lines = text.splitlines(keepends=True)
+    kept, used = [], 0
+    for line in (reversed(lines) if from_end else lines):
+        used += len(encode(line))
+        if used > budget:
+            break
+        kept.append(line)
+    return "".join(reversed(kept) if from_end else kept)
+
+
+def files_within(files: tuple[ContextFile, ...], budget: int, encode) -> tuple[ContextFile, ...]:
+    """The other files that fit in `budget` tokens, those nearest the end first (llama.cpp keeps the end of its
+    extra context); the first that does not fit whole keeps its last lines."""
+    kept: list[ContextFile] = []
+    for context in reversed(files):
+        cost = len(encode(f"{context.name}\n{context.text}")) + 1
+        if cost > budget:
+            tail = lines_within(context.text, budget - len(encode(context.name + "\n")) - 1, encode, from_end=True)
+            if tail.strip():
+                kept.append(ContextFile(context.name, tail))
+            break
+        kept.append(context)
+        budget -= cost
+    return tuple(reversed(kept))
 
 
 def require_fim(found: FimFormat | None, model_name: str) -> FimFormat:

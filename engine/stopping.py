@@ -56,6 +56,32 @@ class SuffixEcho:
         return None
 
 
+def line_end_after(text: str, mark: int) -> int | None:
+    """Where a row past its budget ends: just after the first newline at or after `mark` (its text's length at the
+    deadline), or None while it has written none (llama.cpp's t_max_predict_ms)."""
+    found = text.find("\n", mark)
+    return found + 1 if found >= 0 else None
+
+
+@dataclass(frozen=True)
+class IndentEnd:
+    """llama.cpp's n_indent: a middle ends before its first new line that is indented less than `indent` columns
+    (the line's newline is kept; its indentation and text are not)."""
+
+    indent: int
+
+    def cut(self, text: str) -> int | None:
+        start = text.find("\n") + 1
+        while start > 0:
+            end = text.find("\n", start)
+            line = text[start:] if end < 0 else text[start:end]
+            body = line.lstrip(" \t")
+            if body and len(line) - len(body) < self.indent:
+                return start
+            start = end + 1 if end >= 0 else 0
+        return None
+
+
 @dataclass(frozen=True)
 class StopRules:
     """Everything that ends a row, for one request."""
@@ -65,6 +91,7 @@ class StopRules:
     max_new_tokens: int
     body: BodyEnd | None = None     # the end-of-body rule of the request's prompt; None: off
     echo: SuffixEcho | None = None  # a middle's end where it repeats the code after the cursor; None: not a middle
+    indent: IndentEnd | None = None  # a middle's end at a line indented less than the request's min_indent
 
     @staticmethod
     def of(request: GenerationRequest, eos_ids: frozenset[int], form_stops: tuple[str, ...] = ()) -> "StopRules":
@@ -72,7 +99,8 @@ class StopRules:
         form's closing fence)."""
         return StopRules(eos_ids, tuple(request.stop) + form_stops, request.max_new_tokens,
                          BodyEnd.of(request.prompt) if request.stop_at_body_end else None,
-                         SuffixEcho.of(request.prompt, request.suffix) if request.suffix else None)
+                         SuffixEcho.of(request.prompt, request.suffix) if request.suffix else None,
+                   IndentEnd(request.min_indent) if request.min_indent > 0 else None)
 
     def extend(self, row: RowState, tokens: list[int], logprobs: list[float], decode) -> None:
         """Append newly committed tokens to a row, applying end-of-text tokens, max length, then stop strings and
@@ -99,7 +127,8 @@ class StopRules:
         longest_stop = max((len(s) for s in self.stops), default=0)
         cuts = [earliest_stop(text, self.stops, max(0, old_text_len - longest_stop)),
                 self.body.cut(text) if self.body is not None else None,
-                self.echo.cut(text, final) if self.echo is not None else None]
+                self.echo.cut(text, final) if self.echo is not None else None,
+                self.indent.cut(text) if self.indent is not None else None]
         return min((c for c in cuts if c is not None), default=None)
 
     @staticmethod

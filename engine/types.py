@@ -50,6 +50,12 @@ class GenerationRequest:
     extra: tuple[ContextFile, ...] = ()  # other files as context of a middle
     budget_after_prompt: bool = False  # the budget starts once the prompt is read (llama.cpp's t_max_predict_ms)
     greedy_first: bool = False      # row 0 decodes greedily, the other rows sample at `temperature` (local engine)
+    budget_waits_for_line: bool = False  # past the budget a row ends only once its text holds a newline, so that it
+                                         # has one whole line (llama.cpp's t_max_predict_ms); max_new_tokens bounds it
+    context_tokens: int | None = None  # a middle's local context in tokens: the prefix's last 3/4 and the suffix's
+                                       # first 1/4, whole lines (llama-server's batch-bounded prompt); None: all
+    extra_tokens: int | None = None    # the other files' tokens at most, the files nearest the end kept; None: all
+    min_indent: int = 0                # a row ends before a new line indented less than this (llama.cpp's n_indent)
 
     @property
     def is_infill(self) -> bool:
@@ -74,6 +80,14 @@ class GenerationRequest:
             raise InvalidRequest(f"seed={self.seed!r} is out of range: it must be an integer >= 0 or None")
         if not isinstance(self.budget_after_prompt, bool):
             raise InvalidRequest(f"budget_after_prompt={self.budget_after_prompt!r} is invalid: it must be true or false")
+        for name in ("budget_waits_for_line",):
+            if not isinstance(getattr(self, name), bool):
+                raise InvalidRequest(f"{name}={getattr(self, name)!r} is invalid: it must be true or false")
+        if self.context_tokens is not None:
+            _check_int("context_tokens", self.context_tokens, 16, 1_000_000)
+        _check_int("min_indent", self.min_indent, 0, 1000)
+        if self.extra_tokens is not None:
+            _check_int("extra_tokens", self.extra_tokens, 0, 1_000_000)
         if not isinstance(self.greedy_first, bool):
             raise InvalidRequest(f"greedy_first={self.greedy_first!r} is invalid: it must be true or false")
         if not isinstance(self.stop_at_body_end, bool):

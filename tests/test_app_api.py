@@ -68,7 +68,7 @@ def test_generate_returns_ranked_candidates(served):
     for c in candidates:
         assert isinstance(c["code"], str)
         assert c["finish_reason"] in ("stop", "length", "budget")
-        assert set(c["score_parts"]) == {"consistency", "logprob_term", "static_penalty", "mean_logprob"}
+        assert set(c["score_parts"]) == {"checks_passed", "consistency", "logprob_term", "static_penalty", "mean_logprob"}
         assert all({"kind", "line", "message", "severity"} <= set(f) for f in c["findings"])
     matrix = result["similarity"]["matrix"]
     assert len(matrix) == len(candidates) and all(len(row) == len(candidates) for row in matrix)
@@ -123,7 +123,7 @@ def call_raw(url: str, body: bytes) -> tuple[int, str]:
 
 def test_non_utf8_input_is_refused_and_the_server_keeps_serving(served):
     _, url, client = served
-    fields = '2, 2.0, 0.8, 8, 0.95, -1, "tiny pair", ""'   # every input, the suffix last
+    fields = '2, 2.0, 0.8, 8, 0.95, -1, "tiny pair", "", "", true'   # every input: suffix, checks, run_checks last
     status, events = call_raw(url, b'{"data": ["def f():\\n    x = \'\\ud800\'\\n", ' + fields.encode() + b"]}")
     assert status == 200 and "event: error" in events
     assert "prompt is not valid UTF-8 text: character 18 is" in events and "lone surrogate" in events

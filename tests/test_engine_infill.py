@@ -175,3 +175,55 @@ def test_typing_on_a_line_reuses_all_of_the_prompt_before_the_typed_text(fim_mod
     engine.generate(seeded(PREFIX + "with", SUFFIX))
     typed_more = engine.generate(seeded(PREFIX + "with open(", SUFFIX))
     assert typed_more.stats.cached_prompt_tokens == typed_more.stats.prompt_tokens - len(" open(")   # bytes here
+
+
+def test_past_the_budget_the_clock_cuts_no_line(fim_model, fim_tokenizer):
+    """llama.cpp's t_max_predict_ms as the plugins rely on it: a row is never cut in the middle of a line by the
+    clock; past the deadline it goes on until it writes a newline (or ends by its other rules). The tiny model
+    writes no newline, so its rows run to their own end where a plain budget cuts them all."""
+    engine = fim_engine(fim_model, fim_tokenizer)
+    fields = dict(k=6, budget_s=1e-6, budget_after_prompt=True, max_new_tokens=60, stop_at_body_end=False)
+    waits = engine.generate(seeded(PREFIX, SUFFIX, budget_waits_for_line=True, **fields))
+    assert all(c.finish_reason != "budget" or c.text.endswith("\n") for c in waits.candidates)
+    assert all(c.finish_reason in ("stop", "length") for c in waits.candidates)
+    cut = engine.generate(seeded(PREFIX, SUFFIX, **fields))
+    assert all(c.finish_reason == "budget" for c in cut.candidates)
+
+
+@pytest.mark.parametrize("text, mark, end", [
+    ("return x", 0, None), ("return x\n", 0, 9), ("a\nb\nc", 2, 4), ("a\nbc", 2, None), ("\n", 0, 1)])
+def test_a_row_past_the_budget_ends_after_the_first_newline_past_its_mark(text, mark, end):
+    from engine.stopping import line_end_after
+    assert line_end_after(text, mark) == end
+
+
+def test_n_indent_ends_a_middle_before_a_line_indented_less():
+    from engine.stopping import IndentEnd
+    rule = IndentEnd(8)
+    assert rule.cut("x = 1\n        y = 2\n    return y\n") == len("x = 1\n        y = 2\n")
+    assert rule.cut("x = 1\n        y = 2\n    ") is None          # only indentation so far: not judged yet
+    assert rule.cut("    x = 1\n\n        y\n") is None            # the first line and blank lines do not count
+
+
+def test_the_local_context_keeps_whole_lines_within_its_tokens():
+    from engine.infill import files_within, lines_within
+    encode = lambda text: list(text.encode())   # one token per byte
+    text = "".join(f"line {i}\n" for i in range(10))        # 7 bytes a line
+    assert lines_within(text, 21, encode, from_end=True) == "line 7\nline 8\nline 9\n"
+    assert lines_within(text, 20, encode) == "line 0\nline 1\n"
+    assert lines_within(text, 1000, encode) == text
+    files = (ContextFile("a.py", "A = 1\n"), ContextFile("b.py", "B = 2\nC = 3\n"))
+    assert files_within(files, 1000, encode) == files
+    assert files_within(files, len("b.py\nB = 2\nC = 3\n") + 1, encode) == files[1:]   # the nearest the end first
+    assert files_within(files, len("b.py\nC = 3\n") + 1, encode) == (ContextFile("b.py", "C = 3\n"),)
+
+
+def test_a_bounded_prompt_reads_the_end_of_the_prefix_and_the_start_of_the_suffix(fim_tokenizer):
+    fim = FimFormat.of(fim_tokenizer)
+    encode = lambda text: fim_tokenizer(text, add_special_tokens=False, split_special_tokens=True)["input_ids"]
+    prefix = "".join(f"p{i} = {i}\n" for i in range(100))
+    suffix = "".join(f"s{i} = {i}\n" for i in range(100))
+    request = GenerationRequest(prefix, suffix=suffix, context_tokens=80)
+    text = fim_tokenizer.decode(fim.prompt_ids(request, encode))
+    assert text.startswith("<|fim_prefix|>p94 = 94\n") and "p99 = 99\n<|fim_suffix|>s0 = 0\ns1 = 1\n" in text
+    assert text.endswith("s1 = 1\n<|fim_middle|>")
