@@ -124,6 +124,7 @@ def main(argv: list[str] | None = None) -> None:
     logging.getLogger("httpx").setLevel(logging.WARNING)  # gradio's own start-up requests
     check_port(args.host, args.port)
     from app.infill_api import mount_infill
+    from app.ollama_api import mount_ollama
     from app.openai_api import mount_completions
 
     built = build(args)
@@ -134,10 +135,12 @@ def main(argv: list[str] | None = None) -> None:
                     prevent_thread_lock=True)
         mount_completions(demo, hub, built["pipeline"], built["limits"])   # POST /v1/completions, same server
         mount_infill(demo, hub, built["pipeline"], built["limits"])        # POST /infill (llama.vim, llama.vscode)
+        mount_ollama(demo, hub, built["pipeline"], built["limits"])        # /api/generate... (Continue, Twinny, Zed)
         print(f"Ranked code drafts is running at {demo.local_url}"
               + (f" and {demo.share_url}" if demo.share_url else " (this machine only: --host 0.0.0.0 serves "
                  "your network, --share makes a public link)")
-              + "; APIs: Gradio /generate, OpenAI-style /v1/completions and llama.cpp-style /infill (see the README). "
+              + "; APIs: Gradio /generate, OpenAI-style /v1/completions, llama.cpp-style /infill and Ollama-style "
+              "/api/generate (see the README). "
               + f"Preparing {hub.default_label!r} in the background.",
               flush=True)
         demo.block_thread()
