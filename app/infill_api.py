@@ -33,7 +33,7 @@ from app.models import EngineHub
 from app.requests import CheckRequest, Defaults, Limits, build_request
 from app.results import ranked_copies
 from app.routes import final_or_error, in_protocol_names, json_handler, mount_first
-from app.runs import USER_ERRORS, BusyError, RunControl
+from app.runs import USER_ERRORS, BusyError, RunControl, RunRegistry
 from app.service import Pipeline
 from engine import ContextFile, InvalidRequest, ModelSetupError
 from engine.remote import RemoteError
@@ -67,6 +67,8 @@ def mount_infill(demo: gr.Blocks, hub: EngineHub, pipeline: Pipeline, limits: Li
         if error is not None:
             return _error(*error, {"Retry-After": "1"} if error[0] == 503 else None)
         results = _results(final, request, choice.label, warm_up)
+        if final["stopped"]:   # superseded by this editor's newer request, or the client left: say so
+            results = [dict(r, stopped=final["stopped"]) for r in results]
         results = [dict(results[i % len(results)], index=i) for i in range(n)]   # greedy: one answer, n copies
         fields = body.get("response_fields")
         if isinstance(fields, list) and fields:
@@ -77,8 +79,16 @@ def mount_infill(demo: gr.Blocks, hub: EngineHub, pipeline: Pipeline, limits: Li
         return Response(_compact(results[0] if n == 1 else results), media_type="application/json")
 
     handler = json_handler(infill, lambda status, message: _error(status, message, "invalid_request_error"),
-                           pipeline.idle_timeout_s, "input_prefix and input_suffix")
+                           pipeline.idle_timeout_s, "input_prefix and input_suffix", RunRegistry(), editor_session)
     mount_first(demo, [("/infill", handler, "POST")])
+
+
+def editor_session(body: dict, host: str) -> str | None:
+    """The editor a request comes from (its address and slot): its newer request supersedes its running one (the
+    plugins wait for the request in flight instead of cancelling it). Warm-ups (n_predict 0) supersede nothing."""
+    if body.get("n_predict") == 0:
+        return None
+    return f"{host} slot {body.get('id_slot', -1)}"
 
 
 def _parse(body: dict, limits: Limits, defaults: Defaults):

@@ -23,7 +23,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from app.models import EngineHub
 from app.requests import CheckRequest, Defaults, Limits, build_request
 from app.routes import final_or_error, json_handler, mount_first
-from app.runs import USER_ERRORS, BusyError, RunControl
+from app.runs import USER_ERRORS, BusyError, RunControl, RunRegistry
 from app.service import Pipeline
 from engine import InvalidRequest, ModelSetupError
 from engine.remote import RemoteError
@@ -75,8 +75,8 @@ def mount_ollama(demo: gr.Blocks, hub: EngineHub, pipeline: Pipeline, limits: Li
 
     on_bad_body = lambda status, message: _error(status, message)   # noqa: E731
     mount_first(demo, [
-        ("/api/generate", json_handler(generate, on_bad_body, pipeline.idle_timeout_s, "`model` and `prompt`"),
-         "POST"),
+        ("/api/generate", json_handler(generate, on_bad_body, pipeline.idle_timeout_s, "`model` and `prompt`",
+                                       RunRegistry(), lambda body, host: f"{host} {body.get('model')}"), "POST"),
         ("/api/show", json_handler(show, on_bad_body, pipeline.idle_timeout_s, "`model`"), "POST"),
         ("/api/tags", tags, "GET"), ("/api/version", version, "GET")])
 

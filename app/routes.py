@@ -11,13 +11,16 @@ from fastapi import Request
 from starlette.concurrency import run_in_threadpool
 
 from app.requests import CheckRequest
-from app.runs import USER_ERRORS, RunControl, as_reported
+from app.runs import USER_ERRORS, RunControl, RunRegistry, as_reported
 
 
 def json_handler(serve: Callable[[dict, RunControl], object], error: Callable[[int, str], object],
-                 idle_timeout_s: float, needs: str):
+                 idle_timeout_s: float, needs: str, runs: RunRegistry | None = None,
+                 session_of: Callable[[dict, str], str | None] | None = None):
     """An async route handler: the body must be a JSON object (else error(400, ...) naming `needs`, what it must
-    hold); serve(body, control) runs in a worker thread, and control stops when the client disconnects."""
+    hold); serve(body, control) runs in a worker thread, and control stops when the client disconnects. With
+    `runs`, a request whose session_of(body, client address) names a session stops the run that session has going:
+    editors do not cancel a request the user typed past, so the newer one supersedes it."""
 
     async def handler(http_request: Request):
         try:
@@ -27,11 +30,17 @@ def json_handler(serve: Callable[[dict, RunControl], object], error: Callable[[i
         if not isinstance(body, dict):
             return error(400, "the body must be a JSON object")
         control = RunControl(idle_timeout_s)
+        host = http_request.client.host if http_request.client else ""
+        session = session_of(body, host) if runs is not None and session_of is not None else None
+        if session is not None:
+            runs.start(session, control)
         watcher = asyncio.create_task(_stop_when_gone(http_request, control))
         try:
             return await run_in_threadpool(serve, body, control)
         finally:
             watcher.cancel()
+            if session is not None:
+                runs.finish(session, control)
 
     return handler
 

@@ -128,3 +128,29 @@ def test_greedy_alternatives_and_streams_come_in_llama_cpps_shape(server):
     assert len(events) == 3 and [e["index"] for e in events] == [0, 1, 2] and all(e["stop"] for e in events)
     refused = post(server, dict(LLAMA_VIM, n_predict=5000))
     assert refused.status_code == 400 and refused.json()["error"]["message"].startswith("n_predict=5000")
+
+
+def test_a_newer_request_of_the_same_editor_supersedes_the_running_one(server):
+    """llama.vim waits for the request in flight rather than cancelling it: the app stops it when the same editor
+    sends its next one, so the new suggestion does not wait for a stale one."""
+    import threading
+    import time
+
+    slow = dict(LLAMA_VIM, n_predict=256, n_cmpl=6, t_max_predict_ms=15000, temperature=1.0, n_indent=0,
+                response_fields=None)
+    answers = {}
+
+    def first():
+        answers["first"] = post(server, slow).json()
+        answers["first_done"] = time.monotonic()
+
+    thread = threading.Thread(target=first)
+    thread.start()
+    time.sleep(0.5)
+    sent = time.monotonic()
+    second = post(server, dict(slow, n_predict=4))
+    thread.join(timeout=60)
+    assert second.status_code == 200 and all("stopped" not in r for r in second.json())
+    first_answer = answers["first"][0]
+    assert "replaced by a newer request" in first_answer["stopped"], first_answer["timings"]
+    assert answers["first_done"] - sent < 5.0
