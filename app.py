@@ -55,6 +55,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              "run in a bubblewrap sandbox: no network, no files of yours, limits; where the sandbox "
                              "cannot start, nothing runs and the answers say why)")
     parser.add_argument("--share", action="store_true", help="create a public Gradio share link (off by default)")
+    parser.add_argument("--infill-single", choices=("greedy", "ranked"), default="greedy",
+                        help="what an /infill request that asks for one suggestion without a temperature (llama.vim's "
+                             "default) gets: greedy (default) or ranked (the best of 4 sampled middles)")
     remote = parser.add_argument_group("candidates from a serving engine (vLLM, SGLang, llama-server)")
     remote.add_argument("--backend", choices=("local", "openai"), default="local",
                         help="local: this app's own engine (default); openai: an OpenAI-compatible /v1/completions "
@@ -134,7 +137,8 @@ def main(argv: list[str] | None = None) -> None:
         demo.launch(server_name=args.host, server_port=args.port, share=args.share, quiet=True,
                     prevent_thread_lock=True)
         mount_completions(demo, hub, built["pipeline"], built["limits"])   # POST /v1/completions, same server
-        mount_infill(demo, hub, built["pipeline"], built["limits"])        # POST /infill (llama.vim, llama.vscode)
+        mount_infill(demo, hub, built["pipeline"], built["limits"],        # POST /infill (llama.vim, llama.vscode)
+                     single=args.infill_single)
         mount_ollama(demo, hub, built["pipeline"], built["limits"])        # /api/generate... (Continue, Twinny, Zed)
         print(f"Ranked code drafts is running at {demo.local_url}"
               + (f" and {demo.share_url}" if demo.share_url else " (this machine only: --host 0.0.0.0 serves "

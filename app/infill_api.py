@@ -50,14 +50,22 @@ LLAMA_ERRORS = [((BusyError, RemoteError, ModelSetupError), 503, "unavailable_er
 STOP_TYPES = {FINISH_STOP: "eos", FINISH_LENGTH: "limit", FINISH_BUDGET: "limit"}
 
 
+SINGLE_CHOICES = ("greedy", "ranked")
+RANKED_K = 4   # candidates behind the one suggestion of --infill-single ranked
+
+
 def mount_infill(demo: gr.Blocks, hub: EngineHub, pipeline: Pipeline, limits: Limits = Limits(),
-                 defaults: Defaults = Defaults()) -> None:
-    """Add POST /infill to a launched demo's server, ahead of Gradio's routes."""
+                 defaults: Defaults = Defaults(), single: str = "greedy") -> None:
+    """Add POST /infill to a launched demo's server, ahead of Gradio's routes. `single`: what a request that names
+    neither n_cmpl nor temperature (llama.vim's default) gets: the greedy middle, or the best of RANKED_K sampled
+    ones."""
     defaults = defaults.clipped(limits)
+    if single not in SINGLE_CHOICES:
+        raise ValueError(f"single={single!r} is unknown: choose one of {', '.join(SINGLE_CHOICES)}")
 
     def infill(body: dict, control: RunControl) -> Response:
         try:
-            request, warm_up, n = _parse(body, limits, defaults)
+            request, warm_up, n = _parse(_with_single_default(body, single, limits), limits, defaults)
             choice = hub.choice(None)
         except USER_ERRORS as err:
             return _error(400, _protocol_names(str(err)), "invalid_request_error")
@@ -81,6 +89,16 @@ def mount_infill(demo: gr.Blocks, hub: EngineHub, pipeline: Pipeline, limits: Li
     handler = json_handler(infill, lambda status, message: _error(status, message, "invalid_request_error"),
                            pipeline.idle_timeout_s, "input_prefix and input_suffix", RunRegistry(), editor_session)
     mount_first(demo, [("/infill", handler, "POST")])
+
+
+def _with_single_default(body: dict, single: str, limits: Limits) -> dict:
+    """A body that asks for one suggestion without saying how (no n_cmpl, n or temperature): greedy, or the best of
+    RANKED_K samples (answered as one result)."""
+    if any(name in body for name in ("n_cmpl", "n", "temperature")):
+        return body
+    if single == "greedy":
+        return dict(body, temperature=0.0)
+    return dict(body, n_cmpl=min(RANKED_K, limits.max_k), _results=1)
 
 
 def editor_session(body: dict, host: str) -> str | None:
@@ -123,7 +141,7 @@ def _parse(body: dict, limits: Limits, defaults: Defaults):
     request = replace(request, stop=tuple(stop), budget_after_prompt=after_prompt, budget_waits_for_line=after_prompt,
                       min_indent=n_indent, context_tokens=LOCAL_CONTEXT_TOKENS, extra_tokens=EXTRA_CONTEXT_TOKENS)
     request.validate()
-    return request, warm_up, 1 if warm_up else n
+    return request, warm_up, 1 if warm_up else body.get("_results", n)
 
 
 PROTOCOL_NAMES = {"k": "n_cmpl", "max_new_tokens": "n_predict", "prompt": "input_prefix", "suffix": "input_suffix"}

@@ -61,6 +61,8 @@ class Reply:
     predicted_n: int               # tokens generated, all results together
     ranks: list[int] | None = None  # ours: ranked_drafts.rank of each result
     error: str = ""                # HTTP status and text of a refused request
+    first_line_right: bool | None = None   # the first suggestion's first line equals the file's line
+    first_line_similarity: float | None = None
 
 
 def infill_body(prefix: str, suffix: str, prompt: str, *, k: int, n_predict: int, temperature: float,
@@ -214,6 +216,7 @@ class Step:
     prefix: str      # input_prefix
     prompt: str      # the cursor line as typed
     suffix: str      # input_suffix
+    real: str = ""   # the cursor line as the file has it (what a right suggestion completes it to)
 
 
 def module_path(module: str) -> Path:
@@ -253,9 +256,38 @@ def request_at(lines: list[str], index: int, typed: str, n_prefix: int, n_suffix
 
 
 def typed_text(line: str, chars: int) -> str:
-    """The line's indentation and its first `chars` characters after it (at least one character left)."""
+    """The line's indentation and its first `chars` characters after it (at least one character left; 0: the
+    indentation only, nothing typed yet)."""
     indent = len(line) - len(line.lstrip())
     return line[:indent + min(chars, len(line.strip()) - 1)]
+
+
+def llama_vim_body(step: Step, temperature: float | None = None) -> dict:
+    """The request llama.vim sends by default (autoload/llama.vim at a1c8e6e, its g:llama_config defaults): no
+    n_cmpl and no temperature (the server's own default applies unless `temperature` is given), n_predict 128,
+    top_k 40, top_p 0.90, its samplers, n_indent the cursor line's indentation, t_max_prompt_ms 500,
+    t_max_predict_ms 1000, the fields it reads back."""
+    body = {"id_slot": 0, "input_prefix": step.prefix, "input_suffix": step.suffix, "input_extra": [],
+            "prompt": step.prompt, "n_predict": 128, "stop": [], "n_indent": len(step.prompt) - len(step.prompt.lstrip()),
+            "top_k": 40, "top_p": 0.90, "samplers": ["top_k", "top_p", "infill"], "stream": False,
+            "cache_prompt": True, "t_max_prompt_ms": 500, "t_max_predict_ms": 1000,
+            "response_fields": ["content", "timings/prompt_n", "timings/prompt_ms", "timings/prompt_per_token_ms",
+                                "timings/prompt_per_second", "timings/predicted_n", "timings/predicted_ms",
+                                "timings/predicted_per_token_ms", "timings/predicted_per_second", "truncated",
+                                "tokens_cached", "timings/cache_n"]}
+    if temperature is not None:
+        body["temperature"] = temperature
+    return body
+
+
+def first_line_scores(step: Step, content: str) -> tuple[bool, float]:
+    """(the suggestion's first line completes the cursor line exactly, their edit similarity), compared without
+    trailing blanks, as a user accepting the first line sees it."""
+    import difflib
+
+    suggested = (step.prompt + content.split("\n")[0]).rstrip()
+    real = step.real.rstrip()
+    return suggested == real, difflib.SequenceMatcher(None, suggested.strip(), real.strip()).ratio()
 
 
 def session(files: list[str], steps: int, mode: str, *, stride: int, typed: int, keys: list[int], n_prefix: int,
@@ -276,7 +308,7 @@ def session(files: list[str], steps: int, mode: str, *, stride: int, typed: int,
             for chars in ([typed] if mode == "lines" else keys):
                 prompt = typed_text(lines[number - 1], chars)
                 prefix, suffix = request_at(lines, number - 1, prompt, n_prefix, n_suffix)
-                chosen.append(Step(mode, path.name, number, prefix, prompt, suffix))
+                chosen.append(Step(mode, path.name, number, prefix, prompt, suffix, lines[number - 1]))
     return chosen[:steps]
 
 
@@ -287,7 +319,7 @@ def _cold_step(module: str, typed: int, n_suffix: int) -> Step:
     number = body_lines(source, min_chars=typed + 2)[-1]
     prompt = typed_text(lines[number - 1], typed)
     prefix, suffix = request_at(lines, number - 1, prompt, len(lines), n_suffix)
-    return Step("cold", path.name, number, prefix, prompt, suffix)
+    return Step("cold", path.name, number, prefix, prompt, suffix, lines[number - 1])
 
 
 # ---------------------------------------------------------------- running and reporting
@@ -317,6 +349,8 @@ class Tally:
             "mean_prompt_tokens": round((computed + cached) / len(later), 1) if later else None,
             "mean_tokens_out": round(float(np.mean([r.predicted_n for r in ok])), 1) if ok else None,
             "short_answers": sum(len(r.contents) < k for r in ok),   # fewer than k alternatives came back
+            "first_line_exact_percent": round(100 * float(np.mean([r.first_line_right for r in ok])), 1) if ok else None,
+            "first_line_similarity": round(float(np.mean([r.first_line_similarity for r in ok])), 3) if ok else None,
             "first_error": next((r.error for r in self.replies if r.error), None),
         }
 
@@ -326,11 +360,16 @@ def replay(server: Server, steps: list[Step], args, out) -> Tally:
     tally = Tally()
     with httpx.Client() as client:
         for number, step in enumerate(steps):
-            body = infill_body(step.prefix, step.suffix, step.prompt, k=args.k, n_predict=args.n_predict,
-                               temperature=args.temperature, top_p=args.top_p, top_k=args.top_k,
-                               samplers=args.samplers.split(",") if args.samplers else None,
-                               t_max_predict_ms=args.t_max_predict_ms)
+            if args.plugin == "llama.vim":
+                body = llama_vim_body(step, args.plugin_temperature)
+            else:
+                body = infill_body(step.prefix, step.suffix, step.prompt, k=args.k, n_predict=args.n_predict,
+                                   temperature=args.temperature, top_p=args.top_p, top_k=args.top_k,
+                                   samplers=args.samplers.split(",") if args.samplers else None,
+                                   t_max_predict_ms=args.t_max_predict_ms)
             reply = post_infill(client, server.url, body, timeout_s=args.timeout)
+            if reply.contents:
+                reply.first_line_right, reply.first_line_similarity = first_line_scores(step, reply.contents[0])
             tally.replies.append(reply)
             print(f"  {server.name} {step.mode} {number + 1}/{len(steps)} {step.file}:{step.line} "
                   f"{reply.seconds:6.2f} s prompt {reply.prompt_n}+{reply.cache_n} cached "
@@ -397,6 +436,12 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--samplers", default="top_k,top_p,infill", help="llama.vim's sampler chain ('' for the "
                                                                          "server's default)")
     parser.add_argument("--t-max-predict-ms", type=int, default=20000, help="long enough to end by themselves")
+    parser.add_argument("--plugin", choices=("none", "llama.vim"), default="none",
+                        help="llama.vim: send llama.vim's default request body instead (no n_cmpl, no temperature, "
+                             "n_predict 128, t_max_predict_ms 1000, n_indent; --k, --n-predict, --temperature and "
+                             "the sampling options are then not sent)")
+    parser.add_argument("--plugin-temperature", type=float, default=None,
+                        help="with --plugin: add this temperature to the plugin's body (0: the server's greedy)")
     args = parser.parse_args(argv)
     modes = args.modes.split(",")
     if any(m not in ("lines", "keys", "cold") for m in modes):
@@ -428,7 +473,12 @@ def main(argv: list[str] | None = None) -> dict:
         if out is not None:
             out.close()
     print_table(results, args.k)
-    summary = {"benchmark": "bench_editor", "model": model, "files": files, "k": args.k,
+    for server, modes in results.items():
+        for mode, row in modes.items():
+            print(f"{server:<7}{mode:<7} first line exactly right {row['first_line_exact_percent']}% "
+                  f"edit similarity {row['first_line_similarity']}")
+    summary = {"benchmark": "bench_editor", "model": model, "files": files, "k": args.k, "plugin": args.plugin,
+               "plugin_temperature": args.plugin_temperature,
                "n_predict": args.n_predict, "temperature": args.temperature, "top_p": args.top_p,
                "top_k": args.top_k, "samplers": args.samplers, "n_prefix": args.n_prefix, "n_suffix": args.n_suffix,
                "stride": args.stride, "typed": args.typed, "keys": keys,

@@ -7,6 +7,7 @@ from gradio_client import Client
 from app.local import launch_local
 from app.models import FAST_LABEL, EngineHub, menu
 from app.service import Pipeline
+from checks import CheckRunner
 from app.ui import build_demo
 from static_eval import AnalyzerSettings, StaticAnalyzer
 
@@ -18,7 +19,7 @@ PROMPT = 'def add(a: int, b: int) -> int:\n    """Return the sum of a and b."""\
 @pytest.fixture(scope="module")
 def client():
     analyzer = StaticAnalyzer(AnalyzerSettings())
-    demo = build_demo(EngineHub(menu()), Pipeline(analyzer=analyzer))
+    demo = build_demo(EngineHub(menu()), Pipeline(analyzer=analyzer, checker=CheckRunner.create()))
     yield Client(launch_local(demo), verbose=False)
     demo.close()
     analyzer.close()
@@ -55,3 +56,21 @@ def test_bundled_fast_model_fills_a_method_in_place_and_reads_the_file_once(clie
     again = client.predict(**ask)
     stats = again["stats"]
     assert stats["cached_prompt_tokens"] >= stats["prompt_tokens"] - 1 and stats["computed_prompt_tokens"] <= 1
+
+
+CHECKED_PROMPT = ('def second_largest(numbers: list[int]) -> int:\n    """Return the second largest distinct value.\n'
+                  '    >>> second_largest([4, 1, 3, 4])\n    3\n    >>> second_largest([10, 20])\n    10\n    """\n')
+
+
+def test_bundled_model_candidates_are_run_on_the_docstring_examples(client):
+    """The default pair on a real prompt: both examples and the user's own assert run on every candidate in the
+    sandbox; no candidate that passes fewer of them ranks above one that passes more."""
+    result = client.predict(prompt=CHECKED_PROMPT, k=6, budget_s=90, temperature=0.8, max_new_tokens=96, seed=3,
+                            checks="assert second_largest([5, 5, 2]) == 2", api_name="/generate")
+    assert result["checks"]["ran"], result["notes"]
+    assert [i["label"] for i in result["checks"]["items"]] == [
+        "second_largest([4, 1, 3, 4]) == 3", "second_largest([10, 20]) == 10", "second_largest([5, 5, 2]) == 2"]
+    passed = [c["checks"]["passed"] for c in result["candidates"]]
+    assert passed == sorted(passed, reverse=True)
+    assert passed[0] == 3, [c["code"] for c in result["candidates"]]   # the 1.5B writes this one right
+    assert all(len(c["checks"]["outcomes"]) == 3 for c in result["candidates"])
