@@ -86,7 +86,8 @@ def post_infill(client: httpx.Client, url: str, body: dict, timeout_s: float = 6
         return Reply(seconds, [], None, None, 0, error=f"HTTP {response.status_code}: {response.text[:300]}")
     data = response.json()
     results = data if isinstance(data, list) else [data]
-    timings = [r.get("timings") or {} for r in results]
+    timings = [r.get("timings") or {key.split("/", 1)[1]: value for key, value in r.items()   # response_fields
+                                     if key.startswith("timings/")} for r in results]
     ranks = [r["ranked_drafts"].get("rank") for r in results] if all("ranked_drafts" in r for r in results) else None
     return Reply(seconds, [r.get("content", "") for r in results], timings[0].get("prompt_n"),
                  timings[0].get("cache_n"), sum(int(t.get("predicted_n") or 0) for t in timings), ranks)

@@ -3,6 +3,7 @@ prompt tokens; a prompt that already carries the markers (as Continue builds it)
 from __future__ import annotations
 
 import re
+import zlib
 from dataclasses import dataclass
 
 from engine.types import ContextFile, GenerationRequest, InvalidRequest
@@ -78,19 +79,37 @@ class FimFormat:
                          + [ids[s.middle]] + typed_ids)
 
 
+ANCHOR_EVERY = 32   # on average one line in this many is an anchor a bounded prefix may begin at (lines_within)
+
+
 def lines_within(text: str, budget: int, encode, from_end: bool = False) -> str:
-    """The most whole lines of `text` that fit in `budget` tokens, taken from its end (code before the cursor) or
-    from its start (code after it)."""
+    """The whole lines of `text` that fit in `budget` tokens, taken from its start (code after the cursor), or,
+    taken from its end (code before the cursor), from the nearest anchor line at or before the first line that
+    fits (at most 2 * ANCHOR_EVERY lines earlier; an anchor is a line whose text hashes to 0 modulo ANCHOR_EVERY).
+
+    The anchor keeps the editor's next request, the cursor a few lines further down and the window shifted with it,
+    beginning at the same line: the prefix cache then holds everything up to the old cursor, where a window cut at a
+    token count begins somewhere new every time and is read again whole. It reads ANCHOR_EVERY / 2 lines more than
+    the budget on average."""
     if len(encode(text)) <= budget:
         return text
     lines = text.splitlines(keepends=True)
-    kept, used = [], 0
-    for line in (reversed(lines) if from_end else lines):
-        used += len(encode(line))
-        if used > budget:
-            break
-        kept.append(line)
-    return "".join(reversed(kept) if from_end else kept)
+    if not from_end:
+        kept, used = [], 0
+        for line in lines:
+            used += len(encode(line))
+            if used > budget:
+                break
+            kept.append(line)
+        return "".join(kept)
+    first, used = len(lines), 0
+    while first > 0 and used + len(encode(lines[first - 1])) <= budget:
+        first -= 1
+        used += len(encode(lines[first]))
+    for start in range(first, max(first - 2 * ANCHOR_EVERY, 0) - 1, -1):
+        if start < len(lines) and lines[start].strip() and zlib.crc32(lines[start].encode()) % ANCHOR_EVERY == 0:
+            return "".join(lines[start:])
+    return "".join(lines[first:])
 
 
 def files_within(files: tuple[ContextFile, ...], budget: int, encode) -> tuple[ContextFile, ...]:

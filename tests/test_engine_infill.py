@@ -209,13 +209,27 @@ def test_the_local_context_keeps_whole_lines_within_its_tokens():
     from engine.infill import files_within, lines_within
     encode = lambda text: list(text.encode())   # one token per byte
     text = "".join(f"line {i}\n" for i in range(10))        # 7 bytes a line
-    assert lines_within(text, 21, encode, from_end=True) == "line 7\nline 8\nline 9\n"
+    assert text.endswith(lines_within(text, 21, encode, from_end=True))
+    assert len(lines_within(text, 21, encode, from_end=True)) >= 21        # at least the budget's lines
     assert lines_within(text, 20, encode) == "line 0\nline 1\n"
     assert lines_within(text, 1000, encode) == text
     files = (ContextFile("a.py", "A = 1\n"), ContextFile("b.py", "B = 2\nC = 3\n"))
     assert files_within(files, 1000, encode) == files
     assert files_within(files, len("b.py\nB = 2\nC = 3\n") + 1, encode) == files[1:]   # the nearest the end first
     assert files_within(files, len("b.py\nC = 3\n") + 1, encode) == (ContextFile("b.py", "C = 3\n"),)
+
+
+def test_a_bounded_prefix_begins_where_the_next_requests_window_begins():
+    """The cursor a few lines further down, the editor's window shifted with it: the kept lines begin at the same
+    line of the file, so the prefix cache holds all of them up to the old cursor."""
+    from engine.infill import lines_within
+    encode = lambda text: list(text.encode())
+    lines = [f"value_{i} = compute({i}, {i * 7 % 13})\n" for i in range(300)]
+    starts = []
+    for cursor in (200, 203, 206, 210):
+        kept = lines_within("".join(lines[cursor - 150:cursor]), 900, encode, from_end=True)
+        starts.append(lines.index(kept.splitlines(keepends=True)[0]))
+    assert len(set(starts)) == 1, starts
 
 
 def test_a_bounded_prompt_reads_the_end_of_the_prefix_and_the_start_of_the_suffix(fim_tokenizer):
@@ -225,5 +239,7 @@ def test_a_bounded_prompt_reads_the_end_of_the_prefix_and_the_start_of_the_suffi
     suffix = "".join(f"s{i} = {i}\n" for i in range(100))
     request = GenerationRequest(prefix, suffix=suffix, context_tokens=80)
     text = fim_tokenizer.decode(fim.prompt_ids(request, encode))
-    assert text.startswith("<|fim_prefix|>p94 = 94\n") and "p99 = 99\n<|fim_suffix|>s0 = 0\ns1 = 1\n" in text
+    head = text.split("<|fim_suffix|>")[0]
+    assert head.startswith("<|fim_prefix|>p") and head.endswith("p99 = 99\n") and len(head) < 80 + 2 * 32 * 8
+    assert "p99 = 99\n<|fim_suffix|>s0 = 0\ns1 = 1\n" in text
     assert text.endswith("s1 = 1\n<|fim_middle|>")
