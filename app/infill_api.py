@@ -65,7 +65,9 @@ def mount_infill(demo: gr.Blocks, hub: EngineHub, pipeline: Pipeline, limits: Li
 
     def infill(body: dict, control: RunControl) -> Response:
         try:
-            request, warm_up, n = _parse(_with_single_default(body, single, limits), limits, defaults)
+            asked, results_wanted = _with_single_default(body, single, limits)
+            request, warm_up, n = _parse(asked, limits, defaults)
+            n = min(n, results_wanted or n)
             choice = hub.choice(None)
         except USER_ERRORS as err:
             return _error(400, _protocol_names(str(err)), "invalid_request_error")
@@ -91,14 +93,14 @@ def mount_infill(demo: gr.Blocks, hub: EngineHub, pipeline: Pipeline, limits: Li
     mount_first(demo, [("/infill", handler, "POST")])
 
 
-def _with_single_default(body: dict, single: str, limits: Limits) -> dict:
-    """A body that asks for one suggestion without saying how (no n_cmpl, n or temperature): greedy, or the best of
-    RANKED_K samples (answered as one result)."""
+def _with_single_default(body: dict, single: str, limits: Limits) -> tuple[dict, int | None]:
+    """(the body to serve, how many results to answer with; None: as it asks). A body that asks for one suggestion
+    without saying how (no n_cmpl, n or temperature) gets the greedy middle, or the best of RANKED_K samples."""
     if any(name in body for name in ("n_cmpl", "n", "temperature")):
-        return body
+        return body, None
     if single == "greedy":
-        return dict(body, temperature=0.0)
-    return dict(body, n_cmpl=min(RANKED_K, limits.max_k), _results=1)
+        return dict(body, temperature=0.0), None
+    return dict(body, n_cmpl=min(RANKED_K, limits.max_k)), 1
 
 
 def editor_session(body: dict, host: str) -> str | None:
@@ -141,7 +143,7 @@ def _parse(body: dict, limits: Limits, defaults: Defaults):
     request = replace(request, stop=tuple(stop), budget_after_prompt=after_prompt, budget_waits_for_line=after_prompt,
                       min_indent=n_indent, context_tokens=LOCAL_CONTEXT_TOKENS, extra_tokens=EXTRA_CONTEXT_TOKENS)
     request.validate()
-    return request, warm_up, 1 if warm_up else body.get("_results", n)
+    return request, warm_up, 1 if warm_up else n
 
 
 PROTOCOL_NAMES = {"k": "n_cmpl", "max_new_tokens": "n_predict", "prompt": "input_prefix", "suffix": "input_suffix"}

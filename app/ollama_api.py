@@ -76,9 +76,14 @@ def mount_ollama(demo: gr.Blocks, hub: EngineHub, pipeline: Pipeline, limits: Li
     on_bad_body = lambda status, message: _error(status, message)   # noqa: E731
     mount_first(demo, [
         ("/api/generate", json_handler(generate, on_bad_body, pipeline.idle_timeout_s, "`model` and `prompt`",
-                                       RunRegistry(), lambda body, host: f"{host} {body.get('model')}"), "POST"),
+                                       RunRegistry(), _client_session), "POST"),
         ("/api/show", json_handler(show, on_bad_body, pipeline.idle_timeout_s, "`model`"), "POST"),
         ("/api/tags", tags, "GET"), ("/api/version", version, "GET")])
+
+
+def _client_session(body: dict, host: str) -> str | None:
+    """A client's newer generation supersedes its running one (editors do not cancel); a load request does not."""
+    return f"{host} {body.get('model')}" if body.get("prompt") or body.get("suffix") else None
 
 
 def _parse(body: dict, hub: EngineHub, limits: Limits, defaults: Defaults):

@@ -45,7 +45,8 @@ class Pipeline:
         cut = [c.cut for c in result.candidates]
         reports = self.analyzer.analyze(request.prompt, texts, cut, request.suffix) if self.analyzer else None
         analyzed = time.perf_counter()
-        found, outcomes, checks_info = self._check(request, texts, checks)
+        stopped = control is not None and control.stopped   # superseded or gone: what it had, without running it
+        found, outcomes, checks_info = self._check(request, texts, checks if not stopped else CheckRequest(run=False))
         checked = time.perf_counter()
         candidates, matrix = self._rank(result, reports, outcomes)
         ranked = time.perf_counter()
@@ -78,7 +79,8 @@ class Pipeline:
         if not found:
             return found, None, info
         if not asked.run:
-            info["notes"].append(f"{len(found)} checks were found and not run (run_checks is off)")
+            info["notes"].append(f"{len(found)} checks were found and not run (run_checks is off, or the run was "
+                                 "stopped)")
             return found, None, info
         if not info["available"]:
             info["notes"].append(f"{len(found)} checks were found and not run: {reason}")

@@ -70,10 +70,13 @@ def _uses_only(expression: ast.AST, functions: set[str], extra: set[str]) -> boo
     return bool(calls & functions) and names <= functions | _BUILTINS | extra
 
 
+PARSE_ERRORS = (SyntaxError, ValueError, TypeError, MemoryError, RecursionError)   # what odd text makes ast raise
+
+
 def _parse_expression(text: str) -> ast.Expression | None:
     try:
         return ast.parse(text.strip(), mode="eval")
-    except (SyntaxError, ValueError):
+    except PARSE_ERRORS:
         return None
 
 
@@ -165,7 +168,7 @@ def _doctests(view: list[str], owner: list[str | None], functions: set[str]) -> 
 def _is_statement(source: str) -> bool:
     try:
         tree = ast.parse(source)
-    except SyntaxError:
+    except PARSE_ERRORS:
         return False
     return bool(tree.body) and not isinstance(tree.body[-1], ast.Expr)
 
@@ -286,12 +289,15 @@ def _one_call(function: str, args: str, params: list[str]) -> str | None:
     return call
 
 
+MAX_PHRASE_CHARS = 300   # a sentence with an example is short; longer lines are not read as phrases
+
+
 def _phrases(view, owner, functions: dict[str, list[str]]) -> list[Check]:
     found = []
     for number, (text, function) in enumerate(zip(view, owner), start=1):
-        if function is None or text.startswith(">>>"):
+        if function is None or text.startswith(">>>") or len(text) > MAX_PHRASE_CHARS:
             continue
-        match = _PHRASE.search(text)
+        match = _PHRASE.search(re.sub(r"\s+", " ", text))   # one blank between words: no costly backtracking
         if match is None:
             continue
         call = _call_of(function, match.group("args"), functions[function])
@@ -304,7 +310,7 @@ def _phrases(view, owner, functions: dict[str, list[str]]) -> list[Check]:
 def _input_output(view, owner, functions: dict[str, list[str]]) -> list[Check]:
     found = []
     for index, (text, function) in enumerate(zip(view, owner)):
-        match = _INPUT.match(text)
+        match = _INPUT.match(re.sub(r"\s+", " ", text)) if len(text) <= MAX_PHRASE_CHARS else None
         if function is None or match is None:
             continue
         expected_text = match.group("expected")
@@ -356,9 +362,12 @@ def checks_in(code: str, first_line: int = 1, only: str | None = None, names_fro
         owner = [name if name == only else None for name in owner]
         view = [text if name == only else "" for text, name in zip(view, owner)]
     owner = [name if name in functions else None for name in owner]
-    found = (_doctests(view, owner, set(functions)) + _inline(view, set(functions))
-             + _phrases(view, owner, functions) + _input_output(view, owner, functions)
-             + _tables(view, owner, functions))
+    try:
+        found = (_doctests(view, owner, set(functions)) + _inline(view, set(functions))
+                 + _phrases(view, owner, functions) + _input_output(view, owner, functions)
+                 + _tables(view, owner, functions))
+    except (RecursionError, MemoryError):   # an expression nested past what ast can walk: read nothing from it
+        return []
     unique = {}
     for check in sorted(found, key=lambda c: c.line):
         unique.setdefault((check.setup, check.expression, check.expected), check)
@@ -397,12 +406,21 @@ def parse_user_checks(text: str) -> list[Check]:
 
 
 def _user_check(number: int, source: str) -> Check:
-    body = source[len("assert"):].strip() if re.match(r"assert\b", source) else source
-    tree = _parse_expression(body)
-    if tree is None:
-        raise ValueError(f"check line {number} ({source!r}) is not an assert statement or an expression: "
+    refused = ValueError(f"check line {number} ({source[:80]!r}) is not an assert statement or an expression: "
                          "write one check per line, e.g. assert add(2, 3) == 5")
-    test = tree.body
-    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
-        return Check(number, ast.unparse(test.left), ast.unparse(test.comparators[0]), VALUE, "assert")
-    return Check(number, ast.unparse(test), "", TRUTHY, "assert")
+    try:
+        if re.match(r"assert\b", source):
+            statement = ast.parse(source).body
+            if len(statement) != 1 or not isinstance(statement[0], ast.Assert):
+                raise refused
+            test = statement[0].test        # the message after a comma is not part of the check
+        else:
+            tree = _parse_expression(source)
+            if tree is None:
+                raise refused
+            test = tree.body
+        if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
+            return Check(number, ast.unparse(test.left), ast.unparse(test.comparators[0]), VALUE, "assert")
+        return Check(number, ast.unparse(test), "", TRUTHY, "assert")
+    except PARSE_ERRORS:
+        raise refused from None

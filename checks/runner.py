@@ -44,10 +44,10 @@ def _close(got, want):
 def _judge(check, got, printed, namespace):
     if check["compare"] == "truthy":
         return bool(got), _cut(repr(got))
-    if check["compare"] == "value":
-        return _close(got, eval(check["expected"], namespace)), _cut(repr(got))
     text = (printed + (repr(got) if got is not None else "")).strip()
-    return text.split() == check["expected"].split(), _cut(text)
+    if check["compare"] == "value" and not (check["doctest"] and printed.strip()):
+        return _close(got, eval(check["expected"], namespace)), _cut(repr(got))
+    return text.split() == check["expected"].split(), _cut(text)   # what doctest compares: the text shown
 def _error(err):
     return _cut(type(err).__name__ + ": " + str(err))
 _namespace = {"__name__": "candidate"}
@@ -61,24 +61,31 @@ except BaseException as _err:
 finally:
     sys.stdout = _stdout
 _send({"loaded": True})
-for _index, _check in enumerate(_CHECKS):
-    _printed = io.StringIO()
+def _one(check):
+    printed = io.StringIO()
     try:
         _signal.setitimer(_signal.ITIMER_REAL, _LIMIT_S)
-        sys.stdout = _printed
-        for _statement in _check["setup"]:
-            exec(_statement, _namespace)
-        _got = eval(_check["expression"], _namespace)
-        _passed, _what = _judge(_check, _got, _printed.getvalue(), _namespace)
-        _signal.setitimer(_signal.ITIMER_REAL, 0)
-        _send({"i": _index, "status": "passed" if _passed else "failed", "got": _what})
+        sys.stdout = printed
+        for statement in check["setup"]:
+            exec(statement, _namespace)
+        got = eval(check["expression"], _namespace)
+        passed, what = _judge(check, got, printed.getvalue(), _namespace)
+        return "passed" if passed else "failed", what
     except _CheckTimeout:
-        _send({"i": _index, "status": "timeout", "got": "no answer within %%g s" %% _LIMIT_S})
-    except BaseException as _err:
-        _signal.setitimer(_signal.ITIMER_REAL, 0)
-        _send({"i": _index, "status": "error", "got": _error(_err)})
+        raise
+    except BaseException as err:
+        return "error", _error(err)
     finally:
         sys.stdout = _stdout
+for _index, _check in enumerate(_CHECKS):
+    try:
+        try:
+            _status, _what = _one(_check)
+        finally:
+            _signal.setitimer(_signal.ITIMER_REAL, 0)
+    except _CheckTimeout:   # fired in the check, or in its handler before the timer was cleared
+        _status, _what = "timeout", "no answer within %%g s" %% _LIMIT_S
+    _send({"i": _index, "status": _status, "got": _what})
 '''
 
 
@@ -111,8 +118,8 @@ class CandidateChecks:
 
 def harness(program: str, checks: list[Check], limit_s: float = CHECK_LIMIT_S) -> str:
     """The confined program that loads `program` and reports each check's outcome."""
-    payload = [{"expression": c.expression, "expected": c.expected, "compare": c.compare, "setup": list(c.setup)}
-               for c in checks]
+    payload = [{"expression": c.expression, "expected": c.expected, "compare": c.compare, "setup": list(c.setup),
+                "doctest": c.origin == "doctest"} for c in checks]
     return HARNESS % {"checks": payload, "source": program, "limit_s": float(limit_s)}
 
 

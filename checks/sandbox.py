@@ -26,6 +26,8 @@ from dataclasses import dataclass
 NOBODY = 65534
 SANDBOX_PYTHON = "/usr/bin/python3"   # the system interpreter: it lives under /usr, the only tree the sandbox sees
 MAX_WORKERS = 2                       # this machine's CPU is shared: never more than two sandboxed programs at once
+PRLIMIT_NAMES = {resource.RLIMIT_AS: "as", resource.RLIMIT_CPU: "cpu", resource.RLIMIT_FSIZE: "fsize",
+                 resource.RLIMIT_CORE: "core", resource.RLIMIT_NPROC: "nproc"}
 
 
 class SandboxUnavailable(RuntimeError):
@@ -151,14 +153,21 @@ class Sandbox:
         limits.validate()
         if not os.path.exists(SANDBOX_PYTHON):
             raise SandboxUnavailable(f"no system interpreter at {SANDBOX_PYTHON} (the sandbox exposes only /usr)")
-        bwrap = _bwrap_binary()
-        as_nobody = os.geteuid() == 0
         private_dir = tempfile.mkdtemp(prefix="ranked-drafts-sandbox-")
-        os.chmod(private_dir, 0o711)   # nobody may reach the programs in it by name, not list them
-        if as_nobody and not _reachable_by_others(bwrap):
-            bwrap = _copy_for_nobody(bwrap, os.path.join(private_dir, "bwrap"))
-        sandbox = cls(bwrap, limits, as_nobody, private_dir)
-        probe = sandbox.run_many(["import sys; sys.stdout.write('ok')"])[0]
+        try:
+            os.chmod(private_dir, 0o711)   # nobody may reach the programs in it by name, not list them
+            bwrap = _bwrap_binary()
+            as_nobody = os.geteuid() == 0
+            if as_nobody and not _reachable_by_others(bwrap):
+                bwrap = _copy_for_nobody(bwrap, os.path.join(private_dir, "bwrap"))
+            sandbox = cls(bwrap, limits, as_nobody, private_dir)
+            probe = sandbox.run_many(["import sys; sys.stdout.write('ok')"])[0]
+        except SandboxUnavailable:
+            shutil.rmtree(private_dir, ignore_errors=True)
+            raise
+        except OSError as err:
+            shutil.rmtree(private_dir, ignore_errors=True)
+            raise SandboxUnavailable(f"bubblewrap could not be prepared here: {err}") from None
         if probe.returncode != 0 or probe.output != "ok":
             sandbox.close()
             raise SandboxUnavailable("bubblewrap could not start a confined python3 here (user namespaces may be "
@@ -178,7 +187,8 @@ class Sandbox:
                 "--hostname", "sandbox", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
                 "--ro-bind", "/usr", "/usr", *_root_links(), "--proc", "/proc", "--dev", "/dev",
                 "--size", tmpfs_bytes, "--tmpfs", "/tmp", "--size", tmpfs_bytes, "--tmpfs", "/sandbox",
-                "--ro-bind", program_path, "/sandbox/program.py", "--chdir", "/sandbox",
+                "--ro-bind", program_path, "/sandbox/program.py", "--size", str(1024 * 1024), "--tmpfs", "/dev/shm",
+                "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/sandbox",
                 "--clearenv", "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", "/sandbox",
                 "--setenv", "LANG", "C.UTF-8", "--setenv", "PYTHONDONTWRITEBYTECODE", "1",
                 "--setenv", "REPORT_FD", str(report_fd),
@@ -200,12 +210,25 @@ class Sandbox:
         output = open(os.path.join(workdir, "output"), "wb")   # pylint: disable=consider-using-with
         report = open(os.path.join(workdir, "report"), "wb")   # pylint: disable=consider-using-with
         rlimits = self._rlimits(_tasks_of(NOBODY if self.as_nobody else os.geteuid()) + self.limits.processes + 2)
-        drop = {"user": NOBODY, "group": NOBODY, "extra_groups": []} if self.as_nobody else {}
+        command = self._command(program, report.fileno())
+        drop: dict = {"user": NOBODY, "group": NOBODY, "extra_groups": []} if self.as_nobody else {}
+        prlimit, setpriv = (shutil.which(tool, path="/usr/bin:/bin") for tool in ("prlimit", "setpriv"))
+        if prlimit and (setpriv or not self.as_nobody):
+            # util-linux's setpriv and prlimit drop to nobody, set the limits and exec bwrap: Popen then needs no
+            # preexec_fn and no uid change, so it can vfork; a fork of a process holding a model costs 0.1 s
+            command = [prlimit, *(f"--{PRLIMIT_NAMES[which]}={value}" for which, value in rlimits), "--", *command]
+            if self.as_nobody:
+                command = [setpriv, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--", *command]
+            drop = {}
         try:
             proc = subprocess.Popen(   # pylint: disable=consider-using-with,subprocess-popen-preexec-fn
-                self._command(program, report.fileno()), stdin=subprocess.DEVNULL, stdout=output, stderr=output,
+                command, stdin=subprocess.DEVNULL, stdout=output, stderr=output,
                 pass_fds=(report.fileno(),), start_new_session=True, cwd=workdir, env={"PATH": "/usr/bin:/bin"},
-                preexec_fn=lambda: _set_limits(rlimits), **drop)
+                preexec_fn=None if not drop and prlimit else lambda: _set_limits(rlimits), **drop)
+        except OSError:
+            report.close()
+            shutil.rmtree(workdir, ignore_errors=True)
+            raise
         finally:
             output.close()
         return _Run(proc, workdir, report, time.monotonic())
@@ -263,7 +286,7 @@ class _Run:
 
 
 def _set_limits(rlimits: list[tuple[int, int]]) -> None:
-    """In the forked child before exec (setrlimit only, as is safe there); Popen drops to nobody after it."""
+    """In the forked child before exec (setrlimit only, as is safe there; Popen has dropped to nobody before it)."""
     for which, value in rlimits:
         resource.setrlimit(which, (value, value))
 

@@ -216,6 +216,10 @@ class Engine:
         encode = functools.partial(_encode, self.tokenizer)
         if request.is_infill:
             name = getattr(self.model.config, "_name_or_path", "") or type(self.model).__name__
+            if request.extra_tokens is not None:   # other files get what the context leaves (llama.cpp's n_extra_take)
+                room = (self.context_limit - (request.context_tokens or 0) - 2 * request.max_new_tokens
+                        - self.settings.controller.max_length - 16)
+                request = replace(request, extra_tokens=max(0, min(request.extra_tokens, room)))
             return require_fim(self.fim, name).prompt_ids(request, encode)
         if self._in_chat_form(request):
             return self.chat.prompt_ids(request.prompt, encode, self._encode_special)

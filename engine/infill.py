@@ -90,9 +90,11 @@ def lines_within(text: str, budget: int, encode, from_end: bool = False) -> str:
     The anchor keeps the editor's next request, the cursor a few lines further down and the window shifted with it,
     beginning at the same line: the prefix cache then holds everything up to the old cursor, where a window cut at a
     token count begins somewhere new every time and is read again whole. It reads ANCHOR_EVERY / 2 lines more than
-    the budget on average."""
+    the budget on average, and never more than half the budget more."""
     if len(encode(text)) <= budget:
         return text
+    if budget <= 0:
+        return ""
     lines = text.splitlines(keepends=True)
     if not from_end:
         kept, used = [], 0
@@ -108,7 +110,9 @@ def lines_within(text: str, budget: int, encode, from_end: bool = False) -> str:
         used += len(encode(lines[first]))
     for start in range(first, max(first - 2 * ANCHOR_EVERY, 0) - 1, -1):
         if start < len(lines) and lines[start].strip() and zlib.crc32(lines[start].encode()) % ANCHOR_EVERY == 0:
-            return "".join(lines[start:])
+            if len(encode("".join(lines[start:first]))) <= budget // 2:   # at most half the budget more
+                return "".join(lines[start:])
+            break
     return "".join(lines[first:])
 
 

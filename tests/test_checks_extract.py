@@ -134,3 +134,19 @@ def test_held_out_phrasings():
     print(f"held-out phrasings: {found} of {total} examples read, {len(wrong)} wrong")
     assert not wrong
     assert found >= total // 2
+
+
+def test_odd_docstrings_cost_little_and_raise_nothing():
+    import time
+    started = time.monotonic()
+    assert checks_for_prompt('def f(a):\n    """for a' + " " * 400 + 'b the result is 3"""\n') == []
+    assert time.monotonic() - started < 1.0                      # no backtracking blow-up on runs of blanks
+    deep = "def f(x):\n    \"\"\"\n    >>> f(" + "-" * 5000 + "1)\n    1\n    \"\"\"\n"
+    assert checks_for_prompt(deep) == []                         # nested past what ast walks: left out
+    with pytest.raises(ValueError, match="check line 1"):
+        parse_user_checks("assert " + "not " * 450 + "x")
+
+
+def test_an_assert_message_is_not_part_of_the_check():
+    (check,) = parse_user_checks('assert add(2, 3) == 5, "add is broken"')
+    assert (check.expression, check.expected, check.compare) == ("add(2, 3)", "5", VALUE)

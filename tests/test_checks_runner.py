@@ -50,6 +50,14 @@ def test_printed_doctest_output_is_compared_as_text(runner):
     assert returned.outcomes[0] == returned.outcomes[0].__class__("failed", "'***'")
 
 
+def test_a_doctest_of_a_function_that_prints_compares_what_it_printed(runner):
+    prompt = 'def show(a, b):\n    """\n    >>> show(2, 3)\n    5\n    """\n'
+    checks = checks_for_prompt(prompt)
+    printing, returning, wrong = runner.run([prompt + "    print(a + b)\n", prompt + "    return a + b\n",
+                                             prompt + "    print(a * b)\n"], checks)
+    assert (printing.passed, returning.passed, wrong.passed) == (1, 1, 0)
+
+
 def test_user_asserts_run_too(runner):
     checks = parse_user_checks("assert add(10, 5) == 15\nassert add(0, 0) == 0\nassert add(1, 1) > 1\n")
     (result,) = runner.run([PROMPT + "    return a + b\n"], checks)

@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -55,18 +56,28 @@ def test_hostile_candidates_are_contained_as_this_user(tmp_path):
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="this run is already an ordinary user's (the test above)")
-def test_hostile_candidates_are_contained_as_an_ordinary_user(tmp_path):
+def test_hostile_candidates_are_contained_as_an_ordinary_user():
     """The same suite in a process of an unprivileged user id: bwrap needs no privilege of ours."""
-    hostile_suite.plant(str(tmp_path))
-    os.chmod(tmp_path, 0o777)
-    code = _readable_copy(tmp_path / "code")   # the checkout and its venv may sit where that user cannot read
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "TMPDIR": str(tmp_path), "PYTHONPATH": str(code)}
-    proc = subprocess.run(["/usr/bin/python3", str(code / "hostile_suite.py"), str(tmp_path)],
-                          env=env, user=ORDINARY_UID, group=ORDINARY_UID, extra_groups=[], capture_output=True,
-                          text=True, timeout=120, check=False, cwd=str(tmp_path))
+    base = Path(tempfile.mkdtemp(prefix="hostile-"))   # under /tmp: pytest's own tmp_path is root's alone
+    try:
+        _contained_as(ORDINARY_UID, base)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _contained_as(uid: int, base: Path) -> None:
+    os.chmod(base, 0o755)
+    planted = base / "planted"
+    planted.mkdir()
+    hostile_suite.plant(str(planted))
+    code = _readable_copy(base / "code")   # the checkout and its venv may sit where that user cannot read
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(planted), "TMPDIR": str(planted), "PYTHONPATH": str(code)}
+    proc = subprocess.run(["/usr/bin/python3", str(code / "hostile_suite.py"), str(planted)],
+                          env=env, user=uid, group=uid, extra_groups=[], capture_output=True,
+                          text=True, timeout=120, check=False, cwd=str(planted))
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout.strip().splitlines()[-1])
-    _assert_contained(result, tmp_path)
+    _assert_contained(result, planted)
     assert result["as_nobody"] is False
 
 
@@ -107,6 +118,10 @@ def test_programs_see_no_host_files_and_no_network():
     assert "root" not in listing and "home" not in listing and "work" not in listing and "etc" not in listing
     assert ids == "65534 /sandbox"
     assert interfaces == "['lo']"
+    writes = sandbox.run_many(["import os\nfor path in ('/x', '/dev/x', '/dev/shm/' + 'x' * 8):\n    try:\n"
+                               "        open(path, 'w').write('y' * (2 << 20))\n        print(path, 'written')\n"
+                               "    except OSError as err:\n        print(path, err.errno)\n"])[0]
+    assert "written" not in writes.output, writes.output   # the root and /dev are read-only, /dev/shm holds 1 MB
 
 
 def test_without_a_sandbox_nothing_runs(monkeypatch, tmp_path):

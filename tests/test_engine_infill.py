@@ -213,6 +213,7 @@ def test_the_local_context_keeps_whole_lines_within_its_tokens():
     assert len(lines_within(text, 21, encode, from_end=True)) >= 21        # at least the budget's lines
     assert lines_within(text, 20, encode) == "line 0\nline 1\n"
     assert lines_within(text, 1000, encode) == text
+    assert lines_within(text, 0, encode, from_end=True) == "" == lines_within(text, -5, encode)
     files = (ContextFile("a.py", "A = 1\n"), ContextFile("b.py", "B = 2\nC = 3\n"))
     assert files_within(files, 1000, encode) == files
     assert files_within(files, len("b.py\nB = 2\nC = 3\n") + 1, encode) == files[1:]   # the nearest the end first
@@ -224,10 +225,10 @@ def test_a_bounded_prefix_begins_where_the_next_requests_window_begins():
     line of the file, so the prefix cache holds all of them up to the old cursor."""
     from engine.infill import lines_within
     encode = lambda text: list(text.encode())
-    lines = [f"value_{i} = compute({i}, {i * 7 % 13})\n" for i in range(300)]
+    lines = [f"value_{i} = compute({i}, {i * 7 % 13})\n" for i in range(400)]
     starts = []
-    for cursor in (200, 203, 206, 210):
-        kept = lines_within("".join(lines[cursor - 150:cursor]), 900, encode, from_end=True)
+    for cursor in (300, 303, 306, 310):
+        kept = lines_within("".join(lines[cursor - 256:cursor]), 4800, encode, from_end=True)
         starts.append(lines.index(kept.splitlines(keepends=True)[0]))
     assert len(set(starts)) == 1, starts
 

@@ -137,7 +137,7 @@ def test_a_newer_request_of_the_same_editor_supersedes_the_running_one(server):
     import time
 
     slow = dict(LLAMA_VIM, n_predict=256, n_cmpl=6, t_max_predict_ms=15000, temperature=1.0, n_indent=0,
-                response_fields=None)
+                response_fields=None, input_extra=[{"filename": "big.py", "text": "VALUE = 12345\n" * 290}])
     answers = {}
 
     def first():
@@ -146,11 +146,12 @@ def test_a_newer_request_of_the_same_editor_supersedes_the_running_one(server):
 
     thread = threading.Thread(target=first)
     thread.start()
-    time.sleep(0.5)
+    time.sleep(0.3)   # the first is reading its 4k-token prompt, or generating
     sent = time.monotonic()
-    second = post(server, dict(slow, n_predict=4))
+    second = post(server, dict(slow, n_predict=4, input_extra=[]))
     thread.join(timeout=60)
     assert second.status_code == 200 and all("stopped" not in r for r in second.json())
+    assert isinstance(answers["first"], list), answers["first"]
     first_answer = answers["first"][0]
     assert "replaced by a newer request" in first_answer["stopped"], first_answer["timings"]
     assert answers["first_done"] - sent < 5.0
