@@ -90,7 +90,7 @@ def lines_within(text: str, budget: int, encode, from_end: bool = False) -> str:
     The anchor keeps the editor's next request, the cursor a few lines further down and the window shifted with it,
     beginning at the same line: the prefix cache then holds everything up to the old cursor, where a window cut at a
     token count begins somewhere new every time and is read again whole. It reads ANCHOR_EVERY / 2 lines more than
-    the budget on average, and never more than half the budget more."""
+    the budget on average, and never more than twice the budget."""
     if len(encode(text)) <= budget:
         return text
     if budget <= 0:
@@ -110,7 +110,7 @@ def lines_within(text: str, budget: int, encode, from_end: bool = False) -> str:
         used += len(encode(lines[first]))
     for start in range(first, max(first - 2 * ANCHOR_EVERY, 0) - 1, -1):
         if start < len(lines) and lines[start].strip() and zlib.crc32(lines[start].encode()) % ANCHOR_EVERY == 0:
-            if len(encode("".join(lines[start:first]))) <= budget // 2:   # at most half the budget more
+            if len(encode("".join(lines[start:first]))) <= budget:   # at most the budget again
                 return "".join(lines[start:])
             break
     return "".join(lines[first:])
