@@ -146,6 +146,11 @@ class Sandbox:
         self.limits = limits
         self.as_nobody = as_nobody   # the caller is root: bwrap runs as nobody
         self._private_dir = private_dir
+        self._root_args = _root_links()   # the host's /bin, /lib... layout, read once
+        # util-linux's setpriv and prlimit drop to nobody, set the limits and exec bwrap: Popen then needs no
+        # preexec_fn and no uid change, so it can vfork (a fork of a process holding a model costs 0.1 s)
+        prlimit, setpriv = (shutil.which(tool, path="/usr/bin:/bin") for tool in ("prlimit", "setpriv"))
+        self._tools = (prlimit, setpriv) if prlimit and (setpriv or not as_nobody) else None
 
     @classmethod
     def create(cls, limits: SandboxLimits = SandboxLimits()) -> "Sandbox":
@@ -185,7 +190,7 @@ class Sandbox:
         tmpfs_bytes = str(8 * 1024 * 1024)
         return [self.bwrap, "--unshare-all", "--unshare-user", "--uid", str(NOBODY), "--gid", str(NOBODY),
                 "--hostname", "sandbox", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-                "--ro-bind", "/usr", "/usr", *_root_links(), "--proc", "/proc", "--dev", "/dev",
+                "--ro-bind", "/usr", "/usr", *self._root_args, "--proc", "/proc", "--dev", "/dev",
                 "--size", tmpfs_bytes, "--tmpfs", "/tmp", "--size", tmpfs_bytes, "--tmpfs", "/sandbox",
                 "--ro-bind", program_path, "/sandbox/program.py", "--size", str(1024 * 1024), "--tmpfs", "/dev/shm",
                 "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/sandbox",
@@ -211,20 +216,19 @@ class Sandbox:
         report = open(os.path.join(workdir, "report"), "wb")   # pylint: disable=consider-using-with
         rlimits = self._rlimits(_tasks_of(NOBODY if self.as_nobody else os.geteuid()) + self.limits.processes + 2)
         command = self._command(program, report.fileno())
-        drop: dict = {"user": NOBODY, "group": NOBODY, "extra_groups": []} if self.as_nobody else {}
-        prlimit, setpriv = (shutil.which(tool, path="/usr/bin:/bin") for tool in ("prlimit", "setpriv"))
-        if prlimit and (setpriv or not self.as_nobody):
-            # util-linux's setpriv and prlimit drop to nobody, set the limits and exec bwrap: Popen then needs no
-            # preexec_fn and no uid change, so it can vfork; a fork of a process holding a model costs 0.1 s
+        drop: dict = {}
+        if self._tools is not None:
+            prlimit, setpriv = self._tools
             command = [prlimit, *(f"--{PRLIMIT_NAMES[which]}={value}" for which, value in rlimits), "--", *command]
             if self.as_nobody:
                 command = [setpriv, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--", *command]
-            drop = {}
+        elif self.as_nobody:
+            drop = {"user": NOBODY, "group": NOBODY, "extra_groups": []}
         try:
             proc = subprocess.Popen(   # pylint: disable=consider-using-with,subprocess-popen-preexec-fn
                 command, stdin=subprocess.DEVNULL, stdout=output, stderr=output,
                 pass_fds=(report.fileno(),), start_new_session=True, cwd=workdir, env={"PATH": "/usr/bin:/bin"},
-                preexec_fn=None if not drop and prlimit else lambda: _set_limits(rlimits), **drop)
+                preexec_fn=None if self._tools is not None else lambda: _set_limits(rlimits), **drop)
         except OSError:
             report.close()
             shutil.rmtree(workdir, ignore_errors=True)
