@@ -9,9 +9,11 @@ import socket
 import sys
 from pathlib import Path
 
-DRAFTERS = ("none", "model", "prompt", "sibling", "auto")  # engine.DRAFTER_CHOICES, without importing torch for --help
-WEIGHTS = ("auto", "native", "int8", "int4", "w8a8", "int4-w8a8")  # engine.weights.WEIGHT_FORMATS, likewise
-PROMPT_FORMS = ("auto", "raw", "chat")                    # engine.chat.PROMPT_FORMS, likewise
+from app.remote import FAN_OUT_CHOICES, INFILL_CHOICES
+from app.requests import MAX_K_LIMIT, SINGLE_CHOICES, Limits
+from engine.settings import DRAFTER_CHOICES, DTYPE_CHOICES, PROMPT_FORMS, WEIGHT_FORMATS
+
+# These imports read no torch (tested): `python app.py --help` answers at once.
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -20,11 +22,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--model", help="target model: bundled:qwen2.5-coder-1.5b, bundled:qwen2.5-coder-0.5b, a "
                                         "Hugging Face id or a local directory; offered first in the model menu")
     parser.add_argument("--draft", help="draft model for --model (same tokenizer family)")
-    parser.add_argument("--drafter", choices=DRAFTERS, default="auto",
+    parser.add_argument("--drafter", choices=DRAFTER_CHOICES, default="auto",
                         help="how the engine drafts (default: auto, a cost model picks per step)")
-    parser.add_argument("--dtype", choices=("auto", "float32", "bfloat16", "float16"), default="auto",
+    parser.add_argument("--dtype", choices=DTYPE_CHOICES, default="auto",
                         help="model weights (default: auto, bf16 on a GPU or a CPU with native bf16, else fp32)")
-    parser.add_argument("--weights", choices=WEIGHTS, default="auto",
+    parser.add_argument("--weights", choices=WEIGHT_FORMATS, default="auto",
                         help="weight format of local models' linear layers: auto (default: int4-w8a8 for a bundled "
                              "model in bf16 on an x86 CPU, int4 on other CPUs, else native), native (as --dtype), int8 "
                              "(weight-only, half the bytes of bf16), int4 (4 bits where the weights are 4-bit already, "
@@ -44,9 +46,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--port", type=int, default=None, help="port (default: 7860 or the next free one)")
     parser.add_argument("--cache-dir", type=Path, default=None,
                         help="where bundled models are prepared (default: $RANKED_DRAFTS_CACHE or ~/.cache/ranked-drafts)")
-    parser.add_argument("--max-k", type=int, default=16, help="largest k a request may ask for (1..32, default 16)")
-    parser.add_argument("--max-budget", type=float, default=120.0,
-                        help="largest time budget in seconds a request may ask for (default 120)")
+    parser.add_argument("--max-k", type=int, default=Limits.max_k,
+                        help=f"largest k a request may ask for (1..{MAX_K_LIMIT}, default {Limits.max_k})")
+    parser.add_argument("--max-budget", type=float, default=Limits.max_budget_s,
+                        help=f"largest time budget in seconds a request may ask for (default {Limits.max_budget_s:g})")
     parser.add_argument("--queue-size", type=int, default=8,
                         help="requests that may wait for the engine before new ones are refused (default 8)")
     parser.add_argument("--no-lint", action="store_true", help="static analysis without pylint (syntax only)")
@@ -55,7 +58,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              "run in a bubblewrap sandbox: no network, no files of yours, limits; where the sandbox "
                              "cannot start, nothing runs and the answers say why)")
     parser.add_argument("--share", action="store_true", help="create a public Gradio share link (off by default)")
-    parser.add_argument("--infill-single", choices=("greedy", "ranked"), default="greedy",
+    parser.add_argument("--infill-single", choices=SINGLE_CHOICES, default="greedy",
                         help="what an /infill request that asks for one suggestion without a temperature (llama.vim's "
                              "default) gets: greedy (default) or ranked (the best of 4 sampled middles)")
     remote = parser.add_argument_group("candidates from a serving engine (vLLM, SGLang, llama-server)")
@@ -65,9 +68,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     remote.add_argument("--base-url", help="the server's OpenAI base URL, e.g. http://127.0.0.1:8080/v1")
     remote.add_argument("--served-model", help="the model name the server serves (sent as `model`)")
     remote.add_argument("--api-key-env", help="name of the environment variable holding the server's API key")
-    remote.add_argument("--fan-out", choices=("n", "requests"), default="n",
+    remote.add_argument("--fan-out", choices=FAN_OUT_CHOICES, default="n",
                         help="n: one request with n=k (default); requests: k requests of n=1 (servers without n)")
-    remote.add_argument("--remote-infill", choices=("suffix", "infill"), default="suffix",
+    remote.add_argument("--remote-infill", choices=INFILL_CHOICES, default="suffix",
                         help="how middles (code after the cursor) are asked for: suffix (OpenAI's `suffix` on "
                              "/v1/completions, default: SGLang, vLLM refuses it) or infill (llama.cpp's /infill at the "
                              "server's root: llama-server)")
@@ -100,14 +103,13 @@ def build(args: argparse.Namespace) -> dict:
     from static_eval import AnalyzerSettings, StaticAnalyzer
 
     from app.models import EngineHub, menu, remote_menu
-    from app.requests import Limits
     from app.service import Pipeline
     from app.ui import build_demo
     from engine import EngineSettings
 
     limits = Limits(max_k=args.max_k, max_budget_s=args.max_budget)
     if args.backend == "openai":
-        from engine.remote import RemoteSettings
+        from app.remote import RemoteSettings
         remote = RemoteSettings(args.base_url, args.served_model,
                                 os.environ.get(args.api_key_env) if args.api_key_env else None, args.fan_out,
                                 infill=args.remote_infill)

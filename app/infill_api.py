@@ -36,7 +36,7 @@ from app.routes import final_or_error, in_protocol_names, json_handler, mount_fi
 from app.runs import USER_ERRORS, BusyError, RunControl, RunRegistry
 from app.service import Pipeline
 from engine import ContextFile, InvalidRequest, ModelSetupError
-from engine.remote import RemoteError
+from app.remote import RemoteError
 from engine.types import FINISH_BUDGET, FINISH_LENGTH, FINISH_STOP
 
 # The prompt a middle reads, as llama-server bounds it with the batch size llama.vim recommends (-b 1024): the
@@ -50,7 +50,6 @@ LLAMA_ERRORS = [((BusyError, RemoteError, ModelSetupError), 503, "unavailable_er
 STOP_TYPES = {FINISH_STOP: "eos", FINISH_LENGTH: "limit", FINISH_BUDGET: "limit"}
 
 
-SINGLE_CHOICES = ("greedy", "ranked")
 RANKED_K = 4   # candidates behind the one suggestion of --infill-single ranked
 
 

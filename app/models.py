@@ -11,8 +11,8 @@ from typing import Callable
 from engine import (DEFAULT_DRAFT, DEFAULT_TARGET, CandidateSource, EngineSettings, InvalidRequest, build_engine,
                     load_any)
 from app.runs import in_app_terms
-from engine.remote import RemoteEngine, RemoteSettings
-from engine.weights import apply_weight_format, check_weight_format
+from app.remote import RemoteEngine, RemoteSettings
+from engine.quant.weights import apply_weight_format, check_weight_format
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +76,7 @@ class EngineHub:
         self.cache_dir, self.settings, self._loader = cache_dir, settings or EngineSettings(), loader
         self.dtype = dtype  # weights of loaded models: auto (bf16 on a GPU or a CPU with native bf16), float32, ...
         check_weight_format(weights)   # refused at start-up, not at the first load
-        self.weights = weights  # auto, native, int8, int4, w8a8 or int4-w8a8 linear layers (engine/weights.py)
+        self.weights = weights  # auto, native, int8, int4, w8a8 or int4-w8a8 linear layers (engine/quant/weights.py)
         self.generation_lock = threading.BoundedSemaphore(concurrency)
         self.loading: str | None = None         # the spec being loaded now, for progress messages
         self._load_lock = threading.Lock()

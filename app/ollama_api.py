@@ -26,7 +26,7 @@ from app.routes import final_or_error, json_handler, mount_first
 from app.runs import USER_ERRORS, BusyError, RunControl, RunRegistry
 from app.service import Pipeline
 from engine import InvalidRequest, ModelSetupError
-from engine.remote import RemoteError
+from app.remote import RemoteError
 
 VERSION = "0.6.5"   # the Ollama version whose API this follows (clients check it against their minimum)
 OLLAMA_ERRORS = [((BusyError, RemoteError, ModelSetupError), 503, "unavailable")]

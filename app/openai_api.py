@@ -24,8 +24,8 @@ from app.routes import final_or_error, in_protocol_names, json_handler, mount_fi
 from app.runs import USER_ERRORS, BusyError, RunControl
 from app.service import Pipeline
 from engine import InvalidRequest, ModelSetupError
-from engine.infill import split_fim_prompt
-from engine.remote import RemoteError
+from engine.text.infill import split_fim_prompt
+from app.remote import RemoteError
 from engine.types import CUT_REASONS, FINISH_STOP
 
 

@@ -16,6 +16,10 @@ from engine import ContextFile, GenerationRequest, InvalidRequest
 DEFAULT_BUDGET_S = 60.0
 
 
+MAX_K_LIMIT = 32        # the largest --max-k a server may be started with
+SINGLE_CHOICES = ("greedy", "ranked")  # what /infill's one suggestion is (--infill-single)
+
+
 @dataclass(frozen=True)
 class Limits:
     """What the app accepts from a request (the engine's own limits are wider)."""
@@ -28,8 +32,8 @@ class Limits:
     max_prompt_chars: int = 100_000  # a cheap bound before tokenizing; the engine checks the context in tokens
 
     def __post_init__(self):
-        if not 1 <= self.max_k <= 32:
-            raise ValueError(f"max_k={self.max_k!r} is out of range: it must be an integer in 1..32")
+        if not 1 <= self.max_k <= MAX_K_LIMIT:
+            raise ValueError(f"max_k={self.max_k!r} is out of range: it must be an integer in 1..{MAX_K_LIMIT}")
         if not 1 <= self.max_budget_s <= 3600:
             raise ValueError(f"max_budget_s={self.max_budget_s!r} is out of range: it must be in 1..3600 seconds")
 

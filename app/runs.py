@@ -8,7 +8,7 @@ import time
 import uuid
 
 from engine import InvalidRequest, ModelSetupError
-from engine.remote import RemoteError
+from app.remote import RemoteError
 
 log = logging.getLogger(__name__)
 

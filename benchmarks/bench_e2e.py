@@ -2,22 +2,22 @@
 
 Every method gets the same prompts (HumanEval, methods inside classes, a prompt ending mid-line), the same k,
 temperature and top-p, and the same end rule: a candidate ends at the end of text or where it leaves the function
-the prompt opened (engine/blocks.py; transformers gets it as a stopping criterion, llama-server's text is cut by
+the prompt opened (engine/text/blocks.py; transformers gets it as a stopping criterion, llama-server's text is cut by
 the remote source as it streams, and its stream is closed once every row is done). A method is timed from the call
 to the moment all k candidates are finished. Methods:
   ours_none, ours_prompt, ours_sibling, ours_model, ours_auto   our engine (--dtype), each drafter
   ours_...@int8, @int4, @w8a8, @int4-w8a8
-                              the same on copies of target and draft in that weight format (engine/weights.py)
-  ours_...+raw, ours_...+chat the same with that prompt form (engine/chat.py; without it: the engine's default, auto)
+                              the same on copies of target and draft in that weight format (engine/quant/weights.py)
+  ours_...+raw, ours_...+chat the same with that prompt form (engine/text/chat.py; without it: the engine's default, auto)
   ours_...+sampled            every row sampled (without it, k > 1 makes row 0 the greedy answer, as the app asks)
   hf                          transformers generate, k copies of the prompt in one batch, same dtype
   hf_assisted                 the same with the draft model as assistant (assisted generation: k=1 only)
   llama                       llama.cpp's llama-server (n=k: the prompt processed once, copied to k slots), on
-                              the bundled GGUF (Q4_K_M), through engine/remote.py; needs --llama-server BIN
-  llama+chat                  the same given the chat form's text (the prompt our default reads, engine/chat.py),
+                              the bundled GGUF (Q4_K_M), through app/remote.py; needs --llama-server BIN
+  llama+chat                  the same given the chat form's text (the prompt our default reads, engine/text/chat.py),
                               its rows ending where ours do (the code's body end, the closing fence): like for
                               like with our default form (its rows are all sampled; ours have the greedy row 0)
-The empty column counts candidates without a token: a server may end a row at once, ours may not (engine/chat.py).
+The empty column counts candidates without a token: a server may end a row at once, ours may not (engine/text/chat.py).
 Methods are interleaved prompt by prompt (the machine is shared and noisy: ratios within one run hold). Before
 the timed prompts, each method serves one untimed request (the next HumanEval prompt, same k and temperature): a
 running app has paid its first calls already, and `auto` has measured its drafters; its seconds are reported
@@ -40,10 +40,10 @@ from benchmarks.bench_engine import add_run_arguments, humaneval_prompts, low_by
 from benchmarks.soak import METHOD_PROMPTS
 from benchmarks.soak import MID_LINE
 from engine import Engine, EngineSettings, GenerationRequest, load_any
-from engine.blocks import BodyEnd
-from engine.chat import CLOSING_FENCE, PROMPT_FORMS, ChatForm
+from engine.text.blocks import BodyEnd
+from engine.text.chat import CLOSING_FENCE, PROMPT_FORMS, ChatForm
 from engine.generate import end_of_text_ids
-from engine.stopping import StopRules
+from engine.text.stopping import StopRules
 
 OURS = ("ours_none", "ours_prompt", "ours_sibling", "ours_model", "ours_auto")
 METHODS = OURS + ("hf", "hf_assisted", "llama", "llama+chat")
@@ -292,8 +292,8 @@ def start_llama(args):
     import httpx
 
     from app.local import free_port
-    from engine.loading import BUNDLED, BUNDLED_PREFIX, bundled_gguf, default_cache_dir
-    from engine.remote import RemoteEngine, RemoteSettings
+    from engine.models.loading import BUNDLED, BUNDLED_PREFIX, bundled_gguf, default_cache_dir
+    from app.remote import RemoteEngine, RemoteSettings
 
     if not args.llama_server:
         return None, None, "not run: give --llama-server BIN (.ci/build_llama_server builds it)"

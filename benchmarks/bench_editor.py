@@ -123,7 +123,7 @@ class Server:
 
 def model_name(spec: str) -> str:
     """'bundled:qwen2.5-coder-1.5b' or 'qwen2.5-coder-1.5b' -> the bundled name; refuses others."""
-    from engine.loading import BUNDLED, BUNDLED_PREFIX
+    from engine.models.loading import BUNDLED, BUNDLED_PREFIX
 
     name = spec.removeprefix(BUNDLED_PREFIX)
     if name not in BUNDLED:
@@ -167,7 +167,7 @@ def start_server(name: str, model: str, *, slots: int, log_dir: str, threads: in
     warm-up /infill has been answered (the model loads in the background at start-up).
     """
     from app.local import free_port
-    from engine.loading import BUNDLED, BUNDLED_PREFIX, bundled_gguf, default_cache_dir
+    from engine.models.loading import BUNDLED, BUNDLED_PREFIX, bundled_gguf, default_cache_dir
 
     port = free_port()
     url = f"http://127.0.0.1:{port}"

@@ -4,7 +4,7 @@ Example: python -m benchmarks.bench_engine --k 8 --temperature 0.8 --methods hf,
 A method suffixed "@peer" (e.g. hf@peer, ours_none@peer) runs on a second copy of the target loaded with
 --peer-dtype (default float32), so a peer in fp32 and our engine in bf16 meet in one run. An ours_... method
 suffixed "@int8", "@int4", "@w8a8" or "@int4-w8a8" runs on copies of the target and the draft in that weight format
-(engine/weights.py).
+(engine/quant/weights.py).
 Prints a table and, as its last line, one JSON object with every figure.
 """
 from __future__ import annotations
@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import torch
 
 from engine import DEFAULT_DRAFT, DEFAULT_TARGET, Engine, EngineSettings, GenerationRequest, load_any
-from engine.loading import pick_device
-from engine.weights import apply_weight_format, weight_bytes
+from engine.models.loading import pick_device
+from engine.quant.weights import apply_weight_format, weight_bytes
 
 METHODS = ("hf", "hf_assisted", "ours_none", "ours_model", "ours_prompt", "ours_sibling", "ours_auto")
 LOW_BYTE_FORMATS = ("int8", "int4", "w8a8", "int4-w8a8")   # ours_...@int8 (etc.) runs on copies in that format

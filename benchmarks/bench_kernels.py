@@ -3,10 +3,10 @@ streamed from memory (more distinct layers than the CPU's caches hold, as in a f
 
     python -m benchmarks.bench_kernels --rows 1,2,4,8,16
 
-Formats: the dense weight in --dtype (torch.nn.functional.linear), int8 (engine.weights.Int8Linear's kernel),
+Formats: the dense weight in --dtype (torch.nn.functional.linear), int8 (engine.quant.weights.Int8Linear's kernel),
 int4 (Int4Linear's) and w8a8 (DynamicInt8Linear's: 8-bit activations too), each on the same random weights,
 interleaved call by call. The rows at which a small format stops beating the dense weight set INT8_MAX_ROWS,
-INT4_MAX_ROWS and W8A8_MAX_ROWS in engine/kernels.py.
+INT4_MAX_ROWS and W8A8_MAX_ROWS in engine/quant/kernels.py.
 Prints a table and, as its last line, one JSON object.
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ import time
 import torch
 from torch import nn
 
-from engine.weights import DynamicInt8Linear, FourBitGrid, Int4Linear, Int8Linear
+from engine.quant.weights import DynamicInt8Linear, FourBitGrid, Int4Linear, Int8Linear
 
 FORMATS = ("dense", "int8", "int4", "w8a8")
 SMALL = FORMATS[1:]

@@ -22,8 +22,8 @@ from argparse import Namespace
 
 from benchmarks.bench_e2e import start_llama
 from engine import Engine, EngineSettings, GenerationRequest, load_any
-from engine.loading import DEFAULT_TARGET
-from engine.weights import apply_weight_format
+from engine.models.loading import DEFAULT_TARGET
+from engine.quant.weights import apply_weight_format
 
 PROMPT_SOURCE = "argparse"   # a stdlib module with enough code for the longest prompt (over 20k tokens)
 WARMUP_SOURCE = "shlex"      # the untimed first read
@@ -56,7 +56,7 @@ def llama_prefill(base_url: str, prompt: str) -> tuple[int, float]:
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default=DEFAULT_TARGET)
-    parser.add_argument("--weights", default="auto", help="our weight format (engine/weights.py)")
+    parser.add_argument("--weights", default="auto", help="our weight format (engine/quant/weights.py)")
     parser.add_argument("--lengths", default="600,3000", help="comma-separated prompt lengths in tokens")
     parser.add_argument("--prefill-chunk", type=int, default=EngineSettings().prefill_chunk,
                         help="our prompt tokens per forward")

@@ -25,7 +25,7 @@ from benchmarks.sandbox import ExecResult, SandboxSettings, check_program, run_m
 from rerank import RankSettings, rank
 
 REPO = Path(__file__).resolve().parent.parent
-WEIGHTS = ("auto", "native", "int8", "int4", "w8a8", "int4-w8a8")   # engine.weights.WEIGHT_FORMATS (a test checks);
+WEIGHTS = ("auto", "native", "int8", "int4", "w8a8", "int4-w8a8")   # engine.quant.weights.WEIGHT_FORMATS (a test checks);
                                                                    # written out: scoring a file imports no torch
 
 
@@ -49,9 +49,9 @@ class GenerationSettings:
     seed: int = 0                    # request seed = seed + problem index
     cache_dir: str | None = None     # engine's converted-model cache
     dtype: str = "auto"              # weights: auto (bf16 where the CPU has it), float32, bfloat16
-    weights: str = "native"          # native, int8, int4 or w8a8 linear layers (engine/weights.py)
-    stop_at_body_end: bool = True    # a candidate ends where it leaves the function (engine/blocks.py)
-    prompt_form: str = "auto"        # EngineSettings.prompt_form: auto, raw, chat (engine/chat.py)
+    weights: str = "native"          # native, int8, int4 or w8a8 linear layers (engine/quant/weights.py)
+    stop_at_body_end: bool = True    # a candidate ends where it leaves the function (engine/text/blocks.py)
+    prompt_form: str = "auto"        # EngineSettings.prompt_form: auto, raw, chat (engine/text/chat.py)
 
 
 @dataclass(frozen=True)
@@ -577,12 +577,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     gen.add_argument("--cache-dir", default=None, help="engine's converted-model cache")
     gen.add_argument("--dtype", default="auto", help="auto (bf16 on a CPU with native bf16), float32, bfloat16")
     gen.add_argument("--weights", default="auto", choices=WEIGHTS,
-                     help="the linear layers' format (engine.weights.WEIGHT_FORMATS): auto (the app's default: "
+                     help="the linear layers' format (engine.quant.weights.WEIGHT_FORMATS): auto (the app's default: "
                           "int4-w8a8 for a bundled bf16 model on an x86 CPU), native (as --dtype), int8 or int4 "
                           "(weight-only), w8a8 (8-bit activations too), int4-w8a8 (w8a8 with the 4-bit codes for "
                           "one-row calls)")
     gen.add_argument("--prompt-form", default=defaults.prompt_form, choices=("auto", "raw", "chat"),
-                     help="how a continuation's prompt is read (engine.chat.PROMPT_FORMS): raw text, chat (the user's "
+                     help="how a continuation's prompt is read (engine.text.chat.PROMPT_FORMS): raw text, chat (the user's "
                           "code as the model's answer begun), auto (chat for an instruct model)")
     gen.add_argument("--generate-only", action="store_true", help="generate, do not evaluate")
     gen.add_argument("--budget-curve", help="comma-separated budgets (s), e.g. 5,10,20,40: generate and score each")

@@ -100,7 +100,7 @@ def main(argv=None) -> int:
     from app.models import EngineHub, ModelChoice, remote_menu
     from app.service import Pipeline
     from app.ui import build_demo
-    from engine.remote import RemoteSettings
+    from app.remote import RemoteSettings
 
     analyzer = StaticAnalyzer(AnalyzerSettings())
     if args.base_url:

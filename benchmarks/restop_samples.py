@@ -17,8 +17,8 @@ import gzip
 import json
 from pathlib import Path
 
-from engine.blocks import BodyEnd
-from engine.stopping import RowState, StopRules
+from engine.text.blocks import BodyEnd
+from engine.text.stopping import RowState, StopRules
 from engine.types import FINISH_STOP
 
 
@@ -75,7 +75,7 @@ def main(argv=None) -> dict:
             fixed = restop(record["greedy"], body, eos_ids, decode)
             counts["greedy_changed"] += fixed["text"] != record["greedy"]["text"]
             record["greedy"] = fixed
-        record["restopped"] = "engine/blocks.py body end + every special token ends a row (issue 10)"
+        record["restopped"] = "engine/text/blocks.py body end + every special token ends a row (issue 10)"
     out = Path(args.out) if args.out else path
     with gzip.open(out, "wt", encoding="utf-8") as handle:
         for record in records:

@@ -27,10 +27,10 @@ from dataclasses import asdict, dataclass, field, replace
 import torch
 
 from engine import DEFAULT_DRAFT, DEFAULT_TARGET, Engine, EngineSettings, GenerationRequest, load_any
-from engine.blocks import BodyEnd
+from engine.text.blocks import BodyEnd
 from engine.generate import end_of_text_ids
 from engine.types import FINISH_BUDGET, FINISH_LENGTH, FINISH_STOP
-from engine.weights import WEIGHT_FORMATS, apply_weight_format
+from engine.quant.weights import WEIGHT_FORMATS, apply_weight_format
 
 SLACK_S = 0.5            # bookkeeping and scheduling noise on top of one forward pass, on a shared 2-core machine
 MAX_TAIL_CHARS = 48      # the part of one token a cut may keep beyond decode(tokens)
@@ -177,7 +177,7 @@ class SoakSettings:
     model: str = DEFAULT_TARGET
     draft: str | None = DEFAULT_DRAFT
     dtype: str = "float32"         # the token-for-token promise holds exactly in fp32
-    weights: str = "native"        # engine.weights.WEIGHT_FORMATS (int8/int4/w8a8: by the call's rows)
+    weights: str = "native"        # engine.quant.weights.WEIGHT_FORMATS (int8/int4/w8a8: by the call's rows)
     k: int = 4
     max_new_tokens: int = 64
     temperature: float = 0.8
@@ -311,7 +311,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--draft", default=defaults.draft, help="draft model spec; 'none' for no draft model")
     parser.add_argument("--dtype", default=defaults.dtype)
     parser.add_argument("--weights", default=defaults.weights, choices=WEIGHT_FORMATS,
-                        help="weight format of target and draft (engine/weights.py)")
+                        help="weight format of target and draft (engine/quant/weights.py)")
     parser.add_argument("--k", type=int, default=defaults.k)
     parser.add_argument("--max-new-tokens", type=int, default=defaults.max_new_tokens)
     parser.add_argument("--temperature", type=float, default=defaults.temperature)

@@ -1,66 +1,36 @@
-"""The engine: k sampled continuations of one prompt, batched and speculative, by a deadline."""
+"""The engine: k sampled continuations of one prompt, batched and speculative, by a deadline.
+
+Settings and records (engine.settings, engine.types) import no torch; the names that need it (Engine, the loaders)
+are imported on first use, so `from engine import EngineSettings` stays cheap.
+
+Wings: the decode loop and its caches at the top (generate, kv_cache, prefix_cache, attention, sampling),
+speculation/ (drafters, controller, acceptance), quant/ (quantized weights), text/ (prompt framing and where text
+ends), models/ (loading and building).
+"""
 from __future__ import annotations
 
-from pathlib import Path
+import importlib
 
-from engine.generate import DRAFTER_CHOICES, Engine, EngineSettings
-from engine.loading import DEFAULT_DRAFT, DEFAULT_TARGET, ModelSetupError, load_model, pick_device
-from engine.tiny import TINY_PREFIX, load_tiny
+from engine.settings import DRAFTER_CHOICES, DTYPE_CHOICES, PROMPT_FORMS, WEIGHT_FORMATS, EngineSettings
 from engine.types import (Candidate, CandidateSource, ContextFile, GenerationRequest, GenerationResult,
                           GenerationStats, InvalidRequest)
-from engine.weights import WEIGHT_FORMATS, apply_weight_format
 
-__all__ = ["Candidate", "CandidateSource", "ContextFile", "DEFAULT_DRAFT", "DEFAULT_TARGET", "DRAFTER_CHOICES",
-           "Engine", "EngineSettings", "GenerationRequest", "GenerationResult", "GenerationStats", "InvalidRequest",
-           "ModelSetupError", "WEIGHT_FORMATS", "build_engine", "load_engine", "load_any", "check_same_vocabulary",
-           "check_draft_fits"]
+_LAZY = {"Engine": "engine.generate",
+         "DEFAULT_DRAFT": "engine.models.loading", "DEFAULT_TARGET": "engine.models.loading",
+         "ModelSetupError": "engine.models.loading", "load_model": "engine.models.loading",
+         "pick_device": "engine.models.loading",
+         "TINY_PREFIX": "engine.models.tiny", "load_tiny": "engine.models.tiny",
+         "apply_weight_format": "engine.quant.weights",
+         "build_engine": "engine.models.build", "load_engine": "engine.models.build", "load_any": "engine.models.build",
+         "check_same_vocabulary": "engine.models.build", "check_draft_fits": "engine.models.build"}
 
-
-def load_any(spec: str, cache_dir: Path | None = None, progress: bool = True, dtype: str = "auto"):
-    """(model, tokenizer) for any spec: bundled:..., tiny:<seed>, a Hugging Face id or a local directory.
-
-    dtype: "auto" (bf16 on a GPU or a CPU with native bf16, else fp32), "float32", "bfloat16" or "float16".
-    Tiny test models stay fp32.
-    """
-    if spec.startswith(TINY_PREFIX):
-        return load_tiny(spec)
-    return load_model(spec, cache_dir, progress=progress, dtype=dtype)
+__all__ = ["Candidate", "CandidateSource", "ContextFile", "DRAFTER_CHOICES", "DTYPE_CHOICES", "EngineSettings",
+           "GenerationRequest", "GenerationResult", "GenerationStats", "InvalidRequest", "PROMPT_FORMS",
+           "WEIGHT_FORMATS", *_LAZY]
 
 
-def check_same_vocabulary(target_tokenizer, draft_tokenizer, target_spec: str, draft_spec: str) -> None:
-    """Refuse a draft model whose tokenizer does not map text to the same ids as the target's."""
-    if target_tokenizer.get_vocab() != draft_tokenizer.get_vocab():
-        raise ModelSetupError(f"draft {draft_spec!r} cannot draft for {target_spec!r}: their tokenizers differ "
-                              f"(vocabularies of {len(target_tokenizer)} and {len(draft_tokenizer)} tokens). "
-                              "Choose a draft model of the same family, or draft without one (drafter='sibling')")
-
-
-def check_draft_fits(target: tuple, draft: tuple, target_spec: str, draft_spec: str) -> None:
-    """Refuse a (draft model, tokenizer) that cannot draft for the (target model, tokenizer)."""
-    (model, tokenizer), (draft_model, draft_tokenizer) = target, draft
-    check_same_vocabulary(tokenizer, draft_tokenizer, target_spec, draft_spec)
-    if draft_model.config.vocab_size != model.config.vocab_size:
-        raise ModelSetupError(f"draft {draft_spec!r} has {draft_model.config.vocab_size} output tokens, target "
-                              f"{target_spec!r} has {model.config.vocab_size}: they cannot share drafts")
-
-
-def build_engine(target: tuple, draft: tuple | None, target_spec: str, draft_spec: str | None = None,
-                 settings: EngineSettings | None = None) -> Engine:
-    """The one way to make an Engine from loaded (model, tokenizer) pairs: the draft is checked against the target."""
-    model, tokenizer = target
-    if draft is not None:
-        check_draft_fits(target, draft, target_spec, draft_spec or "the draft model")
-    return Engine(model, tokenizer, draft[0] if draft is not None else None, settings)
-
-
-def load_engine(model_spec: str = DEFAULT_TARGET, draft_spec: str | None = None, cache_dir: Path | None = None,
-                settings: EngineSettings | None = None, progress: bool = True, dtype: str = "auto",
-                weights: str = "native") -> Engine:
-    """Load the target (and draft) model and build an Engine around them (weights: engine.weights.WEIGHT_FORMATS)."""
-    model, tokenizer = load_any(model_spec, cache_dir, progress, dtype)
-    draft = None
-    if draft_spec:   # checked before any weight is converted (int4's first fit takes minutes)
-        draft = load_any(draft_spec, cache_dir, progress, dtype)
-        check_draft_fits((model, tokenizer), draft, model_spec, draft_spec)
-        draft = (apply_weight_format(draft[0], weights), draft[1])
-    return build_engine((apply_weight_format(model, weights), tokenizer), draft, model_spec, draft_spec, settings)
+def __getattr__(name: str):
+    """The torch-backed names, imported when first asked for (PEP 562)."""
+    if name not in _LAZY:
+        raise AttributeError(f"module 'engine' has no attribute {name!r}")
+    return getattr(importlib.import_module(_LAZY[name]), name)

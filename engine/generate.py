@@ -11,42 +11,19 @@ from typing import Callable
 
 import torch
 
-from engine.acceptance import speculative_accept
+from engine.speculation.acceptance import speculative_accept
 from engine.attention import attends_packed, packed_attention
-from engine.controller import ControllerMemory, ControllerSettings, DraftController, StepPlan, StepRecord
-from engine.drafters import (Draft, DraftContext, Drafter, ModelDrafter, merge_drafts, prompt_lookup_drafter,
+from engine.speculation.controller import ControllerMemory, ControllerSettings, DraftController, StepPlan, StepRecord
+from engine.speculation.drafters import (Draft, DraftContext, Drafter, ModelDrafter, merge_drafts, prompt_lookup_drafter,
                              sibling_drafter)
-from engine.chat import CLOSING_FENCE, answer_enders, chat_form_for
-from engine.infill import FimFormat, require_fim
+from engine.text.chat import CLOSING_FENCE, answer_enders, chat_form_for
+from engine.text.infill import FimFormat, require_fim
 from engine.kv_cache import PACKED_ROWS, PackedRows, RaggedKVCache, UnpackedCall
 from engine.prefix_cache import PrefixCache, PromptReading, read_prompt
 from engine.sampling import PositionUniforms, inverse_cdf, token_logprobs, warp_probs
-from engine.stopping import RowState, StopRules, line_end_after
+from engine.text.stopping import RowState, StopRules, line_end_after
+from engine.settings import ACCEPTANCE_CHOICES, DRAFTER_CHOICES, EngineSettings
 from engine.types import FINISH_BUDGET, GenerationRequest, GenerationResult, GenerationStats, InvalidRequest
-
-DRAFTER_CHOICES = ("none", "model", "prompt", "sibling", "auto")
-ACCEPTANCE_CHOICES = ("coupled", "residual")
-
-
-@dataclass
-class EngineSettings:
-    """How the engine drafts; the request says what to generate."""
-
-    drafter: str = "auto"   # "none" (regular decoding), "model", "prompt", "sibling", or "auto" (cost model picks)
-    # How a draft model's tokens are sampled and verified (both exact):
-    # "coupled":  each draft token is drawn with the number the target will use at that position, and kept
-    #             while it equals the target's own draw: a seed gives regular decoding's tokens, whatever the
-    #             drafter and draft lengths (measured cost: per-token acceptance 0.907 instead of 0.919 for
-    #             the bundled 0.5B drafting for the 1.5B at T=0.8, top-p 0.95);
-    # "residual": the classic min(1, p/q) test with resampling from max(p - q, 0) (acceptance 1 - TV, the
-    #             highest possible); the same seed may then give other tokens when the plan differs.
-    acceptance: str = "coupled"
-    controller: ControllerSettings = field(default_factory=ControllerSettings)
-    check_cache: bool = False   # the draft model checks its cache against the rows' histories at every proposal
-    prefix_cache_mb: float = 512.0  # KV of recent prompts kept per model (target, draft), least recently used out; 0: off
-    prefill_chunk: int = 512    # prompt tokens per forward while a prompt is read (progress and cancels in between)
-    prompt_form: str = "auto"   # continuations: "raw" text, "chat" (engine/chat.py), "auto": chat for an instruct model
-
 
 def forward(model, cache: RaggedKVCache, input_ids: torch.Tensor, keep_last: int | torch.Tensor = 0) -> torch.Tensor:
     """One forward of q tokens per row through the ragged cache: [B, q] -> logits [B, q or keep_last, V]

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
 # HumanEval's usual stop sequences (what peers such as llama-server are given in the benchmarks). The engine
-# itself ends a function by indentation (engine/blocks.py), which also stops methods and nested functions.
+# itself ends a function by indentation (engine/text/blocks.py), which also stops methods and nested functions.
 FUNCTION_END_STOPS = ("\ndef ", "\nclass ", "\nif __name__", "\nif ", "\nprint(", "\n#", "\n@", "\nassert ")
 
 MAX_K = 32

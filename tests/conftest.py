@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from engine import Engine, EngineSettings
-from engine.controller import ControllerSettings
-from engine.tiny import byte_tokenizer, tiny_model
+from engine.speculation.controller import ControllerSettings
+from engine.models.tiny import byte_tokenizer, tiny_model
 
 TINY_EOS = 256  # the byte tokenizer's EOS id, also the tiny models' eos_token_id
 

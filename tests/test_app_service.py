@@ -169,18 +169,34 @@ def test_hub_loads_on_first_use_and_shares_models():
 
 
 def test_hub_loads_int8_weights_when_asked_and_the_command_line_offers_the_engines_formats(entry_point):
-    from engine.weights import WEIGHT_FORMATS, Int8Linear
+    from engine.quant.weights import Int8Linear
 
-    from engine.chat import PROMPT_FORMS
-
-    assert entry_point.WEIGHTS == WEIGHT_FORMATS
-    assert entry_point.PROMPT_FORMS == PROMPT_FORMS and entry_point.parse_args([]).prompt_form == "auto"
+    assert entry_point.parse_args([]).prompt_form == "auto"
     assert entry_point.parse_args(["--weights", "int8"]).weights == "int8"
     hub = EngineHub([ModelChoice("pair", "tiny:0", "tiny:1")], weights="int8")
     engine = hub.engine("pair")
     assert isinstance(engine.model.lm_head, Int8Linear) and isinstance(engine.draft_model.lm_head, Int8Linear)
     with pytest.raises(ValueError, match="weights='int2' is unknown: choose one of auto, native, int8, int4, w8a8"):
         EngineHub([ModelChoice("pair", "tiny:0")], weights="int2")
+
+
+def test_help_reads_the_engines_choices_without_importing_torch():
+    """`python app.py --help` answers without torch, transformers or gradio, and lists the engine's own choices."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from engine.settings import DRAFTER_CHOICES, WEIGHT_FORMATS
+
+    root = Path(__file__).resolve().parents[1]
+    probe = ("import runpy, sys; sys.argv = ['app.py', '--help']\n"
+             "try:\n    runpy.run_path('app.py', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+             "print('LOADED', sorted(m for m in ('torch', 'transformers', 'gradio') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", probe], cwd=root, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "LOADED []" in out.stdout
+    help_text = " ".join(out.stdout.split())
+    assert "{" + ",".join(WEIGHT_FORMATS) + "}" in help_text and "{" + ",".join(DRAFTER_CHOICES) + "}" in help_text
 
 
 def test_drafter_model_without_a_draft_falls_back_to_auto_and_keeps_the_other_settings():

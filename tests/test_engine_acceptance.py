@@ -4,7 +4,7 @@ import math
 import pytest
 import torch
 
-from engine.acceptance import speculative_accept
+from engine.speculation.acceptance import speculative_accept
 
 V = 6  # vocabulary of the hand-built distributions
 

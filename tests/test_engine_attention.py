@@ -6,7 +6,7 @@ from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from engine.attention import PACKED_SDPA, packed_attention, packed_sdpa_forward
 from engine.generate import _cache_argument, forward, forward_ragged
 from engine.kv_cache import RaggedKVCache
-from engine.tiny import tiny_model
+from engine.models.tiny import tiny_model
 
 
 class _Module:

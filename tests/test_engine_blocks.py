@@ -1,11 +1,11 @@
-"""The end of the function body (engine/blocks.py) and end-of-text tokens: what ends a row besides length."""
+"""The end of the function body (engine/text/blocks.py) and end-of-text tokens: what ends a row besides length."""
 import pytest
 import torch
 
 from engine import Engine, EngineSettings, GenerationRequest
-from engine.blocks import BodyEnd, scan_lines
+from engine.text.blocks import BodyEnd, scan_lines
 from engine.generate import end_of_text_ids
-from engine.tiny import byte_tokenizer, tiny_model
+from engine.models.tiny import byte_tokenizer, tiny_model
 from engine.types import FINISH_STOP
 
 STACK = ('class Stack:\n    def __init__(self):\n        self.items = []\n\n    def pop(self):\n'

@@ -129,8 +129,8 @@ def test_int4_weights_go_exactly_to_the_layers_the_gguf_stores_in_4_bits():
     computing its layer as the loaded weights do; the rest (Q5_0, Q6_K, Q8_0) int8."""
     from gguf import GGUFReader
 
-    from engine.loading import BUNDLED, bundled_gguf, default_cache_dir
-    from engine.weights import Int4Linear, Int8Linear, quantize_int4
+    from engine.models.loading import BUNDLED, bundled_gguf, default_cache_dir
+    from engine.quant.weights import Int4Linear, Int8Linear, quantize_int4
 
     gguf = bundled_gguf(BUNDLED["qwen2.5-coder-0.5b"], default_cache_dir(), progress=False)
     four_bit = set()
@@ -159,7 +159,7 @@ def test_w8a8_and_int4_rank_the_next_token_of_real_code_first_as_the_loaded_weig
     here than on the 1.5B, whose HumanEval pass@1 they do not lower, README)."""
     from pathlib import Path
 
-    from engine.weights import apply_weight_format
+    from engine.quant.weights import apply_weight_format
 
     model, tokenizer = bundled
     ids = tokenizer(Path(engine.kv_cache.__file__).read_text(), return_tensors="pt").input_ids[:, :320]

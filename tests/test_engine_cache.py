@@ -4,7 +4,7 @@ import torch
 
 from engine.generate import forward
 from engine.kv_cache import RaggedKVCache
-from engine.tiny import tiny_model
+from engine.models.tiny import tiny_model
 
 ATOL = 1e-4
 

@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from engine import Engine, EngineSettings, GenerationRequest
-from engine.chat import CLOSING_FENCE, ChatForm, chat_form_for
-from engine.stopping import RowState, StopRules
-from engine.tiny import byte_tokenizer, tiny_model
+from engine.text.chat import CLOSING_FENCE, ChatForm, chat_form_for
+from engine.text.stopping import RowState, StopRules
+from engine.models.tiny import byte_tokenizer, tiny_model
 
 TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
             "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
@@ -94,7 +94,7 @@ def test_a_chat_form_row_cannot_begin_with_the_closing_fence_or_an_end_token(tok
     """The tokens banned at a row's first position: end-of-text tokens and those that (after blanks) begin with a
     backtick; the bundled 0.5B otherwise closes the block at once after a docstring-only function
     (tests/test_engine_bundled.py::test_a_new_top_level_def_ends_the_candidate)."""
-    from engine.chat import answer_enders
+    from engine.text.chat import answer_enders
 
     tokenizer = chat_tokenizer()
     tokenizer.add_tokens(["```", " ``", "a`b"])   # whole-fence tokens, as real vocabularies have them
@@ -119,10 +119,10 @@ def test_a_chat_form_row_cannot_begin_with_the_closing_fence_or_an_end_token(tok
 def test_the_chat_form_serves_models_in_the_low_byte_formats(tokenizer, weights):
     """The shipped format swaps the head for a layer without .weight: the banned first tokens are sized by the
     config's vocabulary (a regression: the engine failed to build on w8a8)."""
-    from engine.weights import apply_weight_format
+    from engine.quant.weights import apply_weight_format
 
     model = apply_weight_format(tiny_model(0, vocab_size=259, eos_token_id=258), weights)
     engine = Engine(model, tokenizer, None, EngineSettings(drafter="none"))
-    assert engine.chat is not None and engine.not_first is not None
+    assert engine.text.chat is not None and engine.not_first is not None
     result = engine.generate(GenerationRequest(PROMPT, k=2, max_new_tokens=4, temperature=0.0, budget_s=30))
     assert all(c.finished for c in result.candidates)

@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from engine.controller import BassLengthRule, ControllerSettings, CostModel, DraftController
+from engine.speculation.controller import BassLengthRule, ControllerSettings, CostModel, DraftController
 
 
 # --- BASS's rule -------------------------------------------------------------------------------------------
@@ -147,7 +147,7 @@ def test_the_probes_back_off_outlives_a_request():
     """A machine where drafting does not pay is not probed afresh by every request: the next request of the same
     temperature and drafters waits as long as the last one had come to wait; another temperature, or another set
     of drafters, has its own schedule."""
-    from engine.controller import ControllerMemory
+    from engine.speculation.controller import ControllerMemory
 
     settings = ControllerSettings(probe_every=3)
     memory = ControllerMemory(settings)
@@ -168,7 +168,7 @@ def test_the_probes_back_off_outlives_a_request():
 
 
 def test_a_draft_model_that_drafted_has_read_the_prompt():
-    from engine.controller import StepPlan, StepRecord
+    from engine.speculation.controller import StepPlan, StepRecord
 
     controller = DraftController(ControllerSettings(), ["model", "sibling"], {"model"})
     controller.observe(StepRecord(StepPlan("sibling", 2, 1.0), 2, ["sibling", None], proposed=[2, 0],
@@ -182,7 +182,7 @@ def test_a_draft_model_that_drafted_has_read_the_prompt():
 def test_a_draft_model_that_sat_out_is_charged_its_one_off_spread_over_the_rounds_it_will_draft():
     """A draft model that did not draft last round must first read the prompt or catch up (a one-off, measured as
     a round's setup seconds); a plan charges it 1/one_off_spread per round, and nothing once the model drafts."""
-    from engine.controller import StepPlan, StepRecord
+    from engine.speculation.controller import StepPlan, StepRecord
 
     def sat_out_after_a_one_off(spread: int) -> DraftController:
         controller = controller_with(0.001, draft_seconds=0.01, accepted_fraction=1.0, one_off_spread=spread)
@@ -206,7 +206,7 @@ def test_a_draft_model_that_sat_out_is_charged_its_one_off_spread_over_the_round
 def test_a_measured_draft_model_is_probed_prefill_and_all_after_requests_without_it():
     """Else a draft model judged a loss in one bad request would never be judged again; once it has drafted, the
     count starts over."""
-    from engine.controller import ControllerMemory, StepPlan, StepRecord
+    from engine.speculation.controller import ControllerMemory, StepPlan, StepRecord
 
     settings = ControllerSettings(probe_every=3, model_reprobe_requests=4)
     memory = ControllerMemory(settings)

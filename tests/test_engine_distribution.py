@@ -17,7 +17,7 @@ from scipy import stats
 
 from conftest import TINY_EOS
 from engine import GenerationRequest
-from engine.drafters import Draft
+from engine.speculation.drafters import Draft
 
 ALPHA = 1e-3          # significance of each goodness-of-fit test
 K, CALLS = 32, 60     # 1920 samples per drafter

@@ -5,8 +5,8 @@ import time
 import pytest
 import torch
 
-from engine.acceptance import speculative_accept
-from engine.drafters import (Draft, DraftContext, ModelDrafter, majority_continuation, merge_drafts,
+from engine.speculation.acceptance import speculative_accept
+from engine.speculation.drafters import (Draft, DraftContext, ModelDrafter, majority_continuation, merge_drafts,
                              prompt_lookup_drafter, sibling_drafter)
 from engine.generate import forward
 

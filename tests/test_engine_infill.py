@@ -6,11 +6,11 @@ import pytest
 import torch
 
 from engine import ContextFile, Engine, EngineSettings, GenerationRequest, InvalidRequest
-from engine.infill import FimFormat, split_fim_prompt
+from engine.text.infill import FimFormat, split_fim_prompt
 from engine.kv_cache import RaggedKVCache
 from engine.prefix_cache import PrefixCache
-from engine.stopping import StopRules, SuffixEcho
-from engine.tiny import byte_tokenizer, tiny_model
+from engine.text.stopping import StopRules, SuffixEcho
+from engine.models.tiny import byte_tokenizer, tiny_model
 
 PREFIX = "class Store:\n    def __init__(self, path):\n        self.path = path\n\n    def save(self):\n        "
 SUFFIX = "\n\n    def load(self):\n        return open(self.path).read()\n"
@@ -193,12 +193,12 @@ def test_past_the_budget_the_clock_cuts_no_line(fim_model, fim_tokenizer):
 @pytest.mark.parametrize("text, mark, end", [
     ("return x", 0, None), ("return x\n", 0, 9), ("a\nb\nc", 2, 4), ("a\nbc", 2, None), ("\n", 0, 1)])
 def test_a_row_past_the_budget_ends_after_the_first_newline_past_its_mark(text, mark, end):
-    from engine.stopping import line_end_after
+    from engine.text.stopping import line_end_after
     assert line_end_after(text, mark) == end
 
 
 def test_n_indent_ends_a_middle_before_a_line_indented_less():
-    from engine.stopping import IndentEnd
+    from engine.text.stopping import IndentEnd
     rule = IndentEnd(8)
     assert rule.cut("x = 1\n        y = 2\n    return y\n") == len("x = 1\n        y = 2\n")
     assert rule.cut("x = 1\n        y = 2\n    ") is None          # only indentation so far: not judged yet
@@ -206,7 +206,7 @@ def test_n_indent_ends_a_middle_before_a_line_indented_less():
 
 
 def test_the_local_context_keeps_whole_lines_within_its_tokens():
-    from engine.infill import files_within, lines_within
+    from engine.text.infill import files_within, lines_within
     encode = lambda text: list(text.encode())   # one token per byte
     text = "".join(f"line {i}\n" for i in range(10))        # 7 bytes a line
     assert text.endswith(lines_within(text, 21, encode, from_end=True))
@@ -223,7 +223,7 @@ def test_the_local_context_keeps_whole_lines_within_its_tokens():
 def test_a_bounded_prefix_begins_where_the_next_requests_window_begins():
     """The cursor a few lines further down, the editor's window shifted with it: the kept lines begin at the same
     line of the file, so the prefix cache holds all of them up to the old cursor."""
-    from engine.infill import lines_within
+    from engine.text.infill import lines_within
     encode = lambda text: list(text.encode())
     lines = [f"value_{i} = compute({i}, {i * 7 % 13})\n" for i in range(400)]
     starts = []

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 import engine
-from engine import loading
-from engine.loading import BUNDLED, BundledModel, ModelSetupError
+from engine.models import loading
+from engine.models.loading import BUNDLED, BundledModel, ModelSetupError
 
 
 # --- specs -------------------------------------------------------------------------------------------------
@@ -150,7 +150,7 @@ def test_an_incomplete_converted_copy_is_not_trusted(tmp_path, marker, files):
 
 # --- vocabularies ------------------------------------------------------------------------------------------
 def test_check_same_vocabulary_refuses_a_different_tokenizer(tokenizer):
-    from engine.tiny import byte_tokenizer
+    from engine.models.tiny import byte_tokenizer
 
     engine.check_same_vocabulary(tokenizer, byte_tokenizer(), "tiny:0", "tiny:1")   # same vocabulary: fine
     other = byte_tokenizer()

@@ -8,7 +8,7 @@ import torch
 from engine import GenerationRequest
 from engine.generate import forward
 from engine.kv_cache import RaggedKVCache
-from engine.tiny import tiny_model
+from engine.models.tiny import tiny_model
 from engine.types import FINISH_BUDGET, FINISH_LENGTH, FINISH_STOP
 
 PROMPT = "for i in range(10):\n    total = total + i\n    count = count + 1\nfor j in range(10):\n"

@@ -6,12 +6,12 @@ import pytest
 import torch
 from torch import nn
 
-import engine.grids as grids_module
+import engine.quant.grids as grids_module
 from engine import Engine, EngineSettings, GenerationRequest
-from engine.controller import ControllerSettings
-from engine.loading import CONVERTED_FORMAT
-from engine.tiny import byte_tokenizer, tiny_model
-from engine.weights import (W8A8_MAX_ROWS, DynamicInt8Linear, FourBitGrid, Int4Linear, Int8Linear,
+from engine.speculation.controller import ControllerSettings
+from engine.models.loading import CONVERTED_FORMAT
+from engine.models.tiny import byte_tokenizer, tiny_model
+from engine.quant.weights import (W8A8_MAX_ROWS, DynamicInt8Linear, FourBitGrid, Int4Linear, Int8Linear,
                             apply_weight_format, quantize_int4, quantize_int8, weight_bytes)
 
 
@@ -202,7 +202,7 @@ def test_int4_grids_are_saved_once_and_reused_and_a_damaged_cache_is_refitted(tm
     first = quantize_int4(snapped_to_a_4bit_grid(tiny_model(0, hidden=128)), cache_dir=tmp_path)
     saved = list(tmp_path.iterdir())
     assert [p.name for p in saved] == ["int4-grids-v1-float32.pt"]
-    with caplog.at_level("INFO", logger="engine.weights"):
+    with caplog.at_level("INFO", logger="engine.quant.weights"):
         again = quantize_int4(snapped_to_a_4bit_grid(tiny_model(0, hidden=128)), cache_dir=tmp_path)
     assert "grids from the cache" in caplog.text
     for (name, a), b in zip(first.named_modules(), again.modules()):
@@ -212,7 +212,7 @@ def test_int4_grids_are_saved_once_and_reused_and_a_damaged_cache_is_refitted(tm
             assert torch.equal(a.four_bit.scales_and_zeros, b.four_bit.scales_and_zeros)
     saved[0].write_bytes(b"not a torch file")
     caplog.clear()
-    with caplog.at_level("WARNING", logger="engine.grid_cache"):
+    with caplog.at_level("WARNING", logger="engine.quant.grid_cache"):
         refitted = quantize_int4(snapped_to_a_4bit_grid(tiny_model(0, hidden=128)), cache_dir=tmp_path)
     assert "ignoring the int4 grid cache" in caplog.text
     assert torch.equal(refitted.model.layers[0].mlp.up_proj.four_bit.weight_int4,
@@ -224,7 +224,7 @@ def test_int4_grids_are_saved_once_and_reused_and_a_damaged_cache_is_refitted(tm
 
 
 def test_a_grid_cache_that_cannot_be_written_costs_a_warning_not_the_model(tmp_path, caplog):
-    with caplog.at_level("WARNING", logger="engine.grid_cache"):
+    with caplog.at_level("WARNING", logger="engine.quant.grid_cache"):
         model = quantize_int4(snapped_to_a_4bit_grid(tiny_model(0, hidden=128)), cache_dir=tmp_path / "missing")
     assert "could not save the int4 grids" in caplog.text and model.weight_format == "int4"
     assert not list(tmp_path.iterdir())                      # no partial file left behind

@@ -151,7 +151,7 @@ def test_generation_appends_per_problem_and_resumes(tmp_path):
 
 def test_budget_snapshots_are_what_the_stream_held_at_each_budget(tmp_path):
     from engine import Engine, EngineSettings
-    from engine.tiny import byte_tokenizer, tiny_model
+    from engine.models.tiny import byte_tokenizer, tiny_model
 
     engine = Engine(tiny_model(0), byte_tokenizer(), settings=EngineSettings(drafter="none"))
     problems = _problems()
@@ -227,7 +227,7 @@ def test_bench_prefill_reads_prompts_of_the_asked_lengths(capsys):
 
 def test_the_harness_offers_the_engines_weight_formats():
     from benchmarks.eval_humaneval import WEIGHTS
-    from engine.weights import WEIGHT_FORMATS
+    from engine.quant.weights import WEIGHT_FORMATS
 
     assert WEIGHTS == WEIGHT_FORMATS
 

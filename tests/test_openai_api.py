@@ -1,5 +1,5 @@
 """The OpenAI protocol on both sides, with tiny models: our /v1/completions called by the official `openai` client, and
-the remote candidate source (engine/remote.py) against real servers: the app itself, and a small HTTP server that
+the remote candidate source (app/remote.py) against real servers: the app itself, and a small HTTP server that
 misbehaves on purpose (refusals, overload, a cut stream, malformed JSON) for the failures no healthy server shows."""
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ from app.requests import Limits
 from app.service import Pipeline
 from app.ui import build_demo
 from engine import GenerationRequest
-from engine.chat import CLOSING_FENCE, ChatForm
-from engine.remote import RemoteEngine, RemoteError, RemoteSettings
-from engine.stopping import StopRules
+from engine.text.chat import CLOSING_FENCE, ChatForm
+from app.remote import RemoteEngine, RemoteError, RemoteSettings
+from engine.text.stopping import StopRules
 from engine.types import FINISH_BUDGET, FINISH_INTERRUPTED, FINISH_STOP
 from static_eval import AnalyzerSettings, StaticAnalyzer
 

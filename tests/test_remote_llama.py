@@ -15,8 +15,8 @@ import pytest
 from app.local import free_port, launch_local
 from app.openai_api import mount_completions
 from engine import GenerationRequest
-from engine.loading import BUNDLED, bundled_gguf, default_cache_dir
-from engine.remote import RemoteEngine, RemoteError, RemoteSettings
+from engine.models.loading import BUNDLED, bundled_gguf, default_cache_dir
+from app.remote import RemoteEngine, RemoteError, RemoteSettings
 from engine.types import FINISH_BUDGET, FINISH_INTERRUPTED, FINISH_STOP
 
 pytestmark = pytest.mark.llama

@@ -2,7 +2,7 @@
 vLLM, SGLang, llama.cpp's llama-server), streamed, answering the same call as Engine.generate.
 
 The server samples; this side applies the engine's own stopping rules to the text as it arrives (stop strings and
-the end of the function body: one rule, engine/stopping.py), keeps the deadline (the streams are closed at the
+the end of the function body: one rule, engine/text/stopping.py), keeps the deadline (the streams are closed at the
 budget and what arrived is kept, flagged "budget"), and turns every way a server can fail into a RemoteError whose
 message names the server and the fix. A stream that breaks off midway keeps what arrived, flagged "interrupted".
 """
@@ -17,7 +17,7 @@ from typing import Callable
 
 import httpx
 
-from engine.stopping import RowState, StopRules
+from engine.text.stopping import RowState, StopRules
 from engine.types import (FINISH_BUDGET, FINISH_INTERRUPTED, FINISH_LENGTH, FINISH_STOP, GenerationRequest,
                           GenerationResult, GenerationStats)
 

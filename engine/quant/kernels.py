@@ -6,8 +6,8 @@ import warnings
 import torch
 from torch import nn
 
-from engine.cpu import cpu_has_vnni
-from engine.grids import FourBitGrid
+from engine.quant.cpu import cpu_has_vnni
+from engine.quant.grids import FourBitGrid
 
 INT8_MAX_ROWS = 4   # token rows per call (batch x tokens per row) up to which the int8 kernel is the faster one
 INT4_MAX_ROWS = 8   # the same for the int4 kernel

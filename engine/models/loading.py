@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-from engine.cpu import cpu_has_bf16
+from engine.quant.cpu import cpu_has_bf16
 
 log = logging.getLogger(__name__)
 

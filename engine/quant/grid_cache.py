@@ -8,10 +8,10 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from engine.grids import FourBitGrid
+from engine.quant.grids import FourBitGrid
 
 GRID_CACHE = "int4-grids-v1-{dtype}.pt"   # quantize_int4's fits, in a converted model's directory; bump the version
-                                          # when INT4_GROUP, GRID_TOLERANCE, OFF_GRID or the fit (engine/grids.py)
+                                          # when INT4_GROUP, GRID_TOLERANCE, OFF_GRID or the fit (engine/quant/grids.py)
                                           # change
 
 logger = logging.getLogger(__name__)

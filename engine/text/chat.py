@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-PROMPT_FORMS = ("auto", "raw", "chat")  # auto: chat for a model that answers in turns (ChatForm.of), raw otherwise
+from engine.settings import PROMPT_FORMS
+
 INSTRUCTION = "Complete the following Python code:\n```python\n{code}\n```"   # the user's turn (the code as given)
 OPENING_FENCE = "```python\n"   # the assistant's turn begins with it, then the user's code
 CLOSING_FENCE = "\n```"         # where the assistant's code block ends: a stop string of every chat-form row

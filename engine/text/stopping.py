@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from engine.blocks import BodyEnd
+from engine.text.blocks import BodyEnd
 from engine.types import FINISH_LENGTH, FINISH_STOP, Candidate, GenerationRequest
 
 

@@ -25,8 +25,8 @@ INT4_MAX_ROWS) or than w8a8 is allowed (W8A8_MAX_ROWS, a chosen cap) uses it. Ac
 benchmarks/eval_humaneval.py --weights int8|int4|w8a8|int4-w8a8 (README).
 
 Here: the formats' names, the swap of a model's linear layers, the `auto` policy and the bytes a step reads. The
-layers are in engine/kernels.py, the 4-bit grids in engine/grids.py (their disk cache: engine/grid_cache.py), the
-CPU's features in engine/cpu.py; each module's constants open it.
+layers are in engine/quant/kernels.py, the 4-bit grids in engine/quant/grids.py (their disk cache: engine/quant/grid_cache.py), the
+CPU's features in engine/quant/cpu.py; each module's constants open it.
 """
 from __future__ import annotations
 
@@ -36,11 +36,12 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from engine.grid_cache import grid_cache_file, grid_fits, load_grids, save_grids
-from engine.grids import GRID_TOLERANCE, INT4_GROUP, FourBitGrid
-from engine.kernels import (INT4_MAX_ROWS, INT4_ONE_ROW, INT4_OUT_MULTIPLE, INT8_MAX_ROWS, W8A8_MAX_ROWS,
+from engine.quant.grid_cache import grid_cache_file, grid_fits, load_grids, save_grids
+from engine.quant.grids import GRID_TOLERANCE, INT4_GROUP, FourBitGrid
+from engine.quant.kernels import (INT4_MAX_ROWS, INT4_ONE_ROW, INT4_OUT_MULTIPLE, INT8_MAX_ROWS, W8A8_MAX_ROWS,
                             DynamicInt8Linear, Int4Linear, Int8Linear)
-from engine.loading import owned_model_dir
+from engine.models.loading import owned_model_dir
+from engine.settings import WEIGHT_FORMATS
 
 __all__ = ["WEIGHT_FORMATS", "W8A8_OUTLIER_LAYERS", "W8A8_OUTLIER_THRESHOLD", "check_weight_format",
            "apply_weight_format", "auto_weight_format", "quantize_int8", "quantize_int4", "quantize_w8a8",
@@ -49,10 +50,6 @@ __all__ = ["WEIGHT_FORMATS", "W8A8_OUTLIER_LAYERS", "W8A8_OUTLIER_THRESHOLD", "c
            "INT8_MAX_ROWS", "INT4_MAX_ROWS", "W8A8_MAX_ROWS", "INT4_ONE_ROW", "INT4_GROUP", "GRID_TOLERANCE",
            "Int8Linear", "Int4Linear", "DynamicInt8Linear", "FourBitGrid"]
 
-WEIGHT_FORMATS = ("auto", "native", "int8", "int4", "w8a8", "int4-w8a8")
-# native: as loaded (--dtype); int8: Int8Linear layers; int4: Int4Linear where the weights are 4-bit already,
-# Int8Linear elsewhere; w8a8: DynamicInt8Linear layers; int4-w8a8: the same, reading the 4-bit codes for one-row
-# calls where the weights are 4-bit already; auto: auto_weight_format
 W8A8_OUTLIER_LAYERS = ("down_proj",)   # layers whose inputs carry outlier channels: the MLP's output projection
                                        # (measured on real code, 1.5B: with one 8-bit scale per call, 5% relative
                                        # error at 1 row, 9% at 8, 13% at 32, vs 1-2% for q/k/v/o/gate/up)

@@ -1,0 +1,2 @@
+"""Models: loading the bundled GGUF files, Hugging Face ids and local directories (loading), tiny random-weight models
+for tests (tiny), and building an Engine from a target and its draft (build)."""
