@@ -1,5 +1,6 @@
 """Entry point: command-line options, then the app's objects built once, the default model loading in the background,
 then launch."""
+
 from __future__ import annotations
 
 import argparse
@@ -17,65 +18,126 @@ from engine.settings import DRAFTER_CHOICES, DTYPE_CHOICES, PROMPT_FORMS, WEIGHT
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description="Ranked code drafts: a local code-generation assistant (Gradio UI "
-                                                 "and API). The default model loads in the background at start-up.")
-    parser.add_argument("--model", help="target model: bundled:qwen2.5-coder-1.5b, bundled:qwen2.5-coder-0.5b, a "
-                                        "Hugging Face id or a local directory; offered first in the model menu")
+    parser = argparse.ArgumentParser(
+        description="Ranked code drafts: a local code-generation assistant (Gradio UI "
+        "and API). The default model loads in the background at start-up."
+    )
+    parser.add_argument(
+        "--model",
+        help="target model: bundled:qwen2.5-coder-1.5b, bundled:qwen2.5-coder-0.5b, a "
+        "Hugging Face id or a local directory; offered first in the model menu",
+    )
     parser.add_argument("--draft", help="draft model for --model (same tokenizer family)")
-    parser.add_argument("--drafter", choices=DRAFTER_CHOICES, default="auto",
-                        help="how the engine drafts (default: auto, a cost model picks per step)")
-    parser.add_argument("--dtype", choices=DTYPE_CHOICES, default="auto",
-                        help="model weights (default: auto, bf16 on a GPU or a CPU with native bf16, else fp32)")
-    parser.add_argument("--weights", choices=WEIGHT_FORMATS, default="auto",
-                        help="weight format of local models' linear layers: auto (default: int4-w8a8 for a bundled "
-                             "model in bf16 on an x86 CPU, int4 on other CPUs, else native), native (as --dtype), int8 "
-                             "(weight-only, half the bytes of bf16), int4 (4 bits where the weights are 4-bit already, "
-                             "as the bundled models' Q4_K layers, int8 elsewhere), w8a8 (int8 weights times "
-                             "activations rounded to 8 bits per call, 7 without AVX-512 VNNI; outlier channels of the "
-                             "MLP's down projection in floats), or int4-w8a8 (w8a8, with the 4-bit codes for one-row "
-                             "calls where the weights are 4-bit already): fewer bytes per step, faster decoding on a "
-                             "CPU")
-    parser.add_argument("--prompt-form", choices=PROMPT_FORMS, default="auto",
-                        help="how local models read a prompt to continue: chat (the code as the model's own answer "
-                             "begun, in its chat template, ending at the code block's closing fence), raw (the text "
-                             "as it is), or auto (default: chat for an instruct model, one whose end-of-sequence "
-                             "token closes its chat turns, as the bundled models; raw otherwise). Code after the "
-                             "cursor always uses the model's fill-in-the-middle format")
-    parser.add_argument("--host", default="127.0.0.1", help="interface to listen on (default: 127.0.0.1, this "
-                                                            "machine only)")
+    parser.add_argument(
+        "--drafter",
+        choices=DRAFTER_CHOICES,
+        default="auto",
+        help="how the engine drafts (default: auto, a cost model picks per step)",
+    )
+    parser.add_argument(
+        "--dtype",
+        choices=DTYPE_CHOICES,
+        default="auto",
+        help="model weights (default: auto, bf16 on a GPU or a CPU with native bf16, else fp32)",
+    )
+    parser.add_argument(
+        "--weights",
+        choices=WEIGHT_FORMATS,
+        default="auto",
+        help="weight format of local models' linear layers: auto (default: int4-w8a8 for a bundled "
+        "model in bf16 on an x86 CPU, int4 on other CPUs, else native), native (as --dtype), int8 "
+        "(weight-only, half the bytes of bf16), int4 (4 bits where the weights are 4-bit already, "
+        "as the bundled models' Q4_K layers, int8 elsewhere), w8a8 (int8 weights times "
+        "activations rounded to 8 bits per call, 7 without AVX-512 VNNI; outlier channels of the "
+        "MLP's down projection in floats), or int4-w8a8 (w8a8, with the 4-bit codes for one-row "
+        "calls where the weights are 4-bit already): fewer bytes per step, faster decoding on a "
+        "CPU",
+    )
+    parser.add_argument(
+        "--prompt-form",
+        choices=PROMPT_FORMS,
+        default="auto",
+        help="how local models read a prompt to continue: chat (the code as the model's own answer "
+        "begun, in its chat template, ending at the code block's closing fence), raw (the text "
+        "as it is), or auto (default: chat for an instruct model, one whose end-of-sequence "
+        "token closes its chat turns, as the bundled models; raw otherwise). Code after the "
+        "cursor always uses the model's fill-in-the-middle format",
+    )
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="interface to listen on (default: 127.0.0.1, this machine only)"
+    )
     parser.add_argument("--port", type=int, default=None, help="port (default: 7860 or the next free one)")
-    parser.add_argument("--cache-dir", type=Path, default=None,
-                        help="where bundled models are prepared (default: $RANKED_DRAFTS_CACHE or ~/.cache/ranked-drafts)")
-    parser.add_argument("--max-k", type=int, default=Limits.max_k,
-                        help=f"largest k a request may ask for (1..{MAX_K_LIMIT}, default {Limits.max_k})")
-    parser.add_argument("--max-budget", type=float, default=Limits.max_budget_s,
-                        help=f"largest time budget in seconds a request may ask for (default {Limits.max_budget_s:g})")
-    parser.add_argument("--queue-size", type=int, default=8,
-                        help="requests that may wait for the engine before new ones are refused (default 8)")
+    parser.add_argument(
+        "--cache-dir",
+        type=Path,
+        default=None,
+        help="where bundled models are prepared (default: $RANKED_DRAFTS_CACHE or ~/.cache/ranked-drafts)",
+    )
+    parser.add_argument(
+        "--max-k",
+        type=int,
+        default=Limits.max_k,
+        help=f"largest k a request may ask for (1..{MAX_K_LIMIT}, default {Limits.max_k})",
+    )
+    parser.add_argument(
+        "--max-budget",
+        type=float,
+        default=Limits.max_budget_s,
+        help=f"largest time budget in seconds a request may ask for (default {Limits.max_budget_s:g})",
+    )
+    parser.add_argument(
+        "--queue-size",
+        type=int,
+        default=8,
+        help="requests that may wait for the engine before new ones are refused (default 8)",
+    )
     parser.add_argument("--no-lint", action="store_true", help="static analysis without pylint (syntax only)")
-    parser.add_argument("--no-run-checks", action="store_true",
-                        help="never run the examples in prompts or the user's checks on candidates (by default they "
-                             "run in a bubblewrap sandbox: no network, no files of yours, limits; where the sandbox "
-                             "cannot start, nothing runs and the answers say why)")
+    parser.add_argument(
+        "--no-run-checks",
+        action="store_true",
+        help="never run the examples in prompts or the user's checks on candidates (by default they "
+        "run in a bubblewrap sandbox: no network, no files of yours, limits; where the sandbox "
+        "cannot start, nothing runs and the answers say why)",
+    )
     parser.add_argument("--share", action="store_true", help="create a public Gradio share link (off by default)")
-    parser.add_argument("--infill-single", choices=SINGLE_CHOICES, default="greedy",
-                        help="what an /infill request that asks for one suggestion without a temperature (llama.vim's "
-                             "default) gets: greedy (default) or ranked (the best of 4 sampled middles)")
+    parser.add_argument(
+        "--infill-single",
+        choices=SINGLE_CHOICES,
+        default="greedy",
+        help="what an /infill request that asks for one suggestion without a temperature (llama.vim's "
+        "default) gets: greedy (default) or ranked (the best of 4 sampled middles)",
+    )
     remote = parser.add_argument_group("candidates from a serving engine (vLLM, SGLang, llama-server)")
-    remote.add_argument("--backend", choices=("local", "openai"), default="local",
-                        help="local: this app's own engine (default); openai: an OpenAI-compatible /v1/completions "
-                             "server at --base-url")
+    remote.add_argument(
+        "--backend",
+        choices=("local", "openai"),
+        default="local",
+        help="local: this app's own engine (default); openai: an OpenAI-compatible /v1/completions "
+        "server at --base-url",
+    )
     remote.add_argument("--base-url", help="the server's OpenAI base URL, e.g. http://127.0.0.1:8080/v1")
     remote.add_argument("--served-model", help="the model name the server serves (sent as `model`)")
     remote.add_argument("--api-key-env", help="name of the environment variable holding the server's API key")
-    remote.add_argument("--fan-out", choices=FAN_OUT_CHOICES, default="n",
-                        help="n: one request with n=k (default); requests: k requests of n=1 (servers without n)")
-    remote.add_argument("--remote-infill", choices=INFILL_CHOICES, default="suffix",
-                        help="how middles (code after the cursor) are asked for: suffix (OpenAI's `suffix` on "
-                             "/v1/completions, default: SGLang, vLLM refuses it) or infill (llama.cpp's /infill at the "
-                             "server's root: llama-server)")
-    remote.add_argument("--remote-concurrency", type=int, default=4,
-                        help="requests the app runs at once against the server (default 4; the server batches them)")
+    remote.add_argument(
+        "--fan-out",
+        choices=FAN_OUT_CHOICES,
+        default="n",
+        help="n: one request with n=k (default); requests: k requests of n=1 (servers without n)",
+    )
+    remote.add_argument(
+        "--remote-infill",
+        choices=INFILL_CHOICES,
+        default="suffix",
+        help="how middles (code after the cursor) are asked for: suffix (OpenAI's `suffix` on "
+        "/v1/completions, default: SGLang, vLLM refuses it) or infill (llama.cpp's /infill at the "
+        "server's root: llama-server)",
+    )
+    remote.add_argument(
+        "--remote-concurrency",
+        type=int,
+        default=4,
+        help="requests the app runs at once against the server (default 4; the server batches them)",
+    )
     args = parser.parse_args(argv)
     if args.backend == "openai" and not (args.base_url and args.served_model):
         parser.error("--backend openai needs --base-url URL and --served-model NAME")
@@ -92,31 +154,42 @@ def check_port(host: str, port: int | None) -> None:
         try:
             probe.bind((host, port))
         except OSError as err:
-            sys.exit(f"error: --port {port} on {host} is not available ({err.strerror}): another program (perhaps "
-                     "another instance of this app) is using it. Choose another with --port N, or leave --port out "
-                     "to take 7860 or the next free port.")
+            sys.exit(
+                f"error: --port {port} on {host} is not available ({err.strerror}): another program (perhaps "
+                "another instance of this app) is using it. Choose another with --port N, or leave --port out "
+                "to take 7860 or the next free port."
+            )
 
 
 def build(args: argparse.Namespace) -> dict:
     """Every long-lived object of the app (demo, analyzer, hub, pipeline, limits), made here once and passed in."""
-    from checks import CheckRunner
-    from static_eval import AnalyzerSettings, StaticAnalyzer
-
     from app.models import EngineHub, menu, remote_menu
     from app.service import Pipeline
     from app.ui import build_demo
+    from checks import CheckRunner
     from engine import EngineSettings
+    from static_eval import AnalyzerSettings, StaticAnalyzer
 
     limits = Limits(max_k=args.max_k, max_budget_s=args.max_budget)
     if args.backend == "openai":
         from app.remote import RemoteSettings
-        remote = RemoteSettings(args.base_url, args.served_model,
-                                os.environ.get(args.api_key_env) if args.api_key_env else None, args.fan_out,
-                                infill=args.remote_infill)
+
+        remote = RemoteSettings(
+            args.base_url,
+            args.served_model,
+            os.environ.get(args.api_key_env) if args.api_key_env else None,
+            args.fan_out,
+            infill=args.remote_infill,
+        )
         hub = EngineHub(remote_menu(remote), concurrency=args.remote_concurrency)
     else:
-        hub = EngineHub(menu(args.model, args.draft), args.cache_dir, EngineSettings(drafter=args.drafter, prompt_form=args.prompt_form),
-                        dtype=args.dtype, weights=args.weights)
+        hub = EngineHub(
+            menu(args.model, args.draft),
+            args.cache_dir,
+            EngineSettings(drafter=args.drafter, prompt_form=args.prompt_form),
+            dtype=args.dtype,
+            weights=args.weights,
+        )
     analyzer = StaticAnalyzer(AnalyzerSettings(lint=not args.no_lint))
     pipeline = Pipeline(analyzer=analyzer, checker=None if args.no_run_checks else CheckRunner.create())
     demo = build_demo(hub, pipeline, limits, queue_size=args.queue_size)
@@ -136,19 +209,29 @@ def main(argv: list[str] | None = None) -> None:
     demo, analyzer, hub = built["demo"], built["analyzer"], built["hub"]
     hub.preload()  # the default model loads while the page is already up; the page shows its state
     try:
-        demo.launch(server_name=args.host, server_port=args.port, share=args.share, quiet=True,
-                    prevent_thread_lock=True)
-        mount_completions(demo, hub, built["pipeline"], built["limits"])   # POST /v1/completions, same server
-        mount_infill(demo, hub, built["pipeline"], built["limits"],        # POST /infill (llama.vim, llama.vscode)
-                     single=args.infill_single)
-        mount_ollama(demo, hub, built["pipeline"], built["limits"])        # /api/generate... (Continue, Twinny, Zed)
-        print(f"Ranked code drafts is running at {demo.local_url}"
-              + (f" and {demo.share_url}" if demo.share_url else " (this machine only: --host 0.0.0.0 serves "
-                 "your network, --share makes a public link)")
-              + "; APIs: Gradio /generate, OpenAI-style /v1/completions, llama.cpp-style /infill and Ollama-style "
-              "/api/generate (see the README). "
-              + f"Preparing {hub.default_label!r} in the background.",
-              flush=True)
+        demo.launch(
+            server_name=args.host, server_port=args.port, share=args.share, quiet=True, prevent_thread_lock=True
+        )
+        mount_completions(demo, hub, built["pipeline"], built["limits"])  # POST /v1/completions, same server
+        mount_infill(
+            demo,
+            hub,
+            built["pipeline"],
+            built["limits"],  # POST /infill (llama.vim, llama.vscode)
+            single=args.infill_single,
+        )
+        mount_ollama(demo, hub, built["pipeline"], built["limits"])  # /api/generate... (Continue, Twinny, Zed)
+        print(
+            f"Ranked code drafts is running at {demo.local_url}"
+            + (
+                f" and {demo.share_url}"
+                if demo.share_url
+                else " (this machine only: --host 0.0.0.0 serves your network, --share makes a public link)"
+            )
+            + "; APIs: Gradio /generate, OpenAI-style /v1/completions, llama.cpp-style /infill and Ollama-style "
+            "/api/generate (see the README). " + f"Preparing {hub.default_label!r} in the background.",
+            flush=True,
+        )
         demo.block_thread()
     finally:
         analyzer.close()

@@ -21,6 +21,7 @@ the prompt tokens computed (`prompt_n`) apart from those the prefix cache gave (
 (llama.vim's reader expects no space after a colon). Errors are llama.cpp's shape: {"error": {"code", "message",
 "type"}}.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,13 +31,13 @@ import gradio as gr
 from fastapi.responses import Response, StreamingResponse
 
 from app.models import EngineHub
-from app.requests import CheckRequest, Defaults, Limits, build_request
+from app.remote import RemoteError
+from app.requests import SINGLE_CHOICES, CheckRequest, Defaults, Limits, build_request
 from app.results import ranked_copies
 from app.routes import final_or_error, in_protocol_names, json_handler, mount_first
 from app.runs import USER_ERRORS, BusyError, RunControl, RunRegistry
 from app.service import Pipeline
 from engine import ContextFile, InvalidRequest, ModelSetupError
-from app.remote import RemoteError
 from engine.types import FINISH_BUDGET, FINISH_LENGTH, FINISH_STOP
 
 # The prompt a middle reads, as llama-server bounds it with the batch size llama.vim recommends (-b 1024): the
@@ -50,11 +51,17 @@ LLAMA_ERRORS = [((BusyError, RemoteError, ModelSetupError), 503, "unavailable_er
 STOP_TYPES = {FINISH_STOP: "eos", FINISH_LENGTH: "limit", FINISH_BUDGET: "limit"}
 
 
-RANKED_K = 4   # candidates behind the one suggestion of --infill-single ranked
+RANKED_K = 4  # candidates behind the one suggestion of --infill-single ranked
 
 
-def mount_infill(demo: gr.Blocks, hub: EngineHub, pipeline: Pipeline, limits: Limits = Limits(),
-                 defaults: Defaults = Defaults(), single: str = "greedy") -> None:
+def mount_infill(
+    demo: gr.Blocks,
+    hub: EngineHub,
+    pipeline: Pipeline,
+    limits: Limits = Limits(),
+    defaults: Defaults = Defaults(),
+    single: str = "greedy",
+) -> None:
     """Add POST /infill to a launched demo's server, ahead of Gradio's routes. `single`: what a request that names
     neither n_cmpl nor temperature (llama.vim's default) gets: the greedy middle, or the best of RANKED_K sampled
     ones."""
@@ -71,24 +78,32 @@ def mount_infill(demo: gr.Blocks, hub: EngineHub, pipeline: Pipeline, limits: Li
         except USER_ERRORS as err:
             return _error(400, _protocol_names(str(err)), "invalid_request_error")
         # an editor's one suggestion has nothing to be ranked against: its examples run only when several are asked for
-        final, error = final_or_error(pipeline, hub, choice, request, control, LLAMA_ERRORS,
-                                      CheckRequest(run=request.k > 1))
+        final, error = final_or_error(
+            pipeline, hub, choice, request, control, LLAMA_ERRORS, CheckRequest(run=request.k > 1)
+        )
         if error is not None:
             return _error(*error, {"Retry-After": "1"} if error[0] == 503 else None)
         results = _results(final, request, choice.label, warm_up)
-        if final["stopped"]:   # superseded by this editor's newer request, or the client left: say so
+        if final["stopped"]:  # superseded by this editor's newer request, or the client left: say so
             results = [dict(r, stopped=final["stopped"]) for r in results]
-        results = [dict(results[i % len(results)], index=i) for i in range(n)]   # greedy: one answer, n copies
+        results = [dict(results[i % len(results)], index=i) for i in range(n)]  # greedy: one answer, n copies
         fields = body.get("response_fields")
         if isinstance(fields, list) and fields:
             results = [_only(result, fields) for result in results]
-        if body.get("stream"):   # llama.cpp's: one event per result, no [DONE]
-            return StreamingResponse(iter([f"data: {_compact(r)}\n\n" for r in results]),
-                                     media_type="text/event-stream")
+        if body.get("stream"):  # llama.cpp's: one event per result, no [DONE]
+            return StreamingResponse(
+                iter([f"data: {_compact(r)}\n\n" for r in results]), media_type="text/event-stream"
+            )
         return Response(_compact(results[0] if n == 1 else results), media_type="application/json")
 
-    handler = json_handler(infill, lambda status, message: _error(status, message, "invalid_request_error"),
-                           pipeline.idle_timeout_s, "input_prefix and input_suffix", RunRegistry(), editor_session)
+    handler = json_handler(
+        infill,
+        lambda status, message: _error(status, message, "invalid_request_error"),
+        pipeline.idle_timeout_s,
+        "input_prefix and input_suffix",
+        RunRegistry(),
+        editor_session,
+    )
     mount_first(demo, [("/infill", handler, "POST")])
 
 
@@ -120,27 +135,43 @@ def _parse(body: dict, limits: Limits, defaults: Defaults):
         raise InvalidRequest(f"Field 'n_cmpl': Value must be between 1 <= value <= {limits.max_k}, but got {n!r}")
     n_predict = body.get("n_predict", defaults.max_new_tokens)
     if isinstance(n_predict, int) and not isinstance(n_predict, bool) and n_predict < 0:
-        n_predict = limits.max_new_tokens   # llama.cpp's -1: as many as allowed
+        n_predict = limits.max_new_tokens  # llama.cpp's -1: as many as allowed
     warm_up = n_predict == 0
     budget_ms = body.get("t_max_predict_ms")
     after_prompt = isinstance(budget_ms, (int, float)) and not isinstance(budget_ms, bool) and budget_ms > 0
-    budget_s = min(max(budget_ms / 1000, limits.min_budget_s), limits.max_budget_s) if after_prompt \
-        else defaults.budget_s
+    budget_s = (
+        min(max(budget_ms / 1000, limits.min_budget_s), limits.max_budget_s) if after_prompt else defaults.budget_s
+    )
     seed = body.get("seed", -1)
-    seed = -1 if seed is None or (isinstance(seed, int) and seed < 0) else seed   # llama.cpp's -1 / 4294967295
+    seed = -1 if seed is None or (isinstance(seed, int) and seed < 0) else seed  # llama.cpp's -1 / 4294967295
     seed = -1 if seed == 0xFFFFFFFF else seed
-    request = build_request(prefix + typed, 1 if warm_up else n, budget_s,
-                            0.0 if warm_up else body.get("temperature", defaults.temperature),
-                            1 if warm_up else n_predict, body.get("top_p", defaults.top_p), seed, limits,
-                            suffix or "\n", extra)   # always a middle: "\n" is an empty file's end
+    request = build_request(
+        prefix + typed,
+        1 if warm_up else n,
+        budget_s,
+        0.0 if warm_up else body.get("temperature", defaults.temperature),
+        1 if warm_up else n_predict,
+        body.get("top_p", defaults.top_p),
+        seed,
+        limits,
+        suffix or "\n",
+        extra,
+    )  # always a middle: "\n" is an empty file's end
     stop = body.get("stop") or []
     if not (isinstance(stop, list) and all(isinstance(s, str) and s for s in stop)):
         raise InvalidRequest(f"stop={stop!r} is invalid: give a list of non-empty strings")
     n_indent = body.get("n_indent", 0)
     if isinstance(n_indent, bool) or not isinstance(n_indent, int) or not 0 <= n_indent <= 1000:
         raise InvalidRequest(f"n_indent={n_indent!r} is out of range: it must be an integer in 0..1000")
-    request = replace(request, stop=tuple(stop), budget_after_prompt=after_prompt, budget_waits_for_line=after_prompt,
-                      min_indent=n_indent, context_tokens=LOCAL_CONTEXT_TOKENS, extra_tokens=EXTRA_CONTEXT_TOKENS)
+    request = replace(
+        request,
+        stop=tuple(stop),
+        budget_after_prompt=after_prompt,
+        budget_waits_for_line=after_prompt,
+        min_indent=n_indent,
+        context_tokens=LOCAL_CONTEXT_TOKENS,
+        extra_tokens=EXTRA_CONTEXT_TOKENS,
+    )
     request.validate()
     return request, warm_up, 1 if warm_up else n
 
@@ -165,9 +196,8 @@ def _text(body: dict, name: str) -> str:
 def _extra(chunks) -> tuple[ContextFile, ...]:
     if chunks is None:
         return ()
-    if not isinstance(chunks, list) or not all(isinstance(c, dict) and isinstance(c.get("text"), str)
-                                               for c in chunks):
-        raise InvalidRequest("input_extra must be an array of {\"filename\": string, \"text\": string} objects")
+    if not isinstance(chunks, list) or not all(isinstance(c, dict) and isinstance(c.get("text"), str) for c in chunks):
+        raise InvalidRequest('input_extra must be an array of {"filename": string, "text": string} objects')
     return tuple(ContextFile(str(c.get("filename") or "tmp"), c["text"]) for c in chunks if c["text"])
 
 
@@ -178,31 +208,75 @@ def _results(final: dict, request, model: str, warm_up: bool) -> list[dict]:
     predicted_ms = max(stats.get("generation_s", 0.0) * 1000 - prompt_ms, 0.0)
     computed, cached = stats.get("computed_prompt_tokens", 0), stats.get("cached_prompt_tokens", 0)
     copies = [] if warm_up else ranked_copies(final)
-    results = [_result(index, entry["code"], entry["tokens"], entry["finish_reason"], model, request,
-                       (computed, cached, prompt_ms, predicted_ms), ranking)
-               for index, (entry, ranking) in enumerate(copies)]
-    if not results:   # a warm-up, or nothing came in time
-        results.append(_result(0, "", 0, FINISH_STOP if warm_up else FINISH_BUDGET, model, request,
-                               (computed, cached, prompt_ms, predicted_ms), None))
+    results = [
+        _result(
+            index,
+            entry["code"],
+            entry["tokens"],
+            entry["finish_reason"],
+            model,
+            request,
+            (computed, cached, prompt_ms, predicted_ms),
+            ranking,
+        )
+        for index, (entry, ranking) in enumerate(copies)
+    ]
+    if not results:  # a warm-up, or nothing came in time
+        results.append(
+            _result(
+                0,
+                "",
+                0,
+                FINISH_STOP if warm_up else FINISH_BUDGET,
+                model,
+                request,
+                (computed, cached, prompt_ms, predicted_ms),
+                None,
+            )
+        )
     return results
 
 
-def _result(index: int, content: str, tokens: int, reason: str, model: str, request, timing: tuple,
-            ranked: dict | None) -> dict:
+def _result(
+    index: int, content: str, tokens: int, reason: str, model: str, request, timing: tuple, ranked: dict | None
+) -> dict:
     computed, cached, prompt_ms, predicted_ms = timing
-    timings = {"cache_n": cached, "prompt_n": computed, "prompt_ms": round(prompt_ms, 3),
-               "prompt_per_token_ms": round(prompt_ms / computed, 3) if computed else 0.0,
-               "prompt_per_second": round(computed / prompt_ms * 1000, 3) if prompt_ms else 0.0,
-               "predicted_n": tokens, "predicted_ms": round(predicted_ms, 3),
-               "predicted_per_token_ms": round(predicted_ms / tokens, 3) if tokens else 0.0,
-               "predicted_per_second": round(tokens / predicted_ms * 1000, 3) if predicted_ms else 0.0}
-    return {"index": index, "content": content, "tokens": [], "id_slot": 0, "stop": True, "model": model,
-            "tokens_predicted": tokens, "tokens_evaluated": computed + cached,
-            "generation_settings": {"n_ctx": 32768, "n_predict": request.max_new_tokens, "seed": request.seed,
-                                    "temperature": request.temperature, "top_p": request.top_p},
-            "prompt": "", "has_new_line": "\n" in content, "truncated": False,
-            "stop_type": STOP_TYPES.get(reason, "limit"), "stopping_word": "",
-            "tokens_cached": computed + cached + tokens, "timings": timings, "ranked_drafts": ranked}
+    timings = {
+        "cache_n": cached,
+        "prompt_n": computed,
+        "prompt_ms": round(prompt_ms, 3),
+        "prompt_per_token_ms": round(prompt_ms / computed, 3) if computed else 0.0,
+        "prompt_per_second": round(computed / prompt_ms * 1000, 3) if prompt_ms else 0.0,
+        "predicted_n": tokens,
+        "predicted_ms": round(predicted_ms, 3),
+        "predicted_per_token_ms": round(predicted_ms / tokens, 3) if tokens else 0.0,
+        "predicted_per_second": round(tokens / predicted_ms * 1000, 3) if predicted_ms else 0.0,
+    }
+    return {
+        "index": index,
+        "content": content,
+        "tokens": [],
+        "id_slot": 0,
+        "stop": True,
+        "model": model,
+        "tokens_predicted": tokens,
+        "tokens_evaluated": computed + cached,
+        "generation_settings": {
+            "n_ctx": 32768,
+            "n_predict": request.max_new_tokens,
+            "seed": request.seed,
+            "temperature": request.temperature,
+            "top_p": request.top_p,
+        },
+        "prompt": "",
+        "has_new_line": "\n" in content,
+        "truncated": False,
+        "stop_type": STOP_TYPES.get(reason, "limit"),
+        "stopping_word": "",
+        "tokens_cached": computed + cached + tokens,
+        "timings": timings,
+        "ranked_drafts": ranked,
+    }
 
 
 def _only(result: dict, fields: list) -> dict:
@@ -229,5 +303,9 @@ def _compact(payload) -> str:
 
 
 def _error(status: int, message: str, kind: str, headers: dict | None = None) -> Response:
-    return Response(_compact({"error": {"code": status, "message": message, "type": kind}}), status_code=status,
-                    media_type="application/json", headers=headers)
+    return Response(
+        _compact({"error": {"code": status, "message": message, "type": kind}}),
+        status_code=status,
+        media_type="application/json",
+        headers=headers,
+    )

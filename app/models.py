@@ -1,17 +1,25 @@
 """The app's engines: the model choices it offers, loaded on first use, kept, and used one generation at a time."""
+
 from __future__ import annotations
 
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable
 
-from engine import (DEFAULT_DRAFT, DEFAULT_TARGET, CandidateSource, EngineSettings, InvalidRequest, build_engine,
-                    load_any)
+from app.remote import RemoteClient, RemoteSettings
 from app.runs import in_app_terms
-from app.remote import RemoteEngine, RemoteSettings
+from engine import (
+    DEFAULT_DRAFT,
+    DEFAULT_TARGET,
+    CandidateSource,
+    EngineSettings,
+    InvalidRequest,
+    build_engine,
+    load_any,
+)
 from engine.quant.weights import apply_weight_format, check_weight_format
 
 log = logging.getLogger(__name__)
@@ -24,14 +32,18 @@ FAST_LABEL = "bundled 0.5B alone (fast)"
 class ModelChoice:
     """One entry of the model menu."""
 
-    label: str               # what the menu shows and what API callers pass as `model`
-    target: str              # model spec of the target (bundled:..., tiny:<seed>, a hub id, a local directory)
+    label: str  # what the menu shows and what API callers pass as `model`
+    target: str  # model spec of the target (bundled:..., tiny:<seed>, a hub id, a local directory)
     draft: str | None = None  # model spec of the draft model, or None (model-free drafters only)
     remote: RemoteSettings | None = None  # candidates from an OpenAI-compatible server instead (target: its URL)
 
     def as_dict(self) -> dict:
-        return {"choice": self.label, "target": self.target, "draft": self.draft,
-                "backend": "openai" if self.remote else "local"}
+        return {
+            "choice": self.label,
+            "target": self.target,
+            "draft": self.draft,
+            "backend": "openai" if self.remote else "local",
+        }
 
 
 def remote_menu(settings: RemoteSettings) -> list[ModelChoice]:
@@ -60,14 +72,22 @@ class EngineHub:
     `concurrency` at once (the server batches them).
     """
 
-    def __init__(self, choices: list[ModelChoice], cache_dir: Path | None = None,
-                 settings: EngineSettings | None = None, loader: Callable = load_any, dtype: str = "auto",
-                 concurrency: int = 1, weights: str = "auto"):
+    def __init__(
+        self,
+        choices: list[ModelChoice],
+        cache_dir: Path | None = None,
+        settings: EngineSettings | None = None,
+        loader: Callable = load_any,
+        dtype: str = "auto",
+        concurrency: int = 1,
+        weights: str = "auto",
+    ):
         if not choices:
             raise ValueError("choices is empty: offer at least one model")
         if concurrency != 1 and not all(c.remote for c in choices):
-            raise ValueError(f"concurrency={concurrency} needs remote choices only: the local engine runs one "
-                             "generation at a time")
+            raise ValueError(
+                f"concurrency={concurrency} needs remote choices only: the local engine runs one generation at a time"
+            )
         if not 1 <= concurrency <= 256:
             raise ValueError(f"concurrency={concurrency} is out of range: it must be in 1..256")
         self.concurrency = concurrency
@@ -75,14 +95,14 @@ class EngineHub:
         self.default_label = choices[0].label
         self.cache_dir, self.settings, self._loader = cache_dir, settings or EngineSettings(), loader
         self.dtype = dtype  # weights of loaded models: auto (bf16 on a GPU or a CPU with native bf16), float32, ...
-        check_weight_format(weights)   # refused at start-up, not at the first load
+        check_weight_format(weights)  # refused at start-up, not at the first load
         self.weights = weights  # auto, native, int8, int4, w8a8 or int4-w8a8 linear layers (engine/quant/weights.py)
         self.generation_lock = threading.BoundedSemaphore(concurrency)
-        self.loading: str | None = None         # the spec being loaded now, for progress messages
+        self.loading: str | None = None  # the spec being loaded now, for progress messages
         self._load_lock = threading.Lock()
-        self._models: dict[str, tuple] = {}     # spec -> (model, tokenizer)
-        self._engines: dict[str, CandidateSource] = {}   # label -> its engine (local or remote)
-        self._failures: dict[str, str] = {}     # label -> why its last load failed
+        self._models: dict[str, tuple] = {}  # spec -> (model, tokenizer)
+        self._engines: dict[str, CandidateSource] = {}  # label -> its engine (local or remote)
+        self._failures: dict[str, str] = {}  # label -> why its last load failed
 
     @property
     def labels(self) -> list[str]:
@@ -96,9 +116,6 @@ class EngineHub:
             raise InvalidRequest(f"model={label!r} is not offered: choose one of {', '.join(map(repr, self.choices))}")
         return self.choices[label]
 
-    def is_loaded(self, label: str) -> bool:
-        return label in self._engines
-
     def engine(self, label: str | None) -> CandidateSource:
         """The engine of a choice, loading its models on first use (minutes for a bundled model's first start)."""
         choice = self.choice(label)
@@ -107,7 +124,7 @@ class EngineHub:
                 try:
                     self._engines[choice.label] = self._build(choice)
                 except Exception as err:
-                    self._failures[choice.label] = in_app_terms(str(err))
+                    self._failures[choice.label] = in_app_terms(err)
                     raise
                 self._failures.pop(choice.label, None)
             return self._engines[choice.label]
@@ -141,12 +158,17 @@ class EngineHub:
 
     def _build(self, choice: ModelChoice) -> CandidateSource:
         if choice.remote is not None:
-            return RemoteEngine(choice.remote)
+            return RemoteClient(choice.remote)
         settings = self.settings
         if settings.drafter == "model" and not choice.draft:  # --drafter model applies where there is a draft
             settings = replace(settings, drafter="auto")  # every other setting (acceptance rule...) stays
-        return build_engine(self._model(choice.target), self._model(choice.draft) if choice.draft else None,
-                            choice.target, choice.draft, settings)
+        return build_engine(
+            self._model(choice.target),
+            self._model(choice.draft) if choice.draft else None,
+            choice.target,
+            choice.draft,
+            settings,
+        )
 
     def _model(self, spec: str) -> tuple:
         if spec not in self._models:

@@ -10,33 +10,37 @@
 Any `model` name is served by the app's model of that label, or else its default (the editors' configurations name
 Ollama's tags, such as qwen2.5-coder:1.5b). Errors are Ollama's shape: {"error": message}.
 """
+
 from __future__ import annotations
 
 import json
 import time
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import gradio as gr
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from app.models import EngineHub
+from app.remote import RemoteError
 from app.requests import CheckRequest, Defaults, Limits, build_request
 from app.routes import final_or_error, json_handler, mount_first
 from app.runs import USER_ERRORS, BusyError, RunControl, RunRegistry
 from app.service import Pipeline
 from engine import InvalidRequest, ModelSetupError
-from app.remote import RemoteError
 
-VERSION = "0.6.5"   # the Ollama version whose API this follows (clients check it against their minimum)
+VERSION = "0.6.5"  # the Ollama version whose API this follows (clients check it against their minimum)
 OLLAMA_ERRORS = [((BusyError, RemoteError, ModelSetupError), 503, "unavailable")]
 # What /api/show reports as the template: Qwen2.5-Coder's fill-in-the-middle layout, as Ollama's own model has it.
-TEMPLATE = ("{{- if .Suffix }}<|fim_prefix|>{{ .Prompt }}<|fim_suffix|>{{ .Suffix }}<|fim_middle|>"
-            "{{- else }}{{ .Prompt }}{{- end }}")
+TEMPLATE = (
+    "{{- if .Suffix }}<|fim_prefix|>{{ .Prompt }}<|fim_suffix|>{{ .Suffix }}<|fim_middle|>"
+    "{{- else }}{{ .Prompt }}{{- end }}"
+)
 
 
-def mount_ollama(demo: gr.Blocks, hub: EngineHub, pipeline: Pipeline, limits: Limits = Limits(),
-                 defaults: Defaults = Defaults()) -> None:
+def mount_ollama(
+    demo: gr.Blocks, hub: EngineHub, pipeline: Pipeline, limits: Limits = Limits(), defaults: Defaults = Defaults()
+) -> None:
     """Add Ollama's /api/generate, /api/tags, /api/show and /api/version to a launched demo's server."""
     defaults = defaults.clipped(limits)
 
@@ -50,35 +54,66 @@ def mount_ollama(demo: gr.Blocks, hub: EngineHub, pipeline: Pipeline, limits: Li
         if load_only:
             hub.engine(choice.label)
             return _answer(body, [_done(body, "", "load", {}, started)])
-        final, error = final_or_error(pipeline, hub, choice, request, control, OLLAMA_ERRORS,
-                                      CheckRequest(run=request.k > 1))
+        final, error = final_or_error(
+            pipeline, hub, choice, request, control, OLLAMA_ERRORS, CheckRequest(run=request.k > 1)
+        )
         if error is not None:
             return _error(error[0], error[1])
         best = final["candidates"][0] if final["candidates"] else {"code": "", "finish_reason": "budget"}
         reason = "stop" if best["finish_reason"] == "stop" else "length"
-        return _answer(body, [_chunk(body, best["code"]), _done(body, "", reason, final["stats"], started)]
-                       if body.get("stream", True) else [_done(body, best["code"], reason, final["stats"], started)])
+        return _answer(
+            body,
+            [_chunk(body, best["code"]), _done(body, "", reason, final["stats"], started)]
+            if body.get("stream", True)
+            else [_done(body, best["code"], reason, final["stats"], started)],
+        )
 
     def show(body: dict, control: RunControl) -> Response:
         name = body.get("model") or body.get("name") or hub.default_label
-        return JSONResponse({"modelfile": f"FROM {name}\nTEMPLATE \"\"\"{TEMPLATE}\"\"\"\n",
-                             "parameters": "num_ctx 32768", "template": TEMPLATE, "details": _details(),
-                             "model_info": {"general.architecture": "qwen2"},
-                             "capabilities": ["completion", "insert"], "modified_at": _now()})
+        return JSONResponse(
+            {
+                "modelfile": f'FROM {name}\nTEMPLATE """{TEMPLATE}"""\n',
+                "parameters": "num_ctx 32768",
+                "template": TEMPLATE,
+                "details": _details(),
+                "model_info": {"general.architecture": "qwen2"},
+                "capabilities": ["completion", "insert"],
+                "modified_at": _now(),
+            }
+        )
 
     def tags():
-        return {"models": [{"name": label, "model": label, "modified_at": _now(), "size": 0, "digest": "",
-                            "details": _details()} for label in hub.labels]}
+        return {
+            "models": [
+                {"name": label, "model": label, "modified_at": _now(), "size": 0, "digest": "", "details": _details()}
+                for label in hub.labels
+            ]
+        }
 
     def version():
         return {"version": VERSION}
 
-    on_bad_body = lambda status, message: _error(status, message)   # noqa: E731
-    mount_first(demo, [
-        ("/api/generate", json_handler(generate, on_bad_body, pipeline.idle_timeout_s, "`model` and `prompt`",
-                                       RunRegistry(), _client_session), "POST"),
-        ("/api/show", json_handler(show, on_bad_body, pipeline.idle_timeout_s, "`model`"), "POST"),
-        ("/api/tags", tags, "GET"), ("/api/version", version, "GET")])
+    on_bad_body = lambda status, message: _error(status, message)  # noqa: E731
+    mount_first(
+        demo,
+        [
+            (
+                "/api/generate",
+                json_handler(
+                    generate,
+                    on_bad_body,
+                    pipeline.idle_timeout_s,
+                    "`model` and `prompt`",
+                    RunRegistry(),
+                    _client_session,
+                ),
+                "POST",
+            ),
+            ("/api/show", json_handler(show, on_bad_body, pipeline.idle_timeout_s, "`model`"), "POST"),
+            ("/api/tags", tags, "GET"),
+            ("/api/version", version, "GET"),
+        ],
+    )
 
 
 def _client_session(body: dict, host: str) -> str | None:
@@ -97,16 +132,24 @@ def _parse(body: dict, hub: EngineHub, limits: Limits, defaults: Defaults):
     options = body.get("options") or {}
     if not isinstance(options, dict):
         raise InvalidRequest(f"options={options!r} is invalid: it must be an object")
-    options = {key: value for key, value in options.items() if value is not None}   # Continue sends nulls
+    options = {key: value for key, value in options.items() if value is not None}  # Continue sends nulls
     if not prompt and not suffix:
         return None, name, True
     n_predict = options.get("num_predict", defaults.max_new_tokens)
     if isinstance(n_predict, int) and not isinstance(n_predict, bool) and n_predict < 0:
-        n_predict = limits.max_new_tokens   # Ollama's -1: as many as allowed
+        n_predict = limits.max_new_tokens  # Ollama's -1: as many as allowed
     seed = options.get("seed", -1)
-    request = build_request(prompt, options.get("n", 1), defaults.budget_s,
-                            options.get("temperature", defaults.temperature), n_predict,
-                            options.get("top_p", defaults.top_p), -1 if seed is None else seed, limits, suffix)
+    request = build_request(
+        prompt,
+        options.get("n", 1),
+        defaults.budget_s,
+        options.get("temperature", defaults.temperature),
+        n_predict,
+        options.get("top_p", defaults.top_p),
+        -1 if seed is None else seed,
+        limits,
+        suffix,
+    )
     stop = options.get("stop") or []
     stop = [stop] if isinstance(stop, str) else stop
     if not (isinstance(stop, list) and all(isinstance(s, str) and s for s in stop)):
@@ -117,12 +160,18 @@ def _parse(body: dict, hub: EngineHub, limits: Limits, defaults: Defaults):
 
 
 def _details() -> dict:
-    return {"parent_model": "", "format": "gguf", "family": "qwen2", "families": ["qwen2"],
-            "parameter_size": "1.5B", "quantization_level": "Q4_K_M"}
+    return {
+        "parent_model": "",
+        "format": "gguf",
+        "family": "qwen2",
+        "families": ["qwen2"],
+        "parameter_size": "1.5B",
+        "quantization_level": "Q4_K_M",
+    }
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat()
+    return datetime.now(UTC).isoformat()
 
 
 def _chunk(body: dict, text: str) -> dict:
@@ -132,12 +181,20 @@ def _chunk(body: dict, text: str) -> dict:
 def _done(body: dict, text: str, reason: str, stats: dict, started: float) -> dict:
     """The last object of an answer: done, why, and the counts and durations (nanoseconds) Ollama reports."""
     prompt_s = stats.get("prefill_s", 0.0)
-    return {"model": body.get("model") or "", "created_at": _now(), "response": text, "done": True,
-            "done_reason": reason, "context": [], "total_duration": int((time.perf_counter() - started) * 1e9),
-            "load_duration": int(stats.get("load_s", 0.0) * 1e9),
-            "prompt_eval_count": stats.get("prompt_tokens", 0), "prompt_eval_duration": int(prompt_s * 1e9),
-            "eval_count": stats.get("generated_tokens", 0),
-            "eval_duration": int(max(stats.get("generation_s", 0.0) - prompt_s, 0.0) * 1e9)}
+    return {
+        "model": body.get("model") or "",
+        "created_at": _now(),
+        "response": text,
+        "done": True,
+        "done_reason": reason,
+        "context": [],
+        "total_duration": int((time.perf_counter() - started) * 1e9),
+        "load_duration": int(stats.get("load_s", 0.0) * 1e9),
+        "prompt_eval_count": stats.get("prompt_tokens", 0),
+        "prompt_eval_duration": int(prompt_s * 1e9),
+        "eval_count": stats.get("generated_tokens", 0),
+        "eval_duration": int(max(stats.get("generation_s", 0.0) - prompt_s, 0.0) * 1e9),
+    }
 
 
 def _answer(body: dict, objects: list[dict]) -> Response:

@@ -3,10 +3,11 @@
 `n` is k; the choices come back best first, after static analysis and reranking, each with its rank, score, score
 parts and findings in an extra `ranked_drafts` field; `stream` sends the ranked choices as server-sent events once the
 ranking is done; extra fields `budget_s`, `stop_at_body_end` (default true), `checks` (assert lines, as text or a list,
-run on every candidate in the sandbox beside the prompt's own examples) and `run_checks` (default true) are honoured. A client that
-disconnects stops its run. Errors use OpenAI's error shape with the same messages as /generate. Editors that speak this
-protocol (and the official `openai` client) get ranked candidates without knowing about Gradio.
+run on every candidate in the sandbox beside the prompt's own examples) and `run_checks` (default true) are honoured.
+A client that disconnects stops its run. Errors use OpenAI's error shape with the same messages as /generate.
+Editors that speak this protocol (and the official `openai` client) get ranked candidates without knowing about Gradio.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,6 +19,7 @@ import gradio as gr
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from app.models import EngineHub
+from app.remote import RemoteError
 from app.requests import Defaults, Limits, build_checks, build_request
 from app.results import ranked_copies
 from app.routes import final_or_error, in_protocol_names, json_handler, mount_first
@@ -25,7 +27,6 @@ from app.runs import USER_ERRORS, BusyError, RunControl
 from app.service import Pipeline
 from engine import InvalidRequest, ModelSetupError
 from engine.text.infill import split_fim_prompt
-from app.remote import RemoteError
 from engine.types import CUT_REASONS, FINISH_STOP
 
 
@@ -34,8 +35,9 @@ def protocol_finish(reason: str | None) -> str:
     return "length" if reason in CUT_REASONS else FINISH_STOP
 
 
-def mount_completions(demo: gr.Blocks, hub: EngineHub, pipeline: Pipeline, limits: Limits = Limits(),
-                      defaults: Defaults = Defaults()) -> None:
+def mount_completions(
+    demo: gr.Blocks, hub: EngineHub, pipeline: Pipeline, limits: Limits = Limits(), defaults: Defaults = Defaults()
+) -> None:
     """Add POST /v1/completions (and GET /v1/models) to a launched demo's server, ahead of Gradio's routes."""
     defaults = defaults.clipped(limits)
 
@@ -53,12 +55,18 @@ def mount_completions(demo: gr.Blocks, hub: EngineHub, pipeline: Pipeline, limit
             return StreamingResponse(_events(response), media_type="text/event-stream")
         return JSONResponse(response)
 
-    handler = json_handler(completions, lambda status, message: _error(status, message, "invalid_request_error"),
-                           pipeline.idle_timeout_s, "at least `prompt`")
+    handler = json_handler(
+        completions,
+        lambda status, message: _error(status, message, "invalid_request_error"),
+        pipeline.idle_timeout_s,
+        "at least `prompt`",
+    )
 
     def models():
-        return {"object": "list", "data": [{"id": label, "object": "model", "owned_by": "ranked-drafts"}
-                                           for label in hub.labels]}
+        return {
+            "object": "list",
+            "data": [{"id": label, "object": "model", "owned_by": "ranked-drafts"} for label in hub.labels],
+        }
 
     mount_first(demo, [("/v1/completions", handler, "POST"), ("/v1/models", models, "GET")])
 
@@ -73,7 +81,7 @@ def _parse(body: dict, hub: EngineHub, limits: Limits, defaults: Defaults):
     model = body.get("model")
     if model is not None and not isinstance(model, str):
         raise InvalidRequest(f"model={model!r} is invalid: it must be a string")
-    choice = hub.choice(model if model in hub.choices else None)   # any name the app serves; others: the default
+    choice = hub.choice(model if model in hub.choices else None)  # any name the app serves; others: the default
     n = body.get("n", defaults.k)
     if isinstance(n, int) and not isinstance(n, bool) and not 1 <= n <= limits.max_k:
         raise InvalidRequest(f"n={n} is out of range: it must be an integer in 1..{limits.max_k} (the app's --max-k)")
@@ -85,22 +93,33 @@ def _parse(body: dict, hub: EngineHub, limits: Limits, defaults: Defaults):
     if not isinstance(body_end, bool):
         raise InvalidRequest(f"stop_at_body_end={body_end!r} is invalid: it must be true or false")
     suffix, extra = body.get("suffix") or "", ()
-    if isinstance(prompt, str) and (split := split_fim_prompt(prompt)) is not None:   # Continue's FIM template
+    if isinstance(prompt, str) and (split := split_fim_prompt(prompt)) is not None:  # Continue's FIM template
         if suffix:
             raise InvalidRequest("prompt holds fill-in-the-middle markers and suffix is set too: send one of them")
         prompt, suffix, extra = split
-    request = build_request(prompt, n, body.get("budget_s", defaults.budget_s),
-                            body.get("temperature", defaults.temperature),
-                            body.get("max_tokens", defaults.max_new_tokens), body.get("top_p", defaults.top_p),
-                            -1 if body.get("seed") is None else body.get("seed"), limits, suffix, extra)
+    request = build_request(
+        prompt,
+        n,
+        body.get("budget_s", defaults.budget_s),
+        body.get("temperature", defaults.temperature),
+        body.get("max_tokens", defaults.max_new_tokens),
+        body.get("top_p", defaults.top_p),
+        -1 if body.get("seed") is None else body.get("seed"),
+        limits,
+        suffix,
+        extra,
+    )
     request = replace(request, stop=tuple(stop or ()), stop_at_body_end=body_end)
     request.validate()
     return choice, request
 
 
-OPENAI_ERRORS = [((BusyError,), 429, "server_busy"), ((RemoteError,), 502, "upstream_error"),
-                 ((ModelSetupError,), 503, "server_error")]   # what the run raised -> status, error type
-PROTOCOL_NAMES = {"k": "n", "max_new_tokens": "max_tokens"}   # /generate's field names -> this protocol's
+OPENAI_ERRORS = [
+    ((BusyError,), 429, "server_busy"),
+    ((RemoteError,), 502, "upstream_error"),
+    ((ModelSetupError,), 503, "server_error"),
+]  # what the run raised -> status, error type
+PROTOCOL_NAMES = {"k": "n", "max_new_tokens": "max_tokens"}  # /generate's field names -> this protocol's
 
 
 def _protocol_names(message: str) -> str:
@@ -110,15 +129,31 @@ def _protocol_names(message: str) -> str:
 
 def _response(final: dict, model: str) -> dict:
     """The protocol's completion object: one choice per candidate (copies of one text side by side), best first."""
-    choices = [{"index": index, "text": entry["code"], "logprobs": None,
-                "finish_reason": protocol_finish(entry["finish_reason"]), "ranked_drafts": ranking}
-               for index, (entry, ranking) in enumerate(ranked_copies(final))]
+    choices = [
+        {
+            "index": index,
+            "text": entry["code"],
+            "logprobs": None,
+            "finish_reason": protocol_finish(entry["finish_reason"]),
+            "ranked_drafts": ranking,
+        }
+        for index, (entry, ranking) in enumerate(ranked_copies(final))
+    ]
     tokens = final["stats"].get("generated_tokens", 0)
-    return {"id": f"cmpl-{uuid.uuid4().hex[:24]}", "object": "text_completion", "created": int(time.time()),
-            "model": model, "choices": choices,
-            "usage": {"prompt_tokens": 0, "completion_tokens": tokens, "total_tokens": tokens},
-            "ranked_drafts": {"notes": final["notes"], "stats": final["stats"], "stopped": final["stopped"],
-                              "checks": final["checks"]}}
+    return {
+        "id": f"cmpl-{uuid.uuid4().hex[:24]}",
+        "object": "text_completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": choices,
+        "usage": {"prompt_tokens": 0, "completion_tokens": tokens, "total_tokens": tokens},
+        "ranked_drafts": {
+            "notes": final["notes"],
+            "stats": final["stats"],
+            "stopped": final["stopped"],
+            "checks": final["checks"],
+        },
+    }
 
 
 def _events(response: dict):
@@ -131,5 +166,6 @@ def _events(response: dict):
 
 
 def _error(status: int, message: str, kind: str, headers: dict | None = None) -> JSONResponse:
-    return JSONResponse({"error": {"message": message, "type": kind, "param": None, "code": None}},
-                        status_code=status, headers=headers)
+    return JSONResponse(
+        {"error": {"message": message, "type": kind, "param": None, "code": None}}, status_code=status, headers=headers
+    )

@@ -1,5 +1,6 @@
 """What the app accepts from a request: its limits and defaults, and the validation that turns form or API fields
 into an engine GenerationRequest (InvalidRequest names the bad value and the allowed range)."""
+
 from __future__ import annotations
 
 import math
@@ -16,7 +17,7 @@ from engine import ContextFile, GenerationRequest, InvalidRequest
 DEFAULT_BUDGET_S = 60.0
 
 
-MAX_K_LIMIT = 32        # the largest --max-k a server may be started with
+MAX_K_LIMIT = 32  # the largest --max-k a server may be started with
 SINGLE_CHOICES = ("greedy", "ranked")  # what /infill's one suggestion is (--infill-single)
 
 
@@ -24,11 +25,11 @@ SINGLE_CHOICES = ("greedy", "ranked")  # what /infill's one suggestion is (--inf
 class Limits:
     """What the app accepts from a request (the engine's own limits are wider)."""
 
-    max_k: int = 16                  # candidates per request: 1..max_k
-    min_budget_s: float = 1.0        # seconds per request: min_budget_s..max_budget_s
+    max_k: int = 16  # candidates per request: 1..max_k
+    min_budget_s: float = 1.0  # seconds per request: min_budget_s..max_budget_s
     max_budget_s: float = 120.0
-    max_new_tokens: int = 1024       # tokens per candidate: 1..max_new_tokens
-    max_temperature: float = 2.0     # 0 (greedy)..max_temperature
+    max_new_tokens: int = 1024  # tokens per candidate: 1..max_new_tokens
+    max_temperature: float = 2.0  # 0 (greedy)..max_temperature
     max_prompt_chars: int = 100_000  # a cheap bound before tokenizing; the engine checks the context in tokens
 
     def __post_init__(self):
@@ -42,22 +43,38 @@ class Limits:
 class Defaults:
     """The values a form starts with and an API call gets for the fields it leaves out."""
 
-    k: int = 12   # measured (README, Quality): Pass@First 73.2% on HumanEval against 70.7% at k=8, on both halves,
-                  # for 13% more time to the answer than the previous default (k=8, raw prompts) in the same run
+    k: int = 12  # measured (README, Quality): Pass@First 73.2% on HumanEval against 70.7% at k=8, on both halves,
+    # for 13% more time to the answer than the previous default (k=8, raw prompts) in the same run
     budget_s: float = DEFAULT_BUDGET_S
     temperature: float = 0.8
     max_new_tokens: int = 256
     top_p: float = 0.95
-    seed: int = -1                   # -1: a fresh random seed per request
+    seed: int = -1  # -1: a fresh random seed per request
 
-    def clipped(self, limits: Limits) -> "Defaults":
+    def clipped(self, limits: Limits) -> Defaults:
         """These defaults inside the limits (a small --max-k or --max-budget lowers them)."""
-        return Defaults(min(self.k, limits.max_k), min(max(self.budget_s, limits.min_budget_s), limits.max_budget_s),
-                        self.temperature, min(self.max_new_tokens, limits.max_new_tokens), self.top_p, self.seed)
+        return Defaults(
+            min(self.k, limits.max_k),
+            min(max(self.budget_s, limits.min_budget_s), limits.max_budget_s),
+            self.temperature,
+            min(self.max_new_tokens, limits.max_new_tokens),
+            self.top_p,
+            self.seed,
+        )
 
 
-def build_request(prompt, k, budget_s, temperature, max_new_tokens, top_p=0.95, seed=-1,
-                  limits: Limits = Limits(), suffix="", extra: tuple[ContextFile, ...] = ()) -> GenerationRequest:
+def build_request(
+    prompt,
+    k,
+    budget_s,
+    temperature,
+    max_new_tokens,
+    top_p=0.95,
+    seed=-1,
+    limits: Limits = Limits(),
+    suffix="",
+    extra: tuple[ContextFile, ...] = (),
+) -> GenerationRequest:
     """A validated GenerationRequest (a middle when there is code after the cursor, `suffix`, or other files,
     `extra`); InvalidRequest (a ValueError) names the bad value and the allowed range."""
     prompt = _check_prompt(prompt, limits)
@@ -68,17 +85,26 @@ def build_request(prompt, k, budget_s, temperature, max_new_tokens, top_p=0.95, 
     budget_s = _as_number("budget_s", budget_s, limits.min_budget_s, limits.max_budget_s, "seconds")
     temperature = _as_number("temperature", temperature, 0.0, limits.max_temperature, "0 means greedy")
     max_new_tokens = _as_int("max_new_tokens", max_new_tokens, 1, limits.max_new_tokens)
-    top_p = _as_number("top_p", top_p, 0.0, 1.0, "nucleus mass")   # 0 is refused by the engine's own check
+    top_p = _as_number("top_p", top_p, 0.0, 1.0, "nucleus mass")  # 0 is refused by the engine's own check
     seed = _as_int("seed", seed, -1, 2**63 - 1)
     if temperature == 0:
         k = 1  # greedy decoding has one answer: k rows would compute it k times (Pipeline.run says so)
     # Row 0 is the greedy answer, the others samples: measured on HumanEval (shipped configuration), greedy passes
     # more often than a sample (70.1% against 62.7%), and with it among the k the ranked first draft passes more
     # often (70.7% against 69.5% for the same ranker over k samples; rerank/settings.py)
-    request = GenerationRequest(prompt=prompt, k=k, max_new_tokens=max_new_tokens, budget_s=budget_s,
-                                temperature=temperature, top_p=top_p, seed=None if seed == -1 else seed,
-                                suffix=suffix, extra=tuple(extra), greedy_first=k > 1)
-    request.validate()   # the engine's own checks (an empty prompt among them)
+    request = GenerationRequest(
+        prompt=prompt,
+        k=k,
+        max_new_tokens=max_new_tokens,
+        budget_s=budget_s,
+        temperature=temperature,
+        top_p=top_p,
+        seed=None if seed == -1 else seed,
+        suffix=suffix,
+        extra=tuple(extra),
+        greedy_first=k > 1,
+    )
+    request.validate()  # the engine's own checks (an empty prompt among them)
     return request
 
 
@@ -87,8 +113,8 @@ class CheckRequest:
     """What a request asks of the checks: the user's own assert lines, and whether to run any checks at all (the
     prompt's examples are always looked for)."""
 
-    user: tuple[Check, ...] = ()   # the user's checks, in their order
-    run: bool = True               # False: nothing is run, the ranking is consistency's alone
+    user: tuple[Check, ...] = ()  # the user's checks, in their order
+    run: bool = True  # False: nothing is run, the ranking is consistency's alone
 
 
 def build_checks(text="", run=True) -> CheckRequest:
@@ -112,8 +138,10 @@ def _check_prompt(prompt, limits: Limits, name: str = "prompt") -> str:
     try:
         prompt.encode("utf-8")
     except UnicodeEncodeError as err:  # lone surrogates: JSON can carry them, UTF-8 cannot
-        raise InvalidRequest(f"{name} is not valid UTF-8 text: character {err.start} is {prompt[err.start]!a}, a "
-                             "lone surrogate; send UTF-8 text") from None
+        raise InvalidRequest(
+            f"{name} is not valid UTF-8 text: character {err.start} is {prompt[err.start]!a}, a "
+            "lone surrogate; send UTF-8 text"
+        ) from None
     if len(prompt) > limits.max_prompt_chars:
         raise InvalidRequest(f"{name} is {len(prompt)} characters: it must be 1..{limits.max_prompt_chars} characters")
     return prompt
@@ -132,5 +160,3 @@ def _as_number(name: str, value, low: float, high: float, unit: str) -> float:
     if not ok or not low <= value <= high:
         raise InvalidRequest(f"{name}={value!r} is out of range: it must be a number in {low:g}..{high:g} ({unit})")
     return float(value)
-
-

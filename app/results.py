@@ -1,4 +1,5 @@
 """The JSON shape of a result: progress while a run goes on, and one entry per ranked candidate when it is done."""
+
 from __future__ import annotations
 
 import math
@@ -9,8 +10,10 @@ from dataclasses import asdict
 
 from engine import GenerationRequest, GenerationResult
 
-GREEDY_NOTE = ("temperature 0 is greedy decoding, which has one answer: one candidate was computed whatever k "
-               "asked for. Set a temperature above 0 for k different candidates to rank.")
+GREEDY_NOTE = (
+    "temperature 0 is greedy decoding, which has one answer: one candidate was computed whatever k "
+    "asked for. Set a temperature above 0 for k different candidates to rank."
+)
 
 
 def request_notes(request: GenerationRequest) -> list[str]:
@@ -18,24 +21,38 @@ def request_notes(request: GenerationRequest) -> list[str]:
     return [GREEDY_NOTE] if request.temperature == 0 else []
 
 
-def progress(phase: str, latest: GenerationResult | None, request: GenerationRequest, model: dict, started: float,
-             loading: str | None) -> dict:
+def progress(
+    phase: str,
+    latest: GenerationResult | None,
+    request: GenerationRequest,
+    model: dict,
+    started: float,
+    loading: str | None,
+) -> dict:
     """A state while the run goes on: its phase ("waiting", "loading", "generating") and the growing rows."""
-    candidates = [] if latest is None else [
-        {"rank": None, "index": i, "code": c.text, "finish_reason": c.finish_reason, "tokens": len(c.token_ids)}
-        for i, c in enumerate(latest.candidates)]
+    candidates = (
+        []
+        if latest is None
+        else [
+            {"rank": None, "index": i, "code": c.text, "finish_reason": c.finish_reason, "tokens": len(c.token_ids)}
+            for i, c in enumerate(latest.candidates)
+        ]
+    )
     return {
         "status": phase,
         "model": model,
         "loading": loading if phase == "loading" else None,
-        "progress": {"elapsed_s": round(time.perf_counter() - started, 3),
-                     "generation_s": round(latest.stats.wall_s, 3) if latest else 0.0,
-                     "budget_s": request.budget_s, "k": request.k,
-                     "generated_tokens": latest.stats.generated_tokens if latest else 0,
-                     "prompt_tokens": latest.stats.prompt_tokens if latest else 0,
-                     "prompt_read_tokens": latest.stats.prompt_read_tokens if latest else 0,
-                     "cached_prompt_tokens": latest.stats.cached_prompt_tokens if latest else 0,
-                     "finished": sum(c["finish_reason"] is not None for c in candidates)},
+        "progress": {
+            "elapsed_s": round(time.perf_counter() - started, 3),
+            "generation_s": round(latest.stats.wall_s, 3) if latest else 0.0,
+            "budget_s": request.budget_s,
+            "k": request.k,
+            "generated_tokens": latest.stats.generated_tokens if latest else 0,
+            "prompt_tokens": latest.stats.prompt_tokens if latest else 0,
+            "prompt_read_tokens": latest.stats.prompt_read_tokens if latest else 0,
+            "cached_prompt_tokens": latest.stats.cached_prompt_tokens if latest else 0,
+            "finished": sum(c["finish_reason"] is not None for c in candidates),
+        },
         "candidates": candidates,
     }
 
@@ -46,10 +63,19 @@ def entry_for(rank: int, indices: list[int], cands, reports) -> dict:
     report = reports[indices[0]] if reports else None
     findings = [asdict(f) for f in report.findings] if report is not None else []
     return {
-        "rank": rank, "code": head.text, "count": len(indices), "indices": list(indices),
-        "score": None, "scorer": None, "demoted": False,
-        "score_parts": {"consistency": None, "logprob_term": None, "static_penalty": None,
-                        "mean_logprob": finite(sum(head.logprobs) / len(head.logprobs)) if head.logprobs else None},
+        "rank": rank,
+        "code": head.text,
+        "count": len(indices),
+        "indices": list(indices),
+        "score": None,
+        "scorer": None,
+        "demoted": False,
+        "score_parts": {
+            "consistency": None,
+            "logprob_term": None,
+            "static_penalty": None,
+            "mean_logprob": finite(sum(head.logprobs) / len(head.logprobs)) if head.logprobs else None,
+        },
         "finish_reason": head.finish_reason,
         "finish_reasons": dict(Counter(cands[i].finish_reason for i in indices)),
         "tokens": len(head.token_ids),
@@ -66,9 +92,17 @@ def ranked_copies(final: dict) -> Iterator[tuple[dict, dict]]:
     """(entry, its ranking fields) of a done result once per copy of each distinct candidate, best first: the
     protocols give one choice per candidate asked for, copies side by side."""
     for entry in final["candidates"]:
-        ranking = {"rank": entry["rank"], "score": entry["score"], "score_parts": entry["score_parts"],
-                   "copies": entry["count"], "finish_reason": entry["finish_reason"], "parses": entry["parses"],
-                   "findings": entry["findings"], "checks": entry.get("checks"), "tie_break": entry.get("tie_break")}
+        ranking = {
+            "rank": entry["rank"],
+            "score": entry["score"],
+            "score_parts": entry["score_parts"],
+            "copies": entry["count"],
+            "finish_reason": entry["finish_reason"],
+            "parses": entry["parses"],
+            "findings": entry["findings"],
+            "checks": entry.get("checks"),
+            "tie_break": entry.get("tie_break"),
+        }
         for _ in range(entry["count"]):
             yield entry, ranking
 
@@ -96,10 +130,17 @@ def run_stats(result: GenerationResult) -> dict:
 
 
 def request_dict(request: GenerationRequest) -> dict:
-    return {"prompt_chars": len(request.prompt), "suffix_chars": len(request.suffix),
-            "extra_files": [f.name for f in request.extra], "k": request.k, "budget_s": request.budget_s,
-            "temperature": request.temperature, "top_p": request.top_p, "max_new_tokens": request.max_new_tokens,
-            "seed": request.seed}
+    return {
+        "prompt_chars": len(request.prompt),
+        "suffix_chars": len(request.suffix),
+        "extra_files": [f.name for f in request.extra],
+        "k": request.k,
+        "budget_s": request.budget_s,
+        "temperature": request.temperature,
+        "top_p": request.top_p,
+        "max_new_tokens": request.max_new_tokens,
+        "seed": request.seed,
+    }
 
 
 def finite(value) -> float | None:

@@ -1,10 +1,11 @@
 """HTTP routes beside Gradio's on the app's server: JSON bodies in, a run per request in a worker thread, stopped when
 the client goes away (editors cancel a request at nearly every keystroke), mounted ahead of Gradio's own routes."""
+
 from __future__ import annotations
 
 import asyncio
 import re
-from typing import Callable
+from collections.abc import Callable
 
 import gradio as gr
 from fastapi import Request
@@ -14,9 +15,14 @@ from app.requests import CheckRequest
 from app.runs import USER_ERRORS, RunControl, RunRegistry, as_reported
 
 
-def json_handler(serve: Callable[[dict, RunControl], object], error: Callable[[int, str], object],
-                 idle_timeout_s: float, needs: str, runs: RunRegistry | None = None,
-                 session_of: Callable[[dict, str], str | None] | None = None):
+def json_handler(
+    serve: Callable[[dict, RunControl], object],
+    error: Callable[[int, str], object],
+    idle_timeout_s: float,
+    needs: str,
+    runs: RunRegistry | None = None,
+    session_of: Callable[[dict, str], str | None] | None = None,
+):
     """An async route handler: the body must be a JSON object (else error(400, ...) naming `needs`, what it must
     hold); serve(body, control) runs in a worker thread, and control stops when the client disconnects. With
     `runs`, a request whose session_of(body, client address) names a session stops the run that session has going:
@@ -64,15 +70,22 @@ def mount_first(demo: gr.Blocks, routes: list[tuple[str, Callable, str]]) -> Non
     table[:] = table[before:] + table[:before]
 
 
-def final_or_error(pipeline, hub, choice, request, control: RunControl,
-                   statuses: list[tuple[tuple[type, ...], int, str]], checks: CheckRequest = CheckRequest(),
-                   ) -> tuple[dict | None, tuple[int, str, str] | None]:
+def final_or_error(
+    pipeline,
+    hub,
+    choice,
+    request,
+    control: RunControl,
+    statuses: list[tuple[tuple[type, ...], int, str]],
+    checks: CheckRequest = CheckRequest(),
+) -> tuple[dict | None, tuple[int, str, str] | None]:
     """(the run's final dict, None), or (None, (status, message, kind)) from the first of `statuses` (exception
     types, HTTP status, the protocol's error kind) that matches what the run raised; other user errors are a 400,
     anything else is ours: a 500 whose message has the logged error's id."""
     try:
-        return pipeline.final(request, lambda: hub.engine(choice.label), hub.generation_lock, control,
-                              choice.as_dict(), checks=checks), None
+        return pipeline.final(
+            request, lambda: hub.engine(choice.label), hub.generation_lock, control, choice.as_dict(), checks=checks
+        ), None
     except Exception as err:  # noqa: BLE001 - every failure becomes an answer in the protocol's shape
         for types, status, kind in statuses:
             if isinstance(err, types):

@@ -1,14 +1,17 @@
 """Run control: stopping one run (Stop, a cancel, a vanished client), finding a session's run, and which errors are
 the user's (shown as they are) and which are ours (logged with their traceback, shown as an internal error)."""
+
 from __future__ import annotations
 
+import copy
 import logging
 import threading
 import time
 import uuid
 
-from engine import InvalidRequest, ModelSetupError
 from app.remote import RemoteError
+from engine import InvalidRequest, ModelSetupError
+from engine.types import SettingError
 
 log = logging.getLogger(__name__)
 
@@ -21,27 +24,32 @@ class InternalError(RuntimeError):
     """Something failed inside the app, not in the request: logged with its traceback under `error_id`."""
 
     def __init__(self, error_id: str, cause: BaseException):
-        super().__init__(f"internal error {error_id}: the app failed while serving this request "
-                         f"({type(cause).__name__}: {cause}). This is a fault of the app, not of your input; it was "
-                         f"logged with id {error_id}. Please retry, and report the id if it happens again.")
+        super().__init__(
+            f"internal error {error_id}: the app failed while serving this request "
+            f"({type(cause).__name__}: {cause}). This is a fault of the app, not of your input; it was "
+            f"logged with id {error_id}. Please retry, and report the id if it happens again."
+        )
         self.error_id = error_id
 
 
 USER_ERRORS = (InvalidRequest, BusyError, ModelSetupError, RemoteError)  # what the caller can act on, shown as is
 
 
-# the engine names its own settings in messages; the app's user changes them with these options
-APP_TERMS = {"fan_out='requests'": "--fan-out requests", "(api_key)": "with --api-key-env VAR (the variable that holds it)",
-             "(model) and base_url": "(--served-model) and --base-url", "is base_url right": "is --base-url right",
-             "(draft_model)": "(--draft)", "drafter='sibling'": "--drafter sibling",
-             "(cache_dir, or $": "(--cache-dir, or $"}
+# how the app's user changes each setting an error names (engine.types.SettingError.settings): by these options
+APP_OPTIONS = {
+    "fan_out=requests": "--fan-out requests",
+    "api_key": "with --api-key-env VAR (the variable that holds it)",
+    "model": "(--served-model)",
+    "base_url": "--base-url",
+    "draft_model": "--draft",
+    "drafter=sibling": "--drafter sibling",
+    "cache_dir": "--cache-dir",
+}
 
 
-def in_app_terms(message: str) -> str:
-    """An engine message with its setting names turned into the app's command-line options."""
-    for engine_term, app_term in APP_TERMS.items():
-        message = message.replace(engine_term, app_term)
-    return message
+def in_app_terms(err: BaseException) -> str:
+    """An error's message with the settings it names turned into the app's command-line options."""
+    return err.worded(APP_OPTIONS) if isinstance(err, SettingError) else str(err)
 
 
 def as_reported(err: BaseException) -> BaseException:
@@ -50,10 +58,11 @@ def as_reported(err: BaseException) -> BaseException:
     if isinstance(err, InternalError):
         return err
     if isinstance(err, USER_ERRORS):
-        text = in_app_terms(str(err))
+        text = in_app_terms(err)
         if text == str(err):
             return err
-        translated = type(err)(text)
+        translated = copy.copy(err)
+        translated.args = (text,)
         translated.__cause__ = err
         return translated
     error_id = uuid.uuid4().hex[:8]
@@ -121,5 +130,3 @@ class RunRegistry:
             return False
         control.stop()
         return True
-
-

@@ -3,12 +3,13 @@
 Nothing here knows Gradio or validates fields (app/requests.py does): the objects it works with (engines,
 analyzer) are given to it, and anything that fails inside a run is logged and reported as an InternalError.
 """
+
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
 
 import rerank
 from app.requests import CheckRequest
@@ -16,27 +17,33 @@ from app.results import entry_for, finite, mark_ties, progress, request_dict, re
 from app.runs import BusyError, RunControl, as_reported
 from checks import CandidateChecks, Check, CheckRunner, checks_for_infill, checks_for_prompt
 from engine import CandidateSource, GenerationRequest, GenerationResult
+from static_eval import StaticAnalyzer
 
 
 @dataclass
 class Pipeline:
     """generate -> analyze -> rerank for one request, as a JSON-ready dict (see `run`)."""
 
-    analyzer: object | None = None          # a static_eval.StaticAnalyzer, or None to skip analysis
-    checker: CheckRunner | None = None      # runs the user's examples in the sandbox; None: checks are off
-    rank_settings: object | None = None     # rerank.RankSettings; None: rerank's defaults
-    update_interval_s: float = 0.5          # streaming: at most one partial result per interval
-    busy_timeout_s: float = 30.0            # how long a run waits for the engine before "busy, retry"
-    idle_timeout_s: float = 5.0             # a run whose consumer stopped reading this long is stopped
+    analyzer: StaticAnalyzer | None = None  # None: no static analysis
+    checker: CheckRunner | None = None  # runs the user's examples in the sandbox; None: checks are off
+    rank_settings: rerank.RankSettings | None = None  # None: rerank's defaults
+    update_interval_s: float = 0.5  # streaming: at most one partial result per interval
+    busy_timeout_s: float = 30.0  # how long a run waits for the engine before "busy, retry"
+    idle_timeout_s: float = 5.0  # a run whose consumer stopped reading this long is stopped
     notes: list[str] = field(default_factory=list)  # set up by __post_init__: what is off
 
     def __post_init__(self):
         self.rank_settings = self.rank_settings or rerank.RankSettings()
         self.notes = [] if self.analyzer is not None else ["static analysis is off: no findings are shown"]
 
-    def run(self, engine: CandidateSource, request: GenerationRequest, control: RunControl | None = None,
-            on_update: Callable[[GenerationResult], None] | None = None,
-            checks: CheckRequest = CheckRequest()) -> dict:
+    def run(
+        self,
+        engine: CandidateSource,
+        request: GenerationRequest,
+        control: RunControl | None = None,
+        on_update: Callable[[GenerationResult], None] | None = None,
+        checks: CheckRequest = CheckRequest(),
+    ) -> dict:
         """Generate, analyze, check and rank synchronously; the final result dict (status "done")."""
         started = time.perf_counter()
         result = engine.generate(request, on_update=on_update, should_stop=control.should_stop if control else None)
@@ -45,15 +52,19 @@ class Pipeline:
         cut = [c.cut for c in result.candidates]
         reports = self.analyzer.analyze(request.prompt, texts, cut, request.suffix) if self.analyzer else None
         analyzed = time.perf_counter()
-        stopped = control is not None and control.stopped   # superseded or gone: what it had, without running it
+        stopped = control is not None and control.stopped  # superseded or gone: what it had, without running it
         found, outcomes, checks_info = self._check(request, texts, checks if not stopped else CheckRequest(run=False))
         checked = time.perf_counter()
         candidates, matrix = self._rank(result, reports, outcomes)
         ranked = time.perf_counter()
         stats = run_stats(result)
-        stats.update(generation_s=round(generated - started, 4), analysis_s=round(analyzed - generated, 4),
-                     checks_s=round(checked - analyzed, 4), ranking_s=round(ranked - checked, 4),
-                     pipeline_s=round(ranked - started, 4))
+        stats.update(
+            generation_s=round(generated - started, 4),
+            analysis_s=round(analyzed - generated, 4),
+            checks_s=round(checked - analyzed, 4),
+            ranking_s=round(ranked - checked, 4),
+            pipeline_s=round(ranked - started, 4),
+        )
         return {
             "status": "done",
             "stopped": control.reason if control is not None and control.stopped else None,
@@ -67,20 +78,26 @@ class Pipeline:
             "stats": stats,
         }
 
-    def _check(self, request: GenerationRequest, texts: list[str], asked: CheckRequest,
-               ) -> tuple[list[Check], list[CandidateChecks] | None, dict]:
+    def _check(
+        self,
+        request: GenerationRequest,
+        texts: list[str],
+        asked: CheckRequest,
+    ) -> tuple[list[Check], list[CandidateChecks] | None, dict]:
         """The checks of this request (the examples in the prompt's code, then the user's own), each candidate's
         outcomes when they ran (prompt + candidate + suffix, one sandboxed program each), and what to say."""
-        found = (checks_for_infill(request.prompt, request.suffix) if request.suffix
-                 else checks_for_prompt(request.prompt)) + list(asked.user)
+        found = (
+            checks_for_infill(request.prompt, request.suffix) if request.suffix else checks_for_prompt(request.prompt)
+        ) + list(asked.user)
         available = self.checker is not None and self.checker.available
         reason = None if available else self.checker.reason if self.checker else "checks are off (--no-run-checks)"
         info = {"available": available, "reason": reason, "ran": False, "notes": []}
         if not found:
             return found, None, info
         if not asked.run:
-            info["notes"].append(f"{len(found)} checks were found and not run (run_checks is off, or the run was "
-                                 "stopped)")
+            info["notes"].append(
+                f"{len(found)} checks were found and not run (run_checks is off, or the run was stopped)"
+            )
             return found, None, info
         if not info["available"]:
             info["notes"].append(f"{len(found)} checks were found and not run: {reason}")
@@ -89,33 +106,54 @@ class Pipeline:
         info["ran"] = True
         return found, outcomes, info
 
-    def _rank(self, result: GenerationResult, reports, outcomes: list[CandidateChecks] | None,
-              ) -> tuple[list[dict], list[list[float | None]]]:
+    def _rank(
+        self,
+        result: GenerationResult,
+        reports,
+        outcomes: list[CandidateChecks] | None,
+    ) -> tuple[list[dict], list[list[float | None]]]:
         """One entry per distinct candidate, best first, and their similarity matrix in the same order (its
         diagonal, a candidate with itself, left empty: it says nothing)."""
         cands = result.candidates
         passes = [o.passed for o in outcomes] if outcomes is not None else None
-        ranked, similarities = rerank.rank_with_similarity([c.text for c in cands], [c.logprobs for c in cands],
-                                                           reports, self.rank_settings, check_passes=passes)
+        ranked, similarities = rerank.rank_with_similarity(
+            [c.text for c in cands], [c.logprobs for c in cands], reports, self.rank_settings, check_passes=passes
+        )
         entries = []
         for r in ranked:
             parts = r.as_dict()
             entry = entry_for(r.rank, r.indices, cands, reports)
-            entry.update(score=parts["score"], scorer=r.scorer, demoted=r.demoted,
-                         score_parts={"checks_passed": r.checks_passed, "consistency": parts["consistency"],
-                                      "logprob_term": parts["logprob_term"] if self.rank_settings.uses_logprobs else None,
-                                      "static_penalty": parts["static_penalty"], "mean_logprob": parts["mean_logprob"]},
-                         checks=outcomes[r.indices[0]].as_dict() if outcomes is not None else None)
+            entry.update(
+                score=parts["score"],
+                scorer=r.scorer,
+                demoted=r.demoted,
+                score_parts={
+                    "checks_passed": r.checks_passed,
+                    "consistency": parts["consistency"],
+                    "logprob_term": parts["logprob_term"] if self.rank_settings.uses_logprobs else None,
+                    "static_penalty": parts["static_penalty"],
+                    "mean_logprob": parts["mean_logprob"],
+                },
+                checks=outcomes[r.indices[0]].as_dict() if outcomes is not None else None,
+            )
             entries.append(entry)
         mark_ties(entries)
-        matrix = [[None if i == j else finite(v) for j, v in enumerate(row)]
-                  for i, row in enumerate(similarities.tolist())]
+        matrix = [
+            [None if i == j else finite(v) for j, v in enumerate(row)] for i, row in enumerate(similarities.tolist())
+        ]
         return entries, matrix
 
     # --- streaming ---------------------------------------------------------------------------------------
-    def stream(self, request: GenerationRequest, engine_for: Callable[[], CandidateSource], lock: threading.Lock,
-               control: RunControl, model: dict, loading: Callable[[], str | None] = lambda: None,
-               checks: CheckRequest = CheckRequest()) -> Iterator[dict]:
+    def stream(
+        self,
+        request: GenerationRequest,
+        engine_for: Callable[[], CandidateSource],
+        lock: threading.Lock,
+        control: RunControl,
+        model: dict,
+        loading: Callable[[], str | None] = lambda: None,
+        checks: CheckRequest = CheckRequest(),
+    ) -> Iterator[dict]:
         """Yield progress dicts (status "waiting", "loading", "generating") then the final dict ("done").
 
         The run happens in a worker thread that waits for `lock` (one generation at a time), gets the
@@ -124,8 +162,12 @@ class Pipeline:
         stops the engine, which frees the lock within one step.
         """
         box = _Mailbox()
-        worker = threading.Thread(target=self._work, args=(box, request, engine_for, lock, control, model, checks),
-                                  name="ranked-drafts-run", daemon=True)
+        worker = threading.Thread(
+            target=self._work,
+            args=(box, request, engine_for, lock, control, model, checks),
+            name="ranked-drafts-run",
+            daemon=True,
+        )
         started = time.perf_counter()
         control.heartbeat()
         worker.start()
@@ -149,29 +191,47 @@ class Pipeline:
             if not finished:
                 control.stop("the request was cancelled")
 
-    def final(self, request: GenerationRequest, engine_for: Callable[[], CandidateSource], lock: threading.Lock,
-              control: RunControl, model: dict, checks: CheckRequest = CheckRequest()) -> dict:
+    def final(
+        self,
+        request: GenerationRequest,
+        engine_for: Callable[[], CandidateSource],
+        lock: threading.Lock,
+        control: RunControl,
+        model: dict,
+        checks: CheckRequest = CheckRequest(),
+    ) -> dict:
         """The final dict of a run (status "done"), for callers that wait for it without progress (HTTP APIs)."""
         final = None
         for state in self.stream(request, engine_for, lock, control, model, checks=checks):
             final = state
         return final
 
-    def _work(self, box: "_Mailbox", request, engine_for, lock: threading.Lock, control: RunControl,
-              model: dict, checks: CheckRequest) -> None:
+    def _work(
+        self,
+        box: _Mailbox,
+        request,
+        engine_for,
+        lock: threading.Lock,
+        control: RunControl,
+        model: dict,
+        checks: CheckRequest,
+    ) -> None:
         try:
             started = time.perf_counter()
             if not lock.acquire(timeout=self.busy_timeout_s):
-                raise BusyError(f"busy: the engine is still serving another request after {self.busy_timeout_s:g} s "
-                                "of waiting; retry in a moment")
+                raise BusyError(
+                    f"busy: the engine is still serving another request after {self.busy_timeout_s:g} s "
+                    "of waiting; retry in a moment"
+                )
             try:
                 box.post(phase="loading")
                 locked = time.perf_counter()
                 engine = engine_for()
                 loaded = time.perf_counter()
                 box.post(phase="generating")
-                final = self.run(engine, request, control, on_update=lambda result: box.post(latest=result),
-                                 checks=checks)
+                final = self.run(
+                    engine, request, control, on_update=lambda result: box.post(latest=result), checks=checks
+                )
             finally:
                 lock.release()
             final["stats"].update(wait_s=round(locked - started, 4), load_s=round(loaded - locked, 4))
@@ -202,5 +262,3 @@ class _Mailbox:
         with self._cond:
             self._cond.wait_for(lambda: self.final is not None or self.error is not None, timeout)
             return self.final, self.error
-
-

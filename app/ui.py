@@ -3,6 +3,7 @@
 Endpoints: `/generate` (JSON in the shape of app.service.Pipeline.run, streamed while it runs) and
 `/stop` (stops the caller's running generation; the run still returns what was produced).
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -24,6 +25,8 @@ EXAMPLES = [
     'def fizzbuzz(n: int) -> list[str]:\n    """Return the FizzBuzz strings for 1..n: "Fizz" for multiples of 3,\n'
     '    "Buzz" for multiples of 5, "FizzBuzz" for both, the number otherwise."""\n',
 ]
+
+
 class IntactCode(gr.Code):
     """gr.Code that shows its value as given: gr.Code strips leading whitespace, which took the indentation of a
     completion's first line (on screen and in the copy button), so pasted code did not run."""
@@ -32,21 +35,39 @@ class IntactCode(gr.Code):
         return value
 
     def get_block_name(self) -> str:
-        return "code"   # the same Svelte component in the page
+        return "code"  # the same Svelte component in the page
 
 
-QUEUE_SIZE = 8          # requests that may wait for the engine; one more is refused ("queue is full, try again")
+QUEUE_SIZE = 8  # requests that may wait for the engine; one more is refused ("queue is full, try again")
 ENGINE_CONCURRENCY = "engine"  # one concurrency group for every event that uses the engine
 
 
-def build_demo(hub: EngineHub, pipeline: Pipeline, limits: Limits = Limits(), defaults: Defaults = Defaults(),
-               runs: RunRegistry | None = None, queue_size: int = QUEUE_SIZE) -> gr.Blocks:
+def build_demo(
+    hub: EngineHub,
+    pipeline: Pipeline,
+    limits: Limits = Limits(),
+    defaults: Defaults = Defaults(),
+    runs: RunRegistry | None = None,
+    queue_size: int = QUEUE_SIZE,
+) -> gr.Blocks:
     """The Blocks app: the form, Generate/Stop, live candidates, ranked results, heatmap, stats, and the API."""
     runs = runs or RunRegistry()
     defaults = defaults.clipped(limits)
 
-    def run_stream(prompt, k, budget_s, temperature, max_new_tokens, top_p, seed, model, suffix, checks_text,
-                   run_checks, session: str):
+    def run_stream(
+        prompt,
+        k,
+        budget_s,
+        temperature,
+        max_new_tokens,
+        top_p,
+        seed,
+        model,
+        suffix,
+        checks_text,
+        run_checks,
+        session: str,
+    ):
         """Validate, then stream pipeline states; errors for people and programs are gr.Error."""
         try:
             request = build_request(prompt, k, budget_s, temperature, max_new_tokens, top_p, seed, limits, suffix)
@@ -56,49 +77,99 @@ def build_demo(hub: EngineHub, pipeline: Pipeline, limits: Limits = Limits(), de
             raise gr.Error(str(err), print_exception=False) from None
         control = runs.start(session, RunControl(pipeline.idle_timeout_s))
         try:
-            yield from pipeline.stream(request, lambda: hub.engine(choice.label), hub.generation_lock, control,
-                                       choice.as_dict(), loading=lambda: hub.loading, checks=checks)
+            yield from pipeline.stream(
+                request,
+                lambda: hub.engine(choice.label),
+                hub.generation_lock,
+                control,
+                choice.as_dict(),
+                loading=lambda: hub.loading,
+                checks=checks,
+            )
         except USER_ERRORS as err:
             raise gr.Error(str(err), print_exception=False) from None
         except Exception as err:  # noqa: BLE001 - ours, not the user's: logged, then said so
             reported = as_reported(err)
-            raise gr.Error(str(reported), title="Internal error" if isinstance(reported, InternalError) else "Error",
-                           print_exception=False) from None
+            raise gr.Error(
+                str(reported),
+                title="Internal error" if isinstance(reported, InternalError) else "Error",
+                print_exception=False,
+            ) from None
         finally:
             runs.finish(session, control)
 
     with gr.Blocks(title="Ranked code drafts") as demo:
-        gr.Markdown("# Ranked code drafts\nk sampled completions of your prompt, checked statically, run against "
-                    "the examples your docstring gives (and the checks you add) in a sandbox, and ranked: checks "
-                    "passed first, then by how much they agree with each other.")
+        gr.Markdown(
+            "# Ranked code drafts\nk sampled completions of your prompt, checked statically, run against "
+            "the examples your docstring gives (and the checks you add) in a sandbox, and ranked: checks "
+            "passed first, then by how much they agree with each other."
+        )
         with gr.Row():
             with gr.Column(scale=3):
-                prompt = gr.Code(value=EXAMPLES[0], language="python", label="Prompt", lines=12,
-                                 interactive=True, elem_id="prompt")
-                suffix = gr.Code(value="", language="python", lines=3, interactive=True, elem_id="suffix",
-                                 label="Code after the cursor (optional: then each candidate is a middle between the "
-                                       "prompt and this code, checked in place)")
-                checks_box = gr.Code(value="", language="python", lines=2, interactive=True, elem_id="checks",
-                                     label="Checks (optional: assert lines such as assert add(2, 3) == 5, run with "
-                                           "the examples in your docstring)")
-                gr.Examples(EXAMPLES, inputs=[prompt], label="Example prompts",
-                            example_labels=["is_palindrome", "running_max", "fizzbuzz"])
+                prompt = gr.Code(
+                    value=EXAMPLES[0], language="python", label="Prompt", lines=12, interactive=True, elem_id="prompt"
+                )
+                suffix = gr.Code(
+                    value="",
+                    language="python",
+                    lines=3,
+                    interactive=True,
+                    elem_id="suffix",
+                    label="Code after the cursor (optional: then each candidate is a middle between the "
+                    "prompt and this code, checked in place)",
+                )
+                checks_box = gr.Code(
+                    value="",
+                    language="python",
+                    lines=2,
+                    interactive=True,
+                    elem_id="checks",
+                    label="Checks (optional: assert lines such as assert add(2, 3) == 5, run with "
+                    "the examples in your docstring)",
+                )
+                gr.Examples(
+                    EXAMPLES,
+                    inputs=[prompt],
+                    label="Example prompts",
+                    example_labels=["is_palindrome", "running_max", "fizzbuzz"],
+                )
             with gr.Column(scale=2):
                 model = gr.Dropdown(hub.labels, value=hub.default_label, label="Model", elem_id="model")
-                k = gr.Slider(1, limits.max_k, value=defaults.k, step=1, precision=0, label="Candidates (k)",
-                              elem_id="k")
-                budget = gr.Slider(limits.min_budget_s, limits.max_budget_s, value=defaults.budget_s, step=1,
-                                   label="Time budget (s)", elem_id="budget")
+                k = gr.Slider(
+                    1, limits.max_k, value=defaults.k, step=1, precision=0, label="Candidates (k)", elem_id="k"
+                )
+                budget = gr.Slider(
+                    limits.min_budget_s,
+                    limits.max_budget_s,
+                    value=defaults.budget_s,
+                    step=1,
+                    label="Time budget (s)",
+                    elem_id="budget",
+                )
                 with gr.Accordion("Advanced settings", open=False):
-                    temperature = gr.Slider(0, limits.max_temperature, value=defaults.temperature, step=0.05,
-                                            label="Temperature (0 = greedy)")
-                    max_new_tokens = gr.Slider(1, limits.max_new_tokens, value=defaults.max_new_tokens, step=1,
-                                               precision=0, label="Max new tokens per candidate")
+                    temperature = gr.Slider(
+                        0,
+                        limits.max_temperature,
+                        value=defaults.temperature,
+                        step=0.05,
+                        label="Temperature (0 = greedy)",
+                    )
+                    max_new_tokens = gr.Slider(
+                        1,
+                        limits.max_new_tokens,
+                        value=defaults.max_new_tokens,
+                        step=1,
+                        precision=0,
+                        label="Max new tokens per candidate",
+                    )
                     top_p = gr.Slider(0.05, 1.0, value=defaults.top_p, step=0.05, label="Top-p")
                     seed = gr.Number(value=defaults.seed, precision=0, label="Seed (-1 = random)")
-                    run_checks = gr.Checkbox(value=pipeline.checker is not None, elem_id="run-checks",
-                                             label="Run the examples and checks on every candidate (sandboxed: no "
-                                                   "network, no files of yours) and rank by them")
+                    run_checks = gr.Checkbox(
+                        value=pipeline.checker is not None,
+                        elem_id="run-checks",
+                        label="Run the examples and checks on every candidate (sandboxed: no "
+                        "network, no files of yours) and rank by them",
+                    )
                 with gr.Row():
                     generate_btn = gr.Button("Generate", variant="primary", elem_id="generate")
                     stop_btn = gr.Button("Stop", variant="stop", elem_id="stop")
@@ -113,12 +184,23 @@ def build_demo(hub: EngineHub, pipeline: Pipeline, limits: Limits = Limits(), de
                 for index in range(limits.max_k):
                     with gr.Group(visible=False, elem_classes=["rd-slot"]) as group:
                         header = gr.HTML(elem_classes=["rd-header"])
-                        code = IntactCode(language="python", interactive=False, label="completion",
-                                          elem_classes=["rd-code"], elem_id=f"candidate-{index}")
-                        with gr.Accordion("Whole code (prompt + candidate + code after the cursor), to copy",
-                                          open=False):
-                            whole = IntactCode(language="python", interactive=False, show_label=False,
-                                               elem_classes=["rd-whole"], elem_id=f"whole-{index}")
+                        code = IntactCode(
+                            language="python",
+                            interactive=False,
+                            label="completion",
+                            elem_classes=["rd-code"],
+                            elem_id=f"candidate-{index}",
+                        )
+                        with gr.Accordion(
+                            "Whole code (prompt + candidate + code after the cursor), to copy", open=False
+                        ):
+                            whole = IntactCode(
+                                language="python",
+                                interactive=False,
+                                show_label=False,
+                                elem_classes=["rd-whole"],
+                                elem_id=f"whole-{index}",
+                            )
                     slots.append((group, header, code, whole))
             with gr.Column(scale=2):
                 gr.Markdown("## Agreement")
@@ -126,24 +208,52 @@ def build_demo(hub: EngineHub, pipeline: Pipeline, limits: Limits = Limits(), de
                 gr.Markdown("## Run statistics")
                 stats = gr.HTML(elem_id="stats")
                 with gr.Accordion("Prompt as run", open=False):
-                    prompt_echo = gr.Code(language="python", interactive=False, show_label=False,
-                                          elem_id="prompt-echo")
+                    prompt_echo = gr.Code(language="python", interactive=False, show_label=False, elem_id="prompt-echo")
                 with gr.Accordion("Raw JSON (what /generate returns)", open=False):
                     raw = gr.JSON(elem_id="raw-json")
         slot_outputs = [component for slot in slots for component in slot]
         form = [prompt, k, budget, temperature, max_new_tokens, top_p, seed, model, suffix, checks_box, run_checks]
 
-        def on_generate(prompt_text, k_value, budget_value, temperature_value, tokens_value, top_p_value,
-                        seed_value, model_label, suffix_text, checks_text, run_checks_value, request: gr.Request):
-            for state in run_stream(prompt_text, k_value, budget_value, temperature_value, tokens_value, top_p_value,
-                                    seed_value, model_label, suffix_text or "", checks_text or "",
-                                    bool(run_checks_value), _session(request)):
+        def on_generate(
+            prompt_text,
+            k_value,
+            budget_value,
+            temperature_value,
+            tokens_value,
+            top_p_value,
+            seed_value,
+            model_label,
+            suffix_text,
+            checks_text,
+            run_checks_value,
+            request: gr.Request,
+        ):
+            for state in run_stream(
+                prompt_text,
+                k_value,
+                budget_value,
+                temperature_value,
+                tokens_value,
+                top_p_value,
+                seed_value,
+                model_label,
+                suffix_text or "",
+                checks_text or "",
+                bool(run_checks_value),
+                _session(request),
+            ):
                 yield _ui_updates(state, prompt_text, suffix_text or "", len(slots))
 
-        generate_btn.click(on_generate, inputs=form, outputs=[status, notes, heatmap, stats, prompt_echo, raw,
-                                                              *slot_outputs],
-                           api_name="generate_ui", api_visibility="private", concurrency_limit=hub.concurrency,
-                           concurrency_id=ENGINE_CONCURRENCY, show_progress="hidden")
+        generate_btn.click(
+            on_generate,
+            inputs=form,
+            outputs=[status, notes, heatmap, stats, prompt_echo, raw, *slot_outputs],
+            api_name="generate_ui",
+            api_visibility="private",
+            concurrency_limit=hub.concurrency,
+            concurrency_id=ENGINE_CONCURRENCY,
+            show_progress="hidden",
+        )
 
         def on_stop(request: gr.Request):
             stopped = runs.stop(_session(request))
@@ -153,24 +263,59 @@ def build_demo(hub: EngineHub, pipeline: Pipeline, limits: Limits = Limits(), de
             state, detail = hub.state(label)
             return render.model_state_html(label, state, detail), gr.Timer(active=state in ("loading", "not loaded"))
 
-        state_timer.tick(on_model_state, inputs=[model], outputs=[model_state, state_timer], queue=False,
-                         show_progress="hidden", api_visibility="private")
-        model.change(on_model_state, inputs=[model], outputs=[model_state, state_timer], queue=False,
-                     show_progress="hidden", api_visibility="private")
+        state_timer.tick(
+            on_model_state,
+            inputs=[model],
+            outputs=[model_state, state_timer],
+            queue=False,
+            show_progress="hidden",
+            api_visibility="private",
+        )
+        model.change(
+            on_model_state,
+            inputs=[model],
+            outputs=[model_state, state_timer],
+            queue=False,
+            show_progress="hidden",
+            api_visibility="private",
+        )
 
-        stop_btn.click(on_stop, inputs=None, outputs=[status], queue=False, api_name="stop_ui", api_visibility="private")
+        stop_btn.click(
+            on_stop, inputs=None, outputs=[status], queue=False, api_name="stop_ui", api_visibility="private"
+        )
 
-        def generate(prompt: str, k: int = defaults.k, budget_s: float = defaults.budget_s,
-                     temperature: float = defaults.temperature, max_new_tokens: int = defaults.max_new_tokens,
-                     top_p: float = defaults.top_p, seed: int = defaults.seed, model: str = hub.default_label,
-                     suffix: str = "", checks: str = "", run_checks: bool = True,
-                     request: gr.Request = None) -> Iterator[dict]:
+        def generate(
+            prompt: str,
+            k: int = defaults.k,
+            budget_s: float = defaults.budget_s,
+            temperature: float = defaults.temperature,
+            max_new_tokens: int = defaults.max_new_tokens,
+            top_p: float = defaults.top_p,
+            seed: int = defaults.seed,
+            model: str = hub.default_label,
+            suffix: str = "",
+            checks: str = "",
+            run_checks: bool = True,
+            request: gr.Request = None,
+        ) -> Iterator[dict]:
             """k ranked completions of `prompt` as JSON (middles between `prompt` and `suffix`, the code after the
             cursor, when it is given); `checks` are assert lines run on every candidate with the prompt's own
             examples (sandboxed; `run_checks` false runs nothing); streams partial results (status != "done")
             first."""
-            yield from run_stream(prompt, k, budget_s, temperature, max_new_tokens, top_p, seed, model, suffix or "",
-                                  checks or "", run_checks, _session(request))
+            yield from run_stream(
+                prompt,
+                k,
+                budget_s,
+                temperature,
+                max_new_tokens,
+                top_p,
+                seed,
+                model,
+                suffix or "",
+                checks or "",
+                run_checks,
+                _session(request),
+            )
 
         def stop(request: gr.Request = None) -> bool:
             """Stop this client's running /generate; it then returns the ranking of what was produced."""
@@ -202,8 +347,12 @@ def _ui_updates(state: dict, prompt_text: str, suffix_text: str, n_slots: int) -
         if index < len(candidates):
             entry = candidates[index]
             items = (state.get("checks") or {}).get("items") or []
-            values += [gr.Group(visible=True), render.candidate_header_html(entry, items), entry["code"],
-                       prompt_text + entry["code"] + suffix_text]
+            values += [
+                gr.Group(visible=True),
+                render.candidate_header_html(entry, items),
+                entry["code"],
+                prompt_text + entry["code"] + suffix_text,
+            ]
         else:
             values += [gr.Group(visible=False), "", "", ""]
     return values

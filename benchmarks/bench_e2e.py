@@ -8,7 +8,8 @@ to the moment all k candidates are finished. Methods:
   ours_none, ours_prompt, ours_sibling, ours_model, ours_auto   our engine (--dtype), each drafter
   ours_...@int8, @int4, @w8a8, @int4-w8a8
                               the same on copies of target and draft in that weight format (engine/quant/weights.py)
-  ours_...+raw, ours_...+chat the same with that prompt form (engine/text/chat.py; without it: the engine's default, auto)
+  ours_...+raw, ours_...+chat the same with that prompt form (engine/text/chat.py; without it: the engine's default,
+  auto)
   ours_...+sampled            every row sampled (without it, k > 1 makes row 0 the greedy answer, as the app asks)
   hf                          transformers generate, k copies of the prompt in one batch, same dtype
   hf_assisted                 the same with the draft model as assistant (assisted generation: k=1 only)
@@ -25,6 +26,7 @@ as warm-up s.
 Example: python -m benchmarks.bench_e2e --k 8 --temperature 0.8 --prompts 5 --methods hf,ours_none,ours_auto,llama
 Prints a table and, as its last line, one JSON object.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,12 +39,11 @@ from dataclasses import dataclass, field, replace
 import torch
 
 from benchmarks.bench_engine import add_run_arguments, humaneval_prompts, low_byte_copies, weight_format_of
-from benchmarks.soak import METHOD_PROMPTS
-from benchmarks.soak import MID_LINE
+from benchmarks.soak import METHOD_PROMPTS, MID_LINE
 from engine import Engine, EngineSettings, GenerationRequest, load_any
+from engine.generate import end_of_text_ids
 from engine.text.blocks import BodyEnd
 from engine.text.chat import CLOSING_FENCE, PROMPT_FORMS, ChatForm
-from engine.generate import end_of_text_ids
 from engine.text.stopping import StopRules
 
 OURS = ("ours_none", "ours_prompt", "ours_sibling", "ours_model", "ours_auto")
@@ -55,16 +56,21 @@ class Tally:
 
     seconds: list[float] = field(default_factory=list)
     tokens: int = 0
-    empty_rows: int = 0             # candidates without a token (a server may end a row at once; ours cannot)
+    empty_rows: int = 0  # candidates without a token (a server may end a row at once; ours cannot)
     note: str = ""
-    warmup_s: float | None = None   # the untimed first request (another prompt): first calls, a drafter's measuring
+    warmup_s: float | None = None  # the untimed first request (another prompt): first calls, a drafter's measuring
 
     def as_dict(self) -> dict:
         total = sum(self.seconds)
-        return {"prompts": len(self.seconds), "mean_s_per_prompt": round(total / len(self.seconds), 3)
-                if self.seconds else None, "tokens": self.tokens, "empty_rows": self.empty_rows,
-                "warmup_s": None if self.warmup_s is None else round(self.warmup_s, 3),
-                "tokens_per_s": round(self.tokens / total, 3) if total else None, "note": self.note or None}
+        return {
+            "prompts": len(self.seconds),
+            "mean_s_per_prompt": round(total / len(self.seconds), 3) if self.seconds else None,
+            "tokens": self.tokens,
+            "empty_rows": self.empty_rows,
+            "warmup_s": None if self.warmup_s is None else round(self.warmup_s, 3),
+            "tokens_per_s": round(self.tokens / total, 3) if total else None,
+            "note": self.note or None,
+        }
 
 
 def prompts(count: int, first: int = 0) -> list[str]:
@@ -87,18 +93,24 @@ class BodyEndCriterion:
 
     def __call__(self, input_ids: torch.Tensor, scores, **kwargs) -> torch.Tensor:
         done = []
-        for row in input_ids[:, self.prompt_len:].tolist():
+        for row in input_ids[:, self.prompt_len :].tolist():
             ended = any(t in self.eos_ids for t in row)
             text = self.tokenizer.decode(row, skip_special_tokens=True)
             done.append(ended or self.rule.cut(text) is not None)
         return torch.tensor(done, device=input_ids.device)
 
 
-def run_ours(engine: Engine, prompt: str, k: int, args, seed: int, greedy_first: bool = True
-             ) -> tuple[float, int, int]:
-    request = GenerationRequest(prompt, k=k, max_new_tokens=args.max_new_tokens, budget_s=1e6,
-                                temperature=args.temperature_now, top_p=args.top_p, seed=seed,
-                                greedy_first=greedy_first and k > 1)
+def run_ours(engine: Engine, prompt: str, k: int, args, seed: int, greedy_first: bool = True) -> tuple[float, int, int]:
+    request = GenerationRequest(
+        prompt,
+        k=k,
+        max_new_tokens=args.max_new_tokens,
+        budget_s=1e6,
+        temperature=args.temperature_now,
+        top_p=args.top_p,
+        seed=seed,
+        greedy_first=greedy_first and k > 1,
+    )
     started = time.perf_counter()
     result = engine.generate(request)
     return time.perf_counter() - started, *_counts([len(c.token_ids) for c in result.candidates])
@@ -109,26 +121,35 @@ def _counts(row_tokens: list[int]) -> tuple[int, int]:
     return sum(row_tokens), sum(n == 0 for n in row_tokens)
 
 
-def run_hf(model, tokenizer, prompt: str, k: int, args, eos_ids: frozenset[int], assistant=None
-           ) -> tuple[float, int, int]:
+def run_hf(
+    model, tokenizer, prompt: str, k: int, args, eos_ids: frozenset[int], assistant=None
+) -> tuple[float, int, int]:
     """transformers generate on k copies of the prompt (with `assistant`: assisted generation, batch 1 only)."""
     from transformers import StoppingCriteriaList
 
     ids = tokenizer(prompt, return_tensors="pt", add_special_tokens=False).input_ids.to(model.device)
     batch = ids.repeat(k, 1)
-    sampling = ({"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
-                if args.temperature_now == 0 else
-                {"do_sample": True, "temperature": args.temperature_now, "top_p": args.top_p, "top_k": None})
+    sampling = (
+        {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
+        if args.temperature_now == 0
+        else {"do_sample": True, "temperature": args.temperature_now, "top_p": args.top_p, "top_k": None}
+    )
     criterion = BodyEndCriterion(tokenizer, prompt, ids.shape[1], eos_ids)
     started = time.perf_counter()
     with torch.inference_mode():
-        out = model.generate(batch, attention_mask=torch.ones_like(batch), max_new_tokens=args.max_new_tokens,
-                             pad_token_id=tokenizer.pad_token_id or tokenizer.eos_token_id,
-                             eos_token_id=sorted(eos_ids), stopping_criteria=StoppingCriteriaList([criterion]),
-                             **sampling, **({"assistant_model": assistant} if assistant is not None else {}))
+        out = model.generate(
+            batch,
+            attention_mask=torch.ones_like(batch),
+            max_new_tokens=args.max_new_tokens,
+            pad_token_id=tokenizer.pad_token_id or tokenizer.eos_token_id,
+            eos_token_id=sorted(eos_ids),
+            stopping_criteria=StoppingCriteriaList([criterion]),
+            **sampling,
+            **({"assistant_model": assistant} if assistant is not None else {}),
+        )
     seconds = time.perf_counter() - started
     row_tokens = []
-    for row in out[:, ids.shape[1]:].tolist():
+    for row in out[:, ids.shape[1] :].tolist():
         ends = [i for i, t in enumerate(row) if t in eos_ids]
         row_tokens.append(ends[0] if ends else len(row))
     return seconds, *_counts(row_tokens)
@@ -138,8 +159,14 @@ def run_llama(remote, prompt: str, k: int, args, form: ChatForm | None = None) -
     """llama-server's k candidates of `prompt`; with `form`, of its chat-form text, the rows ending where ours do: at
     the end of the code's function body (the rules of `prompt`, not of the text sent, which holds the code twice:
     a bracket or docstring the prompt leaves open would be open twice) or at the closing fence."""
-    request = GenerationRequest(prompt, k=k, max_new_tokens=args.max_new_tokens, budget_s=1e6,
-                                temperature=args.temperature_now, top_p=args.top_p)
+    request = GenerationRequest(
+        prompt,
+        k=k,
+        max_new_tokens=args.max_new_tokens,
+        budget_s=1e6,
+        temperature=args.temperature_now,
+        top_p=args.top_p,
+    )
     rules = StopRules.of(request, frozenset(), (CLOSING_FENCE,)) if form else None
     started = time.perf_counter()
     # with the form, the server stops a row at the fence itself, as our engine does (the body end is cut here)
@@ -152,10 +179,17 @@ def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_run_arguments(parser)
     parser.add_argument("--prompts", type=int, default=5, help="N HumanEval prompts (+ a method, a mid-line)")
-    parser.add_argument("--first", type=int, default=0, help="the first HumanEval prompt's index; above 0, prompts no "
-                        "other benchmark of ours uses (e.g. 120), and without the method and mid-line prompts")
+    parser.add_argument(
+        "--first",
+        type=int,
+        default=0,
+        help="the first HumanEval prompt's index; above 0, prompts no "
+        "other benchmark of ours uses (e.g. 120), and without the method and mid-line prompts",
+    )
     parser.add_argument("--max-new-tokens", type=int, default=256)
-    parser.add_argument("--methods", default="hf,ours_none,ours_auto,llama", help=f"comma-separated of {','.join(METHODS)}")
+    parser.add_argument(
+        "--methods", default="hf,ours_none,ours_auto,llama", help=f"comma-separated of {','.join(METHODS)}"
+    )
     parser.add_argument("--dtype", default="auto", help="weights of ours and hf: auto (bf16 on this CPU), float32...")
     parser.add_argument("--llama-server", help="llama-server binary (for the llama method)")
     parser.add_argument("--threads", type=int, default=2, help="llama-server threads")
@@ -164,8 +198,10 @@ def main(argv=None) -> dict:
     methods = args.methods.split(",")
     unknown = {m for m in methods if not _known(m)}
     if unknown:
-        parser.error(f"unknown methods {sorted(unknown)}: choose from {', '.join(METHODS)} (ours_...@int8, "
-                     "@int4, @w8a8 or @int4-w8a8 too, and ours_...+raw or +chat)")
+        parser.error(
+            f"unknown methods {sorted(unknown)}: choose from {', '.join(METHODS)} (ours_...@int8, "
+            "@int4, @w8a8 or @int4-w8a8 too, and ours_...+raw or +chat)"
+        )
     model, tokenizer = load_any(args.model, progress=False, dtype=args.dtype)
     draft = load_any(args.draft, progress=False, dtype=args.dtype)[0] if args.draft else None
     eos_ids = end_of_text_ids(model, tokenizer)
@@ -175,16 +211,24 @@ def main(argv=None) -> dict:
         server, remote, note = start_llama(args)
         notes.update({m: note for m in methods if m.startswith("llama")})
     texts, warmup = prompts(args.prompts, args.first), warmup_prompt(args.prompts, args.first)
-    form = ChatForm.of(tokenizer, model)   # what llama+chat sends: the text our default form reads
+    form = ChatForm.of(tokenizer, model)  # what llama+chat sends: the text our default form reads
     results = []
     try:
         for k in [int(x) for x in args.k.split(",")]:
             for temperature in [float(x) for x in args.temperature.split(",")]:
                 args.temperature_now = temperature
                 tallies = {m: Tally(note=notes.get(m, "")) for m in methods}
-                run = functools.partial(run_method, k=k, args=args, engines=engines, hf=(model, tokenizer, draft),
-                                        eos_ids=eos_ids, remote=remote, form=form)
-                for method in methods:   # untimed: what every method pays once, before the prompts are timed
+                run = functools.partial(
+                    run_method,
+                    k=k,
+                    args=args,
+                    engines=engines,
+                    hf=(model, tokenizer, draft),
+                    eos_ids=eos_ids,
+                    remote=remote,
+                    form=form,
+                )
+                for method in methods:  # untimed: what every method pays once, before the prompts are timed
                     measured = run(method, warmup, args.seed + len(texts))
                     tallies[method].warmup_s = measured[0] if isinstance(measured, tuple) else None
                 for index, prompt in enumerate(texts):
@@ -202,16 +246,34 @@ def main(argv=None) -> dict:
         if server is not None:
             server.kill()
             server.wait()
-    summary = {"benchmark": "bench_e2e", "model": args.model, "draft": args.draft, "dtype": str(model.dtype),
-               "prompts": len(texts), "first": args.first, "max_new_tokens": args.max_new_tokens,
-               "torch_threads": torch.get_num_threads(),
-               "results": results}
+    summary = {
+        "benchmark": "bench_e2e",
+        "model": args.model,
+        "draft": args.draft,
+        "dtype": str(model.dtype),
+        "prompts": len(texts),
+        "first": args.first,
+        "max_new_tokens": args.max_new_tokens,
+        "torch_threads": torch.get_num_threads(),
+        "results": results,
+    }
     print(json.dumps(summary))
     return summary
 
 
-def run_method(method: str, prompt: str, seed: int, *, k: int, args, engines: dict[str, Engine], hf, eos_ids,
-               remote, form: ChatForm | None) -> tuple[float, int, int] | str:
+def run_method(
+    method: str,
+    prompt: str,
+    seed: int,
+    *,
+    k: int,
+    args,
+    engines: dict[str, Engine],
+    hf,
+    eos_ids,
+    remote,
+    form: ChatForm | None,
+) -> tuple[float, int, int] | str:
     """(seconds to all k finished, tokens, rows without a token) of one method on one prompt, or why it cannot
     run."""
     model, tokenizer, draft = hf
@@ -230,7 +292,7 @@ def run_method(method: str, prompt: str, seed: int, *, k: int, args, engines: di
     return "not run"
 
 
-OPTIONS = PROMPT_FORMS + ("sampled",)   # what may follow an ours_... method after "+"
+OPTIONS = PROMPT_FORMS + ("sampled",)  # what may follow an ours_... method after "+"
 
 
 def _known(method: str) -> bool:
@@ -238,8 +300,11 @@ def _known(method: str) -> bool:
         return True
     base, *options = method.split("+")
     if options:
-        return (base.split("@")[0] in OURS and all(o in OPTIONS for o in options)
-                and (base in OURS or bool(weight_format_of(base))))
+        return (
+            base.split("@")[0] in OURS
+            and all(o in OPTIONS for o in options)
+            and (base in OURS or bool(weight_format_of(base)))
+        )
     return bool(weight_format_of(method)) and method.split("@")[0] in OURS
 
 
@@ -255,8 +320,9 @@ def our_engines(methods: list[str], model, tokenizer, draft, args) -> dict[str, 
             continue
         target, drafting = low_byte[weight_format_of(base)] if weight_format_of(base) else (model, draft)
         form = next((o for o in options if o in PROMPT_FORMS), "auto")
-        engines[method] = Engine(target, tokenizer, drafting, EngineSettings(drafter=name.removeprefix("ours_"),
-                                                                             prompt_form=form))
+        engines[method] = Engine(
+            target, tokenizer, drafting, EngineSettings(drafter=name.removeprefix("ours_"), prompt_form=form)
+        )
     return engines
 
 
@@ -272,9 +338,11 @@ def report(k: int, temperature: float, tallies: dict[str, Tally]) -> dict:
         total = sum(tally.seconds)
         row["speedup_vs_ours_none"] = round(base_s / total, 3) if base_s and total else None
         rows[method] = row
-        print(f"{method:<19}{row['mean_s_per_prompt'] or float('nan'):>10.2f}{row['tokens_per_s'] or float('nan'):>10.2f}"
-              f"{row['speedup_vs_ours_none'] or float('nan'):>14.3f}{row['warmup_s'] or float('nan'):>11.2f}"
-              f"{tally.empty_rows:>7}  {tally.note}")
+        print(
+            f"{method:<19}{row['mean_s_per_prompt'] or float('nan'):>10.2f}{row['tokens_per_s'] or float('nan'):>10.2f}"
+            f"{row['speedup_vs_ours_none'] or float('nan'):>14.3f}{row['warmup_s'] or float('nan'):>11.2f}"
+            f"{tally.empty_rows:>7}  {tally.note}"
+        )
     return {"k": k, "temperature": temperature, "baseline": base_name, "methods": rows}
 
 
@@ -286,31 +354,51 @@ def baseline_of(methods: list[str]) -> str | None:
 
 
 def start_llama(args):
-    """(process, RemoteEngine, note) for llama-server on the bundled target's GGUF; (None, None, why) without it."""
+    """(process, RemoteClient, note) for llama-server on the bundled target's GGUF; (None, None, why) without it."""
     import subprocess
 
     import httpx
 
-    from app.local import free_port
+    from app.remote import RemoteClient, RemoteSettings
+    from benchmarks.local_app import free_port
     from engine.models.loading import BUNDLED, BUNDLED_PREFIX, bundled_gguf, default_cache_dir
-    from app.remote import RemoteEngine, RemoteSettings
 
     if not args.llama_server:
         return None, None, "not run: give --llama-server BIN (.ci/build_llama_server builds it)"
     if not args.model.startswith(BUNDLED_PREFIX):
         return None, None, "not run: llama needs a bundled model's GGUF"
-    gguf = bundled_gguf(BUNDLED[args.model[len(BUNDLED_PREFIX):]], default_cache_dir(), progress=False)
+    gguf = bundled_gguf(BUNDLED[args.model[len(BUNDLED_PREFIX) :]], default_cache_dir(), progress=False)
     k_max = max(int(x) for x in args.k.split(","))
     port = free_port()
-    context = k_max * getattr(args, "ctx_per_slot", 2048)   # tokens per slot: 2048 unless the caller says
-    process = subprocess.Popen([args.llama_server, "-m", str(gguf), "--host", "127.0.0.1", "--port", str(port),
-                                "-np", str(k_max), "-c", str(context), "-t", str(args.threads), "--no-repack",
-                                "--no-webui", "-a", "bench"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    context = k_max * getattr(args, "ctx_per_slot", 2048)  # tokens per slot: 2048 unless the caller says
+    process = subprocess.Popen(
+        [
+            args.llama_server,
+            "-m",
+            str(gguf),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "-np",
+            str(k_max),
+            "-c",
+            str(context),
+            "-t",
+            str(args.threads),
+            "--no-repack",
+            "--no-webui",
+            "-a",
+            "bench",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         try:
             if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                remote = RemoteEngine(RemoteSettings(f"http://127.0.0.1:{port}/v1", "bench", logprobs=True))
+                remote = RemoteClient(RemoteSettings(f"http://127.0.0.1:{port}/v1", "bench", logprobs=True))
                 return process, remote, f"llama-server, {gguf.name} (Q4_K_M), n=k, {args.threads} threads"
         except httpx.HTTPError:
             time.sleep(0.5)

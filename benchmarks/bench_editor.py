@@ -20,6 +20,7 @@ Example: python -m benchmarks.bench_editor --model qwen2.5-coder-0.5b --steps 6 
 Prints a table and, as its last line, one JSON object. This module also holds the /infill client and the two
 servers' launchers that benchmarks/bench_infill.py uses.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,24 +55,46 @@ WARMUP = {"input_prefix": "def add(a, b):\n", "input_suffix": "\n", "prompt": " 
 class Reply:
     """One /infill answer as the client saw it."""
 
-    seconds: float                 # end to end on the client
-    contents: list[str]            # the middles, in the server's order (ours: best first)
-    prompt_n: int | None           # prompt tokens computed (the first result's timings)
-    cache_n: int | None            # prompt tokens taken from the cache
-    predicted_n: int               # tokens generated, all results together
+    seconds: float  # end to end on the client
+    contents: list[str]  # the middles, in the server's order (ours: best first)
+    prompt_n: int | None  # prompt tokens computed (the first result's timings)
+    cache_n: int | None  # prompt tokens taken from the cache
+    predicted_n: int  # tokens generated, all results together
     ranks: list[int] | None = None  # ours: ranked_drafts.rank of each result
-    error: str = ""                # HTTP status and text of a refused request
-    first_line_right: bool | None = None   # the first suggestion's first line equals the file's line
+    error: str = ""  # HTTP status and text of a refused request
+    first_line_right: bool | None = None  # the first suggestion's first line equals the file's line
     first_line_similarity: float | None = None
 
 
-def infill_body(prefix: str, suffix: str, prompt: str, *, k: int, n_predict: int, temperature: float,
-                top_p: float, top_k: int, samplers: list[str] | None, t_max_predict_ms: int,
-                extra: list[dict] | None = None) -> dict:
+def infill_body(
+    prefix: str,
+    suffix: str,
+    prompt: str,
+    *,
+    k: int,
+    n_predict: int,
+    temperature: float,
+    top_p: float,
+    top_k: int,
+    samplers: list[str] | None,
+    t_max_predict_ms: int,
+    extra: list[dict] | None = None,
+) -> dict:
     """A llama.cpp /infill request body (non-streaming, prompt cache on)."""
-    body = {"input_prefix": prefix, "input_suffix": suffix, "input_extra": extra or [], "prompt": prompt,
-            "n_predict": n_predict, "n_cmpl": k, "temperature": temperature, "top_p": top_p, "top_k": top_k,
-            "cache_prompt": True, "t_max_predict_ms": t_max_predict_ms, "stream": False}
+    body = {
+        "input_prefix": prefix,
+        "input_suffix": suffix,
+        "input_extra": extra or [],
+        "prompt": prompt,
+        "n_predict": n_predict,
+        "n_cmpl": k,
+        "temperature": temperature,
+        "top_p": top_p,
+        "top_k": top_k,
+        "cache_prompt": True,
+        "t_max_predict_ms": t_max_predict_ms,
+        "stream": False,
+    }
     if samplers:
         body["samplers"] = samplers
     return body
@@ -86,11 +109,24 @@ def post_infill(client: httpx.Client, url: str, body: dict, timeout_s: float = 6
         return Reply(seconds, [], None, None, 0, error=f"HTTP {response.status_code}: {response.text[:300]}")
     data = response.json()
     results = data if isinstance(data, list) else [data]
-    timings = [r.get("timings") or {key.split("/", 1)[1]: value for key, value in r.items()   # response_fields
-                                     if key.startswith("timings/")} for r in results]
+    timings = [
+        r.get("timings")
+        or {
+            key.split("/", 1)[1]: value
+            for key, value in r.items()  # response_fields
+            if key.startswith("timings/")
+        }
+        for r in results
+    ]
     ranks = [r["ranked_drafts"].get("rank") for r in results] if all("ranked_drafts" in r for r in results) else None
-    return Reply(seconds, [r.get("content", "") for r in results], timings[0].get("prompt_n"),
-                 timings[0].get("cache_n"), sum(int(t.get("predicted_n") or 0) for t in timings), ranks)
+    return Reply(
+        seconds,
+        [r.get("content", "") for r in results],
+        timings[0].get("prompt_n"),
+        timings[0].get("cache_n"),
+        sum(int(t.get("predicted_n") or 0) for t in timings),
+        ranks,
+    )
 
 
 # ---------------------------------------------------------------- the two servers
@@ -100,11 +136,11 @@ def post_infill(client: httpx.Client, url: str, body: dict, timeout_s: float = 6
 class Server:
     """A started server process (ours or llama-server) on a loopback port."""
 
-    name: str                      # "ours" or "llama"
-    url: str                       # http://127.0.0.1:PORT
+    name: str  # "ours" or "llama"
+    url: str  # http://127.0.0.1:PORT
     process: subprocess.Popen
-    log_path: str                  # its stdout + stderr
-    note: str                      # what runs, for the report
+    log_path: str  # its stdout + stderr
+    note: str  # what runs, for the report
     warmup_s: float | None = None  # the untimed first request
 
     def log_tail(self, chars: int = 2000) -> str:
@@ -127,16 +163,18 @@ def model_name(spec: str) -> str:
 
     name = spec.removeprefix(BUNDLED_PREFIX)
     if name not in BUNDLED:
-        raise SystemExit(f"--model {spec!r}: choose a bundled model ({', '.join(BUNDLED)}); llama-server needs "
-                         "its GGUF")
+        raise SystemExit(
+            f"--model {spec!r}: choose a bundled model ({', '.join(BUNDLED)}); llama-server needs its GGUF"
+        )
     return name
 
 
 def _spawn(command: list[str], log_dir: str, name: str) -> tuple[subprocess.Popen, str]:
     log_path = os.path.join(log_dir, f"{name}.log")
     with open(log_path, "wb") as log:
-        process = subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
-                                   stdin=subprocess.DEVNULL, start_new_session=True)
+        process = subprocess.Popen(
+            command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+        )
     return process, log_path
 
 
@@ -156,9 +194,19 @@ def _wait_until(server: Server, path: str, deadline_s: float) -> None:
     raise RuntimeError(f"{server.name}: GET {path} did not answer within {deadline_s:g} s: {server.log_tail()}")
 
 
-def start_server(name: str, model: str, *, slots: int, log_dir: str, threads: int = 2, ctx_per_slot: int = 4096,
-                 llama_server: str = str(LLAMA_SERVER), llama_args: str = LLAMA_ARGS, app_args: str = "",
-                 warmup_body: dict | None = None) -> Server:
+def start_server(
+    name: str,
+    model: str,
+    *,
+    slots: int,
+    log_dir: str,
+    threads: int = 2,
+    ctx_per_slot: int = 4096,
+    llama_server: str = str(LLAMA_SERVER),
+    llama_args: str = LLAMA_ARGS,
+    app_args: str = "",
+    warmup_body: dict | None = None,
+) -> Server:
     """Start `name` ("ours" or "llama") on the bundled `model`, wait until it serves, send the warm-up request.
 
     llama: llama-server on the bundled GGUF, `slots` parallel slots (n_cmpl may not exceed them), `threads`
@@ -166,21 +214,43 @@ def start_server(name: str, model: str, *, slots: int, log_dir: str, threads: in
     ours: `python app.py --port P --model bundled:MODEL` plus `app_args`; ready once GET /v1/models answers and the
     warm-up /infill has been answered (the model loads in the background at start-up).
     """
-    from app.local import free_port
+    from benchmarks.local_app import free_port
     from engine.models.loading import BUNDLED, BUNDLED_PREFIX, bundled_gguf, default_cache_dir
 
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     if name == "llama":
         gguf = bundled_gguf(BUNDLED[model], default_cache_dir(), progress=False)
-        command = [llama_server, "-m", str(gguf), "--host", "127.0.0.1", "--port", str(port), "-np", str(slots),
-                   "-c", str(slots * ctx_per_slot), "-t", str(threads), "--no-repack", "--no-webui",
-                   *shlex.split(llama_args)]
+        command = [
+            llama_server,
+            "-m",
+            str(gguf),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "-np",
+            str(slots),
+            "-c",
+            str(slots * ctx_per_slot),
+            "-t",
+            str(threads),
+            "--no-repack",
+            "--no-webui",
+            *shlex.split(llama_args),
+        ]
         note = f"llama-server {gguf.name} -np {slots} -c {slots * ctx_per_slot} -t {threads} {llama_args}"
         ready_path = "/health"
     elif name == "ours":
-        command = [sys.executable, "app.py", "--port", str(port), "--model", BUNDLED_PREFIX + model,
-                   *shlex.split(app_args)]
+        command = [
+            sys.executable,
+            "app.py",
+            "--port",
+            str(port),
+            "--model",
+            BUNDLED_PREFIX + model,
+            *shlex.split(app_args),
+        ]
         note = f"app.py --model {BUNDLED_PREFIX + model} {app_args}".strip()
         ready_path = "/v1/models"
     else:
@@ -200,8 +270,15 @@ def start_server(name: str, model: str, *, slots: int, log_dir: str, threads: in
 
 def warmup_body(k: int, temperature: float) -> dict:
     """The untimed first request of every server: a tiny function, k alternatives."""
-    return {**WARMUP, "n_predict": 8, "n_cmpl": k, "temperature": temperature, "cache_prompt": True,
-            "t_max_predict_ms": 60000, "stream": False}
+    return {
+        **WARMUP,
+        "n_predict": 8,
+        "n_cmpl": k,
+        "temperature": temperature,
+        "cache_prompt": True,
+        "t_max_predict_ms": 60000,
+        "stream": False,
+    }
 
 
 # ---------------------------------------------------------------- the editing session
@@ -211,13 +288,13 @@ def warmup_body(k: int, temperature: float) -> dict:
 class Step:
     """One request of the session: where the cursor is and what has been typed on its line."""
 
-    mode: str        # "lines" or "keys"
-    file: str        # the module's file name
-    line: int        # 1-based cursor line
-    prefix: str      # input_prefix
-    prompt: str      # the cursor line as typed
-    suffix: str      # input_suffix
-    real: str = ""   # the cursor line as the file has it (what a right suggestion completes it to)
+    mode: str  # "lines" or "keys"
+    file: str  # the module's file name
+    line: int  # 1-based cursor line
+    prefix: str  # input_prefix
+    prompt: str  # the cursor line as typed
+    suffix: str  # input_suffix
+    real: str = ""  # the cursor line as the file has it (what a right suggestion completes it to)
 
 
 def module_path(module: str) -> Path:
@@ -236,31 +313,37 @@ def body_lines(source: str, min_chars: int) -> list[int]:
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         body = node.body
-        if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) \
-                and isinstance(body[0].value.value, str):
+        if (
+            body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(getattr(body[0], "value", None), ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
             body = body[1:]
         if body:
             numbers.update(range(body[0].lineno, node.end_lineno + 1))
+
     def is_code(text: str) -> bool:
         stripped = text.strip()
         return len(stripped) >= min_chars and not stripped.startswith(("#", '"', "'"))
+
     return sorted(n for n in numbers if is_code(lines[n - 1]))
 
 
 def request_at(lines: list[str], index: int, typed: str, n_prefix: int, n_suffix: int) -> tuple[str, str]:
     """(input_prefix, input_suffix) as llama.vim builds them with the cursor at the end of `typed` on line `index`
     (0-based): the cursor line holds only what was typed, so its rest is empty."""
-    before = lines[max(0, index - n_prefix):index]
-    after = lines[index + 1:index + 1 + n_suffix]
+    before = lines[max(0, index - n_prefix) : index]
+    after = lines[index + 1 : index + 1 + n_suffix]
     prefix = "".join(line + "\n" for line in before)
-    return prefix, "\n" + "\n".join(after) + "\n"   # rest of the cursor line (empty), then the lines after
+    return prefix, "\n" + "\n".join(after) + "\n"  # rest of the cursor line (empty), then the lines after
 
 
 def typed_text(line: str, chars: int) -> str:
     """The line's indentation and its first `chars` characters after it (at least one character left; 0: the
     indentation only, nothing typed yet)."""
     indent = len(line) - len(line.lstrip())
-    return line[:indent + min(chars, len(line.strip()) - 1)]
+    return line[: indent + min(chars, len(line.strip()) - 1)]
 
 
 def llama_vim_body(step: Step, temperature: float | None = None) -> dict:
@@ -268,14 +351,37 @@ def llama_vim_body(step: Step, temperature: float | None = None) -> dict:
     n_cmpl and no temperature (the server's own default applies unless `temperature` is given), n_predict 128,
     top_k 40, top_p 0.90, its samplers, n_indent the cursor line's indentation, t_max_prompt_ms 500,
     t_max_predict_ms 1000, the fields it reads back."""
-    body = {"id_slot": 0, "input_prefix": step.prefix, "input_suffix": step.suffix, "input_extra": [],
-            "prompt": step.prompt, "n_predict": 128, "stop": [], "n_indent": len(step.prompt) - len(step.prompt.lstrip()),
-            "top_k": 40, "top_p": 0.90, "samplers": ["top_k", "top_p", "infill"], "stream": False,
-            "cache_prompt": True, "t_max_prompt_ms": 500, "t_max_predict_ms": 1000,
-            "response_fields": ["content", "timings/prompt_n", "timings/prompt_ms", "timings/prompt_per_token_ms",
-                                "timings/prompt_per_second", "timings/predicted_n", "timings/predicted_ms",
-                                "timings/predicted_per_token_ms", "timings/predicted_per_second", "truncated",
-                                "tokens_cached", "timings/cache_n"]}
+    body = {
+        "id_slot": 0,
+        "input_prefix": step.prefix,
+        "input_suffix": step.suffix,
+        "input_extra": [],
+        "prompt": step.prompt,
+        "n_predict": 128,
+        "stop": [],
+        "n_indent": len(step.prompt) - len(step.prompt.lstrip()),
+        "top_k": 40,
+        "top_p": 0.90,
+        "samplers": ["top_k", "top_p", "infill"],
+        "stream": False,
+        "cache_prompt": True,
+        "t_max_prompt_ms": 500,
+        "t_max_predict_ms": 1000,
+        "response_fields": [
+            "content",
+            "timings/prompt_n",
+            "timings/prompt_ms",
+            "timings/prompt_per_token_ms",
+            "timings/prompt_per_second",
+            "timings/predicted_n",
+            "timings/predicted_ms",
+            "timings/predicted_per_token_ms",
+            "timings/predicted_per_second",
+            "truncated",
+            "tokens_cached",
+            "timings/cache_n",
+        ],
+    }
     if temperature is not None:
         body["temperature"] = temperature
     return body
@@ -291,22 +397,23 @@ def first_line_scores(step: Step, content: str) -> tuple[bool, float]:
     return suggested == real, difflib.SequenceMatcher(None, suggested.strip(), real.strip()).ratio()
 
 
-def session(files: list[str], steps: int, mode: str, *, stride: int, typed: int, keys: list[int], n_prefix: int,
-            n_suffix: int) -> list[Step]:
+def session(
+    files: list[str], steps: int, mode: str, *, stride: int, typed: int, keys: list[int], n_prefix: int, n_suffix: int
+) -> list[Step]:
     """`steps` requests of one mode, spread over the files (about steps / len(files) each, going down each file);
     mode "cold": one request per file, the cursor on its last body line and the whole file before it (the first
     request on a long file, which no cache can help)."""
     if mode == "cold":
         return [_cold_step(module, typed, n_suffix) for module in files][:steps]
     per_request = 1 if mode == "lines" else len(keys)
-    cursors_per_file = -(-steps // (per_request * len(files)))   # ceiling
+    cursors_per_file = -(-steps // (per_request * len(files)))  # ceiling
     chosen: list[Step] = []
     for module in files:
         path = module_path(module)
         source = path.read_text(encoding="utf-8")
         lines = source.split("\n")
         for number in body_lines(source, min_chars=max(keys + [typed]) + 2)[::stride][:cursors_per_file]:
-            for chars in ([typed] if mode == "lines" else keys):
+            for chars in [typed] if mode == "lines" else keys:
                 prompt = typed_text(lines[number - 1], chars)
                 prefix, suffix = request_at(lines, number - 1, prompt, n_prefix, n_suffix)
                 chosen.append(Step(mode, path.name, number, prefix, prompt, suffix, lines[number - 1]))
@@ -338,19 +445,23 @@ class Tally:
         seconds = [r.seconds for r in later]
         computed = sum(r.prompt_n or 0 for r in later)
         cached = sum(r.cache_n or 0 for r in later)
-        p50, p90 = (np.percentile(seconds, [50, 90]) if seconds else (None, None))
+        p50, p90 = np.percentile(seconds, [50, 90]) if seconds else (None, None)
         return {
-            "requests": len(self.replies), "errors": len(self.replies) - len(ok),
+            "requests": len(self.replies),
+            "errors": len(self.replies) - len(ok),
             "first_s": round(ok[0].seconds, 3) if ok else None,
             "p50_s": None if p50 is None else round(float(p50), 3),
             "p90_s": None if p90 is None else round(float(p90), 3),
             "mean_s": round(float(np.mean(seconds)), 3) if seconds else None,
-            "prompt_tokens_computed": computed, "prompt_tokens_cached": cached,
+            "prompt_tokens_computed": computed,
+            "prompt_tokens_cached": cached,
             "cached_percent": round(100 * cached / (computed + cached), 1) if computed + cached else None,
             "mean_prompt_tokens": round((computed + cached) / len(later), 1) if later else None,
             "mean_tokens_out": round(float(np.mean([r.predicted_n for r in ok])), 1) if ok else None,
-            "short_answers": sum(len(r.contents) < k for r in ok),   # fewer than k alternatives came back
-            "first_line_exact_percent": round(100 * float(np.mean([r.first_line_right for r in ok])), 1) if ok else None,
+            "short_answers": sum(len(r.contents) < k for r in ok),  # fewer than k alternatives came back
+            "first_line_exact_percent": round(100 * float(np.mean([r.first_line_right for r in ok])), 1)
+            if ok
+            else None,
             "first_line_similarity": round(float(np.mean([r.first_line_similarity for r in ok])), 3) if ok else None,
             "first_error": next((r.error for r in self.replies if r.error), None),
         }
@@ -364,49 +475,74 @@ def replay(server: Server, steps: list[Step], args, out) -> Tally:
             if args.plugin == "llama.vim":
                 body = llama_vim_body(step, args.plugin_temperature)
             else:
-                body = infill_body(step.prefix, step.suffix, step.prompt, k=args.k, n_predict=args.n_predict,
-                                   temperature=args.temperature, top_p=args.top_p, top_k=args.top_k,
-                                   samplers=args.samplers.split(",") if args.samplers else None,
-                                   t_max_predict_ms=args.t_max_predict_ms)
+                body = infill_body(
+                    step.prefix,
+                    step.suffix,
+                    step.prompt,
+                    k=args.k,
+                    n_predict=args.n_predict,
+                    temperature=args.temperature,
+                    top_p=args.top_p,
+                    top_k=args.top_k,
+                    samplers=args.samplers.split(",") if args.samplers else None,
+                    t_max_predict_ms=args.t_max_predict_ms,
+                )
             reply = post_infill(client, server.url, body, timeout_s=args.timeout)
             if reply.contents:
                 reply.first_line_right, reply.first_line_similarity = first_line_scores(step, reply.contents[0])
             tally.replies.append(reply)
-            print(f"  {server.name} {step.mode} {number + 1}/{len(steps)} {step.file}:{step.line} "
-                  f"{reply.seconds:6.2f} s prompt {reply.prompt_n}+{reply.cache_n} cached "
-                  f"{reply.error or (repr(reply.contents[0][:40]) if reply.contents else '')}",
-                  file=sys.stderr)
+            print(
+                f"  {server.name} {step.mode} {number + 1}/{len(steps)} {step.file}:{step.line} "
+                f"{reply.seconds:6.2f} s prompt {reply.prompt_n}+{reply.cache_n} cached "
+                f"{reply.error or (repr(reply.contents[0][:40]) if reply.contents else '')}",
+                file=sys.stderr,
+            )
             if out is not None:
                 out.write(json.dumps({"server": server.name, **asdict(step), **asdict(reply)}) + "\n")
     return tally
 
 
 def print_table(results: dict, k: int) -> None:
-    print(f"\nEditor loop: /infill, k={k} alternatives per request; times are end to end on the client; "
-          "tokens from the 2nd request on")
-    print(f"{'server':<7}{'mode':<7}{'reqs':>5}{'first s':>9}{'p50 s':>8}{'p90 s':>8}{'computed':>10}"
-          f"{'cached':>8}{'cached %':>10}{'tok out':>9}{'errors':>8}")
+    print(
+        f"\nEditor loop: /infill, k={k} alternatives per request; times are end to end on the client; "
+        "tokens from the 2nd request on"
+    )
+    print(
+        f"{'server':<7}{'mode':<7}{'reqs':>5}{'first s':>9}{'p50 s':>8}{'p90 s':>8}{'computed':>10}"
+        f"{'cached':>8}{'cached %':>10}{'tok out':>9}{'errors':>8}"
+    )
     for server, modes in results.items():
         for mode, row in modes.items():
+
             def num(value, width, spec=".2f"):
                 return f"{value:>{width}{spec}}" if value is not None else f"{'n/a':>{width}}"
-            print(f"{server:<7}{mode:<7}{row['requests']:>5}{num(row['first_s'], 9)}{num(row['p50_s'], 8)}"
-                  f"{num(row['p90_s'], 8)}{row['prompt_tokens_computed']:>10}{row['prompt_tokens_cached']:>8}"
-                  f"{num(row['cached_percent'], 10, '.1f')}{num(row['mean_tokens_out'], 9, '.1f')}"
-                  f"{row['errors']:>8}")
+
+            print(
+                f"{server:<7}{mode:<7}{row['requests']:>5}{num(row['first_s'], 9)}{num(row['p50_s'], 8)}"
+                f"{num(row['p90_s'], 8)}{row['prompt_tokens_computed']:>10}{row['prompt_tokens_cached']:>8}"
+                f"{num(row['cached_percent'], 10, '.1f')}{num(row['mean_tokens_out'], 9, '.1f')}"
+                f"{row['errors']:>8}"
+            )
 
 
 def add_server_arguments(parser: argparse.ArgumentParser) -> None:
     """Options shared with bench_infill: which servers, which model, how each is started."""
     parser.add_argument("--servers", default="both", choices=("ours", "llama", "both"))
-    parser.add_argument("--model", default="qwen2.5-coder-1.5b", help="bundled model (qwen2.5-coder-1.5b or "
-                                                                      "qwen2.5-coder-0.5b; bundled: prefix allowed)")
+    parser.add_argument(
+        "--model",
+        default="qwen2.5-coder-1.5b",
+        help="bundled model (qwen2.5-coder-1.5b or qwen2.5-coder-0.5b; bundled: prefix allowed)",
+    )
     parser.add_argument("--llama-server", default=str(LLAMA_SERVER), help="llama-server binary")
-    parser.add_argument("--llama-args", default=LLAMA_ARGS, help="more llama-server options (default: llama.vim's "
-                                                                 "recommended batch and cache reuse)")
+    parser.add_argument(
+        "--llama-args",
+        default=LLAMA_ARGS,
+        help="more llama-server options (default: llama.vim's recommended batch and cache reuse)",
+    )
     parser.add_argument("--threads", type=int, default=2, help="llama-server threads")
-    parser.add_argument("--ctx-per-slot", type=int, default=4096, help="llama-server context per slot (-c = "
-                                                                       "slots x this)")
+    parser.add_argument(
+        "--ctx-per-slot", type=int, default=4096, help="llama-server context per slot (-c = slots x this)"
+    )
     parser.add_argument("--app-args", default="", help="more app.py options, e.g. '--drafter none'")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for one answer")
     parser.add_argument("--log-dir", help="servers' logs (default: a temporary directory)")
@@ -422,8 +558,11 @@ def main(argv: list[str] | None = None) -> dict:
     add_server_arguments(parser)
     parser.add_argument("--files", default="shlex,fnmatch,textwrap", help="comma-separated modules or .py paths")
     parser.add_argument("--steps", type=int, default=40, help="timed requests per mode (default 40)")
-    parser.add_argument("--modes", default="lines,keys", help="comma-separated of lines, keys, cold (one request per "
-                                                              "file at its end, the whole file before the cursor)")
+    parser.add_argument(
+        "--modes",
+        default="lines,keys",
+        help="comma-separated of lines, keys, cold (one request per file at its end, the whole file before the cursor)",
+    )
     parser.add_argument("--stride", type=int, default=8, help="every N-th code line of function bodies")
     parser.add_argument("--typed", type=int, default=3, help="lines mode: characters typed after the indentation")
     parser.add_argument("--keys", default="1,3,5", help="keys mode: characters typed at each successive request")
@@ -434,15 +573,24 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--temperature", type=float, default=0.8)
     parser.add_argument("--top-p", type=float, default=0.90, help="llama.vim's")
     parser.add_argument("--top-k", type=int, default=40, help="llama.vim's")
-    parser.add_argument("--samplers", default="top_k,top_p,infill", help="llama.vim's sampler chain ('' for the "
-                                                                         "server's default)")
+    parser.add_argument(
+        "--samplers", default="top_k,top_p,infill", help="llama.vim's sampler chain ('' for the server's default)"
+    )
     parser.add_argument("--t-max-predict-ms", type=int, default=20000, help="long enough to end by themselves")
-    parser.add_argument("--plugin", choices=("none", "llama.vim"), default="none",
-                        help="llama.vim: send llama.vim's default request body instead (no n_cmpl, no temperature, "
-                             "n_predict 128, t_max_predict_ms 1000, n_indent; --k, --n-predict, --temperature and "
-                             "the sampling options are then not sent)")
-    parser.add_argument("--plugin-temperature", type=float, default=None,
-                        help="with --plugin: add this temperature to the plugin's body (0: the server's greedy)")
+    parser.add_argument(
+        "--plugin",
+        choices=("none", "llama.vim"),
+        default="none",
+        help="llama.vim: send llama.vim's default request body instead (no n_cmpl, no temperature, "
+        "n_predict 128, t_max_predict_ms 1000, n_indent; --k, --n-predict, --temperature and "
+        "the sampling options are then not sent)",
+    )
+    parser.add_argument(
+        "--plugin-temperature",
+        type=float,
+        default=None,
+        help="with --plugin: add this temperature to the plugin's body (0: the server's greedy)",
+    )
     args = parser.parse_args(argv)
     modes = args.modes.split(",")
     if any(m not in ("lines", "keys", "cold") for m in modes):
@@ -452,20 +600,42 @@ def main(argv: list[str] | None = None) -> dict:
     keys = [int(x) for x in args.keys.split(",")]
     model = model_name(args.model)
     files = args.files.split(",")
-    plan = {mode: session(files, args.steps, mode, stride=args.stride, typed=args.typed, keys=keys,
-                          n_prefix=args.n_prefix, n_suffix=args.n_suffix) for mode in modes}
+    plan = {
+        mode: session(
+            files,
+            args.steps,
+            mode,
+            stride=args.stride,
+            typed=args.typed,
+            keys=keys,
+            n_prefix=args.n_prefix,
+            n_suffix=args.n_suffix,
+        )
+        for mode in modes
+    }
     log_dir = args.log_dir or tempfile.mkdtemp(prefix="bench_editor-")
     out = open(args.out, "w", encoding="utf-8") if args.out else None
     results, notes = {}, {}
     try:
-        for name in server_names(args.servers):   # one at a time: the CPU has two cores
+        for name in server_names(args.servers):  # one at a time: the CPU has two cores
             started = time.monotonic()
-            server = start_server(name, model, slots=args.k, log_dir=log_dir, threads=args.threads,
-                                  ctx_per_slot=args.ctx_per_slot, llama_server=args.llama_server,
-                                  llama_args=args.llama_args, app_args=args.app_args,
-                                  warmup_body=warmup_body(args.k, args.temperature))
-            notes[name] = {"command": server.note, "ready_s": round(time.monotonic() - started, 1),
-                           "warmup_s": round(server.warmup_s, 3)}
+            server = start_server(
+                name,
+                model,
+                slots=args.k,
+                log_dir=log_dir,
+                threads=args.threads,
+                ctx_per_slot=args.ctx_per_slot,
+                llama_server=args.llama_server,
+                llama_args=args.llama_args,
+                app_args=args.app_args,
+                warmup_body=warmup_body(args.k, args.temperature),
+            )
+            notes[name] = {
+                "command": server.note,
+                "ready_s": round(time.monotonic() - started, 1),
+                "warmup_s": round(server.warmup_s, 3),
+            }
             try:
                 results[name] = {mode: replay(server, steps, args, out).summary(args.k) for mode, steps in plan.items()}
             finally:
@@ -476,15 +646,32 @@ def main(argv: list[str] | None = None) -> dict:
     print_table(results, args.k)
     for server, modes in results.items():
         for mode, row in modes.items():
-            print(f"{server:<7}{mode:<7} first line exactly right {row['first_line_exact_percent']}% "
-                  f"edit similarity {row['first_line_similarity']}")
-    summary = {"benchmark": "bench_editor", "model": model, "files": files, "k": args.k, "plugin": args.plugin,
-               "plugin_temperature": args.plugin_temperature,
-               "n_predict": args.n_predict, "temperature": args.temperature, "top_p": args.top_p,
-               "top_k": args.top_k, "samplers": args.samplers, "n_prefix": args.n_prefix, "n_suffix": args.n_suffix,
-               "stride": args.stride, "typed": args.typed, "keys": keys,
-               "steps": {mode: len(steps) for mode, steps in plan.items()}, "servers": notes, "results": results,
-               "log_dir": log_dir}
+            print(
+                f"{server:<7}{mode:<7} first line exactly right {row['first_line_exact_percent']}% "
+                f"edit similarity {row['first_line_similarity']}"
+            )
+    summary = {
+        "benchmark": "bench_editor",
+        "model": model,
+        "files": files,
+        "k": args.k,
+        "plugin": args.plugin,
+        "plugin_temperature": args.plugin_temperature,
+        "n_predict": args.n_predict,
+        "temperature": args.temperature,
+        "top_p": args.top_p,
+        "top_k": args.top_k,
+        "samplers": args.samplers,
+        "n_prefix": args.n_prefix,
+        "n_suffix": args.n_suffix,
+        "stride": args.stride,
+        "typed": args.typed,
+        "keys": keys,
+        "steps": {mode: len(steps) for mode, steps in plan.items()},
+        "servers": notes,
+        "results": results,
+        "log_dir": log_dir,
+    }
     print(json.dumps(summary))
     return summary
 

@@ -21,6 +21,7 @@ server; --oracle also scores the true middles (100% means the tasks are built ri
 Example: python -m benchmarks.bench_infill --kind single --problems 0:20 --k 8 --servers both
 Prints a table and, as its last line, one JSON object.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,8 +34,15 @@ from dataclasses import asdict, dataclass
 
 import httpx
 
-from benchmarks.bench_editor import add_server_arguments, infill_body, model_name, post_infill, server_names, \
-    start_server, warmup_body
+from benchmarks.bench_editor import (
+    add_server_arguments,
+    infill_body,
+    model_name,
+    post_infill,
+    server_names,
+    start_server,
+    warmup_body,
+)
 from benchmarks.sandbox import SandboxSettings, check_program, run_many
 
 
@@ -42,11 +50,11 @@ from benchmarks.sandbox import SandboxSettings, check_program, run_many
 class Task:
     """One masked span of one problem's canonical solution."""
 
-    task_id: str     # "HumanEval/3:single:4" (problem, kind, first masked line of the solution)
-    problem: str     # the problem's task_id
-    prefix: str      # input_prefix: prompt + the solution's lines before the span
-    middle: str      # the masked lines (the canonical middle), without the last newline
-    suffix: str      # input_suffix: "\n" + the lines after the span + "\n"
+    task_id: str  # "HumanEval/3:single:4" (problem, kind, first masked line of the solution)
+    problem: str  # the problem's task_id
+    prefix: str  # input_prefix: prompt + the solution's lines before the span
+    middle: str  # the masked lines (the canonical middle), without the last newline
+    suffix: str  # input_suffix: "\n" + the lines after the span + "\n"
 
 
 def solution_lines(problem: dict) -> list[str]:
@@ -57,15 +65,18 @@ def masked(problem: dict, kind: str, first: int, last: int) -> Task:
     """The task that masks solution lines first..last (inclusive, 0-based)."""
     lines = solution_lines(problem)
     prefix = problem["prompt"] + "".join(line + "\n" for line in lines[:first])
-    suffix = "\n" + "".join(line + "\n" for line in lines[last + 1:])
-    return Task(f"{problem['task_id']}:{kind}:{first}", problem["task_id"], prefix,
-                "\n".join(lines[first:last + 1]), suffix)
+    suffix = "\n" + "".join(line + "\n" for line in lines[last + 1 :])
+    return Task(
+        f"{problem['task_id']}:{kind}:{first}", problem["task_id"], prefix, "\n".join(lines[first : last + 1]), suffix
+    )
 
 
 def indented_blocks(lines: list[str], max_lines: int) -> list[tuple[int, int]]:
     """(first, last) of each block of 2..max_lines lines indented under a line ending in ':'."""
+
     def indent(line: str) -> int:
         return len(line) - len(line.lstrip())
+
     blocks = []
     for head, line in enumerate(lines):
         if not line.rstrip().endswith(":") or head + 1 >= len(lines):
@@ -88,7 +99,7 @@ def spans(problem: dict, kind: str, max_lines: int, rng: random.Random) -> list[
         return [(i, i) for i in code]
     found = indented_blocks(lines, max_lines)
     starts = [i for i in code if any(j - i + 1 >= 2 for j in code if j > i)]
-    if starts:                                               # plus one random span of 2..max_lines lines
+    if starts:  # plus one random span of 2..max_lines lines
         first = rng.choice(starts)
         ends = [j for j in code if 2 <= j - first + 1 <= max_lines]
         if ends:
@@ -140,27 +151,58 @@ def ask(server, tasks: list[Task], args) -> dict[str, dict]:
     sample = server.name in args.sample_servers.split(",")
     with httpx.Client() as client:
         for number, task in enumerate(tasks):
-            greedy_body = infill_body(task.prefix, task.suffix, "", k=1, n_predict=args.n_predict, temperature=0.0,
-                                      top_p=1.0, top_k=0, samplers=None, t_max_predict_ms=args.t_max_predict_ms)
+            greedy_body = infill_body(
+                task.prefix,
+                task.suffix,
+                "",
+                k=1,
+                n_predict=args.n_predict,
+                temperature=0.0,
+                top_p=1.0,
+                top_k=0,
+                samplers=None,
+                t_max_predict_ms=args.t_max_predict_ms,
+            )
             greedy = post_infill(client, server.url, greedy_body, timeout_s=args.timeout)
-            answer = {"greedy": greedy.contents[:1], "greedy_s": greedy.seconds,
-                      "errors": [greedy.error] * bool(greedy.error)}
+            answer = {
+                "greedy": greedy.contents[:1],
+                "greedy_s": greedy.seconds,
+                "errors": [greedy.error] * bool(greedy.error),
+            }
             if sample:
-                body = infill_body(task.prefix, task.suffix, "", k=args.k, n_predict=args.n_predict,
-                                   temperature=args.temperature, top_p=args.top_p, top_k=0,
-                                   samplers=["temperature", "top_p"], t_max_predict_ms=args.t_max_predict_ms)
+                body = infill_body(
+                    task.prefix,
+                    task.suffix,
+                    "",
+                    k=args.k,
+                    n_predict=args.n_predict,
+                    temperature=args.temperature,
+                    top_p=args.top_p,
+                    top_k=0,
+                    samplers=["temperature", "top_p"],
+                    t_max_predict_ms=args.t_max_predict_ms,
+                )
                 sampled = post_infill(client, server.url, body, timeout_s=args.timeout)
                 answer.update({"sampled": sampled.contents, "sampled_s": sampled.seconds, "ranks": sampled.ranks})
                 answer["errors"] += [sampled.error] * bool(sampled.error)
             answers[task.task_id] = answer
-            print(f"  {server.name} {number + 1}/{len(tasks)} {task.task_id} greedy {greedy.seconds:.1f} s"
-                  + (f", k={args.k} {answer['sampled_s']:.1f} s" if sample else "")
-                  + (f" ERROR {answer['errors'][0]}" if answer["errors"] else ""), file=sys.stderr)
+            print(
+                f"  {server.name} {number + 1}/{len(tasks)} {task.task_id} greedy {greedy.seconds:.1f} s"
+                + (f", k={args.k} {answer['sampled_s']:.1f} s" if sample else "")
+                + (f" ERROR {answer['errors'][0]}" if answer["errors"] else ""),
+                file=sys.stderr,
+            )
     return answers
 
 
-def judge(tasks: list[Task], middles: dict[str, list[str]], problems: dict[str, dict], kind: str,
-          sandbox: SandboxSettings, cut: bool = True) -> dict[str, list[bool]]:
+def judge(
+    tasks: list[Task],
+    middles: dict[str, list[str]],
+    problems: dict[str, dict],
+    kind: str,
+    sandbox: SandboxSettings,
+    cut: bool = True,
+) -> dict[str, list[bool]]:
     """Whether each middle of each task passes its problem's test; each distinct program runs once, sandboxed."""
     programs: dict[str, str] = {}
     keys: dict[str, list[str]] = {}
@@ -169,8 +211,12 @@ def judge(tasks: list[Task], middles: dict[str, list[str]], problems: dict[str, 
         keys[task.task_id] = []
         for middle in middles.get(task.task_id, []):
             # the program is prefix + middle + suffix; check_program appends the test and check(entry_point)
-            program = check_program(task.prefix + clean_middle(middle, kind, task.suffix, cut) + task.suffix, "",
-                                    problem["test"], problem["entry_point"])
+            program = check_program(
+                task.prefix + clean_middle(middle, kind, task.suffix, cut) + task.suffix,
+                "",
+                problem["test"],
+                problem["entry_point"],
+            )
             programs.setdefault(program, program)
             keys[task.task_id].append(program)
     distinct = list(programs)
@@ -182,13 +228,16 @@ def rate(values: list[bool]) -> dict:
     return {"passed": sum(values), "n": len(values), "rate": round(sum(values) / len(values), 4) if values else None}
 
 
-def score(server: str, tasks: list[Task], answers: dict[str, dict], problems: dict, args,
-          sandbox: SandboxSettings) -> dict:
+def score(
+    server: str, tasks: list[Task], answers: dict[str, dict], problems: dict, args, sandbox: SandboxSettings
+) -> dict:
     cut = args.cut == "on"
     greedy = judge(tasks, {t: a["greedy"] for t, a in answers.items()}, problems, args.kind, sandbox, cut)
-    row = {"greedy_pass@1": rate([bool(greedy[t.task_id]) and greedy[t.task_id][0] for t in tasks]),
-           "greedy_mean_s": round(sum(a["greedy_s"] for a in answers.values()) / len(answers), 3),
-           "errors": sum(len(a["errors"]) for a in answers.values())}
+    row = {
+        "greedy_pass@1": rate([bool(greedy[t.task_id]) and greedy[t.task_id][0] for t in tasks]),
+        "greedy_mean_s": round(sum(a["greedy_s"] for a in answers.values()) / len(answers), 3),
+        "errors": sum(len(a["errors"]) for a in answers.values()),
+    }
     if all("sampled" in a for a in answers.values()):
         sampled = judge(tasks, {t: a["sampled"] for t, a in answers.items()}, problems, args.kind, sandbox, cut)
         row["pass@first"] = rate([bool(sampled[t.task_id]) and sampled[t.task_id][0] for t in tasks])
@@ -200,15 +249,20 @@ def score(server: str, tasks: list[Task], answers: dict[str, dict], problems: di
 
 def print_table(results: dict, kind: str, n_tasks: int, k: int) -> None:
     print(f"\nHumanEval {kind}-line infilling: {n_tasks} tasks; Pass@First / Pass@All over k={k} sampled")
-    print(f"{'server':<8}{'greedy pass@1':>15}{'Pass@First':>12}{'Pass@All':>10}{'greedy s':>10}{'k s':>8}"
-          f"{'errors':>8}")
+    print(
+        f"{'server':<8}{'greedy pass@1':>15}{'Pass@First':>12}{'Pass@All':>10}{'greedy s':>10}{'k s':>8}{'errors':>8}"
+    )
     for server, row in results.items():
-        def pct(key):
+
+        def pct(key, row=row):
             return f"{100 * row[key]['rate']:.1f}%" if row.get(key) and row[key]["rate"] is not None else "n/a"
+
         sampled_s = f"{row['sampled_mean_s']:.2f}" if "sampled_mean_s" in row else "n/a"
         greedy_s = f"{row['greedy_mean_s']:.2f}" if row.get("greedy_mean_s") is not None else "n/a"
-        print(f"{server:<8}{pct('greedy_pass@1'):>15}{pct('pass@first'):>12}{pct('pass@all'):>10}"
-              f"{greedy_s:>10}{sampled_s:>8}{row.get('errors', 0):>8}")
+        print(
+            f"{server:<8}{pct('greedy_pass@1'):>15}{pct('pass@first'):>12}{pct('pass@all'):>10}"
+            f"{greedy_s:>10}{sampled_s:>8}{row.get('errors', 0):>8}"
+        )
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -223,12 +277,15 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--sample-servers", default="ours", help="servers asked for k samples too (ours,llama)")
     parser.add_argument("--temperature", type=float, default=0.8)
     parser.add_argument("--top-p", type=float, default=0.95)
-    parser.add_argument("--n-predict", type=int, default=None, help="tokens per middle (default: 64 single, "
-                                                                    "128 multi)")
+    parser.add_argument("--n-predict", type=int, default=None, help="tokens per middle (default: 64 single, 128 multi)")
     parser.add_argument("--t-max-predict-ms", type=int, default=60000)
     parser.add_argument("--exec-timeout", type=float, default=10.0, help="seconds per program in the sandbox")
-    parser.add_argument("--cut", default="on", choices=("on", "off"),
-                        help="multi: end a middle where it leaves the function or repeats the suffix (default on)")
+    parser.add_argument(
+        "--cut",
+        default="on",
+        choices=("on", "off"),
+        help="multi: end a middle where it leaves the function or repeats the suffix (default on)",
+    )
     parser.add_argument("--oracle", action="store_true", help="also score the true middles")
     args = parser.parse_args(argv)
     args.n_predict = args.n_predict or (64 if args.kind == "single" else 128)
@@ -247,15 +304,26 @@ def main(argv: list[str] | None = None) -> dict:
     if args.oracle:
         oracle = judge(tasks, {t.task_id: [t.middle] for t in tasks}, by_id, args.kind, sandbox)
         results["oracle"] = {"greedy_pass@1": rate([oracle[t.task_id][0] for t in tasks])}
-    for name in server_names(args.servers):        # one at a time: the CPU has two cores
+    for name in server_names(args.servers):  # one at a time: the CPU has two cores
         slots = args.k if name in args.sample_servers.split(",") else 1
         started = time.monotonic()
-        server = start_server(name, model, slots=slots, log_dir=log_dir, threads=args.threads,
-                              ctx_per_slot=args.ctx_per_slot, llama_server=args.llama_server,
-                              llama_args=args.llama_args, app_args=args.app_args,
-                              warmup_body=warmup_body(slots, args.temperature))
-        notes[name] = {"command": server.note, "ready_s": round(time.monotonic() - started, 1),
-                       "warmup_s": round(server.warmup_s, 3)}
+        server = start_server(
+            name,
+            model,
+            slots=slots,
+            log_dir=log_dir,
+            threads=args.threads,
+            ctx_per_slot=args.ctx_per_slot,
+            llama_server=args.llama_server,
+            llama_args=args.llama_args,
+            app_args=args.app_args,
+            warmup_body=warmup_body(slots, args.temperature),
+        )
+        notes[name] = {
+            "command": server.note,
+            "ready_s": round(time.monotonic() - started, 1),
+            "warmup_s": round(server.warmup_s, 3),
+        }
         try:
             all_answers[name] = ask(server, tasks, args)
         finally:
@@ -264,15 +332,29 @@ def main(argv: list[str] | None = None) -> dict:
     if args.out:
         with open(args.out, "w", encoding="utf-8") as handle:
             for task in tasks:
-                handle.write(json.dumps({**asdict(task), **{n: a[task.task_id] for n, a in all_answers.items()}})
-                             + "\n")
+                handle.write(
+                    json.dumps({**asdict(task), **{n: a[task.task_id] for n, a in all_answers.items()}}) + "\n"
+                )
     print_table(results, args.kind, len(tasks), args.k)
-    summary = {"benchmark": "bench_infill", "kind": args.kind, "model": model, "problems": args.problems,
-               "n_problems": len(problems), "n_tasks": len(tasks), "per_problem": args.per_problem,
-               "max_lines": args.max_lines, "seed": args.seed, "k": args.k, "temperature": args.temperature,
-               "top_p": args.top_p, "n_predict": args.n_predict, "cut": args.cut, "servers": notes,
-               "results": results,
-               "log_dir": log_dir}
+    summary = {
+        "benchmark": "bench_infill",
+        "kind": args.kind,
+        "model": model,
+        "problems": args.problems,
+        "n_problems": len(problems),
+        "n_tasks": len(tasks),
+        "per_problem": args.per_problem,
+        "max_lines": args.max_lines,
+        "seed": args.seed,
+        "k": args.k,
+        "temperature": args.temperature,
+        "top_p": args.top_p,
+        "n_predict": args.n_predict,
+        "cut": args.cut,
+        "servers": notes,
+        "results": results,
+        "log_dir": log_dir,
+    }
     print(json.dumps(summary))
     return summary
 

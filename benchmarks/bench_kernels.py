@@ -9,6 +9,7 @@ interleaved call by call. The rows at which a small format stops beating the den
 INT4_MAX_ROWS and W8A8_MAX_ROWS in engine/quant/kernels.py.
 Prints a table and, as its last line, one JSON object.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -64,20 +65,32 @@ def main(argv=None) -> dict:
     torch.manual_seed(0)
     made = layers(args.layers, out_features, in_features, dtype)
     results = {}
-    print(f"{'rows':>5}" + "".join(f"{name + ' ms':>12}" for name in FORMATS)
-          + "".join(f"{name + ' x':>9}" for name in SMALL))
+    print(
+        f"{'rows':>5}"
+        + "".join(f"{name + ' ms':>12}" for name in FORMATS)
+        + "".join(f"{name + ' x':>9}" for name in SMALL)
+    )
     for rows in [int(r) for r in args.rows.split(",")]:
         x = torch.randn(rows, in_features, dtype=dtype)
         samples = {name: [] for name in FORMATS}
-        for _ in range(args.repeats + 1):          # the first round warms up
-            for name in FORMATS:                   # interleaved: the machine's noise hits all formats alike
+        for _ in range(args.repeats + 1):  # the first round warms up
+            for name in FORMATS:  # interleaved: the machine's noise hits all formats alike
                 samples[name].append(time_calls(made[name], x))
         median = {name: sorted(times[1:])[len(times[1:]) // 2] for name, times in samples.items()}
         results[rows] = {name: round(ms, 4) for name, ms in median.items()}
-        print(f"{rows:>5}" + "".join(f"{median[name]:>12.3f}" for name in FORMATS)
-              + "".join(f"{median['dense'] / median[name]:>9.2f}" for name in SMALL))
-    summary = {"benchmark": "bench_kernels", "shape": args.shape, "layers": args.layers, "dtype": args.dtype,
-               "torch_threads": torch.get_num_threads(), "ms_per_call": results}
+        print(
+            f"{rows:>5}"
+            + "".join(f"{median[name]:>12.3f}" for name in FORMATS)
+            + "".join(f"{median['dense'] / median[name]:>9.2f}" for name in SMALL)
+        )
+    summary = {
+        "benchmark": "bench_kernels",
+        "shape": args.shape,
+        "layers": args.layers,
+        "dtype": args.dtype,
+        "torch_threads": torch.get_num_threads(),
+        "ms_per_call": results,
+    }
     print(json.dumps(summary))
     return summary
 

@@ -9,6 +9,7 @@ prompt_ms). Methods alternate within each repeat; the first read of each method 
 Prints a table and, as its last line, one JSON object.
 Example: python -m benchmarks.bench_prefill --lengths 600,3000 --repeats 2 --llama-server BIN
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,8 +26,8 @@ from engine import Engine, EngineSettings, GenerationRequest, load_any
 from engine.models.loading import DEFAULT_TARGET
 from engine.quant.weights import apply_weight_format
 
-PROMPT_SOURCE = "argparse"   # a stdlib module with enough code for the longest prompt (over 20k tokens)
-WARMUP_SOURCE = "shlex"      # the untimed first read
+PROMPT_SOURCE = "argparse"  # a stdlib module with enough code for the longest prompt (over 20k tokens)
+WARMUP_SOURCE = "shlex"  # the untimed first read
 
 
 def code_prompt(tokenizer, module: str, tokens: int) -> str:
@@ -47,8 +48,11 @@ def llama_prefill(base_url: str, prompt: str) -> tuple[int, float]:
     """(prompt tokens, seconds) as llama-server reports them for one uncached read."""
     import httpx
 
-    reply = httpx.post(f"{base_url}/completion", json={"prompt": prompt, "n_predict": 1, "cache_prompt": False,
-                                                       "temperature": 0.0}, timeout=600).json()
+    reply = httpx.post(
+        f"{base_url}/completion",
+        json={"prompt": prompt, "n_predict": 1, "cache_prompt": False, "temperature": 0.0},
+        timeout=600,
+    ).json()
     timings = reply["timings"]
     return int(timings["prompt_n"]), float(timings["prompt_ms"]) / 1000
 
@@ -58,8 +62,9 @@ def main(argv=None) -> dict:
     parser.add_argument("--model", default=DEFAULT_TARGET)
     parser.add_argument("--weights", default="auto", help="our weight format (engine/quant/weights.py)")
     parser.add_argument("--lengths", default="600,3000", help="comma-separated prompt lengths in tokens")
-    parser.add_argument("--prefill-chunk", type=int, default=EngineSettings().prefill_chunk,
-                        help="our prompt tokens per forward")
+    parser.add_argument(
+        "--prefill-chunk", type=int, default=EngineSettings().prefill_chunk, help="our prompt tokens per forward"
+    )
     parser.add_argument("--repeats", type=int, default=2, help="timed reads per prompt and method")
     parser.add_argument("--llama-server", help="llama-server binary (without it only ours is measured)")
     parser.add_argument("--threads", type=int, default=2, help="llama-server threads")
@@ -68,17 +73,28 @@ def main(argv=None) -> dict:
     lengths = [int(x) for x in args.lengths.split(",")]
     model, tokenizer = load_any(args.model, progress=False)
     model = apply_weight_format(model, args.weights)
-    engine = Engine(model, tokenizer, None, EngineSettings(drafter="none", prefix_cache_mb=0, prompt_form="raw",
-                                                        prefill_chunk=args.prefill_chunk))
-    server, remote, note = start_llama(Namespace(llama_server=args.llama_server, model=args.model, k="1",
-                                                 threads=args.threads, ctx_per_slot=max(lengths) + 64))
+    engine = Engine(
+        model,
+        tokenizer,
+        None,
+        EngineSettings(drafter="none", prefix_cache_mb=0, prompt_form="raw", prefill_chunk=args.prefill_chunk),
+    )
+    server, remote, note = start_llama(
+        Namespace(
+            llama_server=args.llama_server,
+            model=args.model,
+            k="1",
+            threads=args.threads,
+            ctx_per_slot=max(lengths) + 64,
+        )
+    )
     readers = {"ours": lambda text: ours_prefill(engine, text)}
     if remote is not None:
         base = remote.settings.base_url.removesuffix("/v1")
         readers["llama"] = lambda text: llama_prefill(base, text)
     rows = []
     try:
-        for reader in readers.values():   # untimed: first calls
+        for reader in readers.values():  # untimed: first calls
             reader(code_prompt(tokenizer, WARMUP_SOURCE, 200))
         for length in lengths:
             text = code_prompt(tokenizer, PROMPT_SOURCE, length)
@@ -88,8 +104,15 @@ def main(argv=None) -> dict:
                     seen[name].append(reader(text))
             for name, reads in seen.items():
                 seconds = statistics.median(s for _, s in reads)
-                rows.append({"method": name, "length": length, "prompt_tokens": reads[0][0],
-                             "seconds": round(seconds, 3), "tokens_per_s": round(reads[0][0] / seconds, 1)})
+                rows.append(
+                    {
+                        "method": name,
+                        "length": length,
+                        "prompt_tokens": reads[0][0],
+                        "seconds": round(seconds, 3),
+                        "tokens_per_s": round(reads[0][0] / seconds, 1),
+                    }
+                )
     finally:
         if server is not None:
             server.kill()
@@ -97,8 +120,15 @@ def main(argv=None) -> dict:
     print(f"{'method':8} {'tokens':>7} {'s (median)':>11} {'tokens/s':>9}")
     for row in rows:
         print(f"{row['method']:8} {row['prompt_tokens']:7d} {row['seconds']:11.3f} {row['tokens_per_s']:9.1f}")
-    summary = {"benchmark": "bench_prefill", "model": args.model, "weights": getattr(model, "weight_format", "native"),
-               "repeats": args.repeats, "llama": note or "run", "results": rows, "when": time.strftime("%Y-%m-%d")}
+    summary = {
+        "benchmark": "bench_prefill",
+        "model": args.model,
+        "weights": getattr(model, "weight_format", "native"),
+        "repeats": args.repeats,
+        "llama": note or "run",
+        "results": rows,
+        "when": time.strftime("%Y-%m-%d"),
+    }
     print(json.dumps(summary))
     return summary
 

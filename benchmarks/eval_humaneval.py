@@ -3,8 +3,10 @@ the sandbox and every ranker is scored by Pass@First, next to Pass@All, random-p
 
     python -m benchmarks.eval_humaneval --samples benchmarks/data/qwen1.5b_k8_t0.8.jsonl.gz
     python -m benchmarks.eval_humaneval --generate --out samples.jsonl.gz --k 8 --start 0 --end 40
-    python -m benchmarks.eval_humaneval --budget-curve 5,10,20,40 --curve-drafters none,auto --end 40 --out curve.jsonl.gz
+    python -m benchmarks.eval_humaneval --budget-curve 5,10,20,40 --curve-drafters none,auto --end 40 \
+        --out curve.jsonl.gz
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,11 +24,10 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.sandbox import ExecResult, SandboxSettings, check_program, run_many
+from engine.settings import WEIGHT_FORMATS
 from rerank import RankSettings, rank
 
 REPO = Path(__file__).resolve().parent.parent
-WEIGHTS = ("auto", "native", "int8", "int4", "w8a8", "int4-w8a8")   # engine.quant.weights.WEIGHT_FORMATS (a test checks);
-                                                                   # written out: scoring a file imports no torch
 
 
 # ---------------------------------------------------------------- settings
@@ -37,32 +38,32 @@ class GenerationSettings:
     """How candidates are generated with our engine (one record per problem in the sample file)."""
 
     model: str = "bundled:qwen2.5-coder-1.5b"  # engine model spec (bundled:..., tiny:<seed>, HF id, directory)
-    draft: str | None = None         # draft model spec, None for no draft model
-    drafter: str = "auto"            # EngineSettings.drafter: none, model, prompt, sibling, auto
-    k: int = 8                       # candidates per problem
-    temperature: float = 0.8         # sampling temperature of the k candidates
-    top_p: float = 0.95              # nucleus mass
-    max_new_tokens: int = 384        # per candidate
-    budget_s: float = 120.0          # seconds per problem for the k candidates
-    greedy: bool = True              # also one greedy candidate per problem (same model, same run)
-    greedy_budget_s: float = 600.0   # generous: greedy should end by its own stop, not the clock
-    seed: int = 0                    # request seed = seed + problem index
-    cache_dir: str | None = None     # engine's converted-model cache
-    dtype: str = "auto"              # weights: auto (bf16 where the CPU has it), float32, bfloat16
-    weights: str = "native"          # native, int8, int4 or w8a8 linear layers (engine/quant/weights.py)
-    stop_at_body_end: bool = True    # a candidate ends where it leaves the function (engine/text/blocks.py)
-    prompt_form: str = "auto"        # EngineSettings.prompt_form: auto, raw, chat (engine/text/chat.py)
+    draft: str | None = None  # draft model spec, None for no draft model
+    drafter: str = "auto"  # EngineSettings.drafter: none, model, prompt, sibling, auto
+    k: int = 8  # candidates per problem
+    temperature: float = 0.8  # sampling temperature of the k candidates
+    top_p: float = 0.95  # nucleus mass
+    max_new_tokens: int = 384  # per candidate
+    budget_s: float = 120.0  # seconds per problem for the k candidates
+    greedy: bool = True  # also one greedy candidate per problem (same model, same run)
+    greedy_budget_s: float = 600.0  # generous: greedy should end by its own stop, not the clock
+    seed: int = 0  # request seed = seed + problem index
+    cache_dir: str | None = None  # engine's converted-model cache
+    dtype: str = "auto"  # weights: auto (bf16 where the CPU has it), float32, bfloat16
+    weights: str = "native"  # native, int8, int4 or w8a8 linear layers (engine/quant/weights.py)
+    stop_at_body_end: bool = True  # a candidate ends where it leaves the function (engine/text/blocks.py)
+    prompt_form: str = "auto"  # EngineSettings.prompt_form: auto, raw, chat (engine/text/chat.py)
 
 
 @dataclass(frozen=True)
 class EvalSettings:
     """How samples are scored."""
 
-    bootstrap: int = 2000            # bootstrap resamples of the problems for the 95% intervals
-    seed: int = 0                    # seeds the bootstrap
-    static: bool = False             # run static_eval on the candidates and apply the rank policy
-    checks: bool = False             # run the prompt's own examples on every candidate (checks/) and rank by them
-    doc2comments: bool = False       # the checks are read from the prompt with its docstrings turned into comments
+    bootstrap: int = 2000  # bootstrap resamples of the problems for the 95% intervals
+    seed: int = 0  # seeds the bootstrap
+    static: bool = False  # run static_eval on the candidates and apply the rank policy
+    checks: bool = False  # run the prompt's own examples on every candidate (checks/) and rank by them
+    doc2comments: bool = False  # the checks are read from the prompt with its docstrings turned into comments
 
 
 # ---------------------------------------------------------------- problems and sample files
@@ -114,8 +115,13 @@ def code_version() -> str:
     """git commit of the code that generated a sample (with '+dirty' for uncommitted changes)."""
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
-                               capture_output=True, text=True, check=True)
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
@@ -125,8 +131,12 @@ def code_version() -> str:
 
 
 def _candidate_record(candidate, tokenizer) -> dict:
-    record = {"text": candidate.text, "token_ids": list(candidate.token_ids),
-              "logprobs": [round(float(x), 5) for x in candidate.logprobs], "finish_reason": candidate.finish_reason}
+    record = {
+        "text": candidate.text,
+        "token_ids": list(candidate.token_ids),
+        "logprobs": [round(float(x), 5) for x in candidate.logprobs],
+        "finish_reason": candidate.finish_reason,
+    }
     if tokenizer is not None:  # lets rerank place log-probabilities on code tokens exactly
         record["token_texts"] = [tokenizer.decode([token_id]) for token_id in candidate.token_ids]
     return record
@@ -146,30 +156,50 @@ def load_our_engine(gen: GenerationSettings, loaded=None):
     settings = EngineSettings(drafter=gen.drafter, prompt_form=gen.prompt_form)
     if loaded is not None:
         return Engine(loaded.model, loaded.tokenizer, loaded.draft_model, settings)
-    return load_engine(gen.model, gen.draft, Path(gen.cache_dir) if gen.cache_dir else None, settings=settings,
-                       dtype=gen.dtype, weights=gen.weights)
+    return load_engine(
+        gen.model,
+        gen.draft,
+        Path(gen.cache_dir) if gen.cache_dir else None,
+        settings=settings,
+        dtype=gen.dtype,
+        weights=gen.weights,
+    )
 
 
 def _request(problem: dict, gen: GenerationSettings, index: int):
     from engine.types import GenerationRequest
 
-    return GenerationRequest(prompt=problem["prompt"], k=gen.k, max_new_tokens=gen.max_new_tokens,
-                             budget_s=gen.budget_s, temperature=gen.temperature, top_p=gen.top_p,
-                             seed=gen.seed + index, stop_at_body_end=gen.stop_at_body_end)
+    return GenerationRequest(
+        prompt=problem["prompt"],
+        k=gen.k,
+        max_new_tokens=gen.max_new_tokens,
+        budget_s=gen.budget_s,
+        temperature=gen.temperature,
+        top_p=gen.top_p,
+        seed=gen.seed + index,
+        stop_at_body_end=gen.stop_at_body_end,
+    )
 
 
 def _problem_record(problem: dict, result, gen: GenerationSettings, version: str, tokenizer) -> dict:
     from engine.types import FINISH_BUDGET
 
     candidates = [replace(c, finish_reason=c.finish_reason or FINISH_BUDGET) for c in result.candidates]
-    return {"task_id": problem["task_id"], "prompt": problem["prompt"],
-            "candidates": [_candidate_record(c, tokenizer) for c in candidates],
-            "stats": result.stats.as_dict(), "greedy": None, "greedy_stats": None,
-            "settings": asdict(gen), "code_version": version}
+    return {
+        "task_id": problem["task_id"],
+        "prompt": problem["prompt"],
+        "candidates": [_candidate_record(c, tokenizer) for c in candidates],
+        "stats": result.stats.as_dict(),
+        "greedy": None,
+        "greedy_stats": None,
+        "settings": asdict(gen),
+        "code_version": version,
+    }
 
 
-def generate_samples(problems: list[dict], gen: GenerationSettings, out: str | Path, engine=None,
-                     first_index: int = 0) -> None:
+def generate_samples(
+    problems: list[dict], gen: GenerationSettings, out: str | Path, engine=None, first_index: int = 0
+) -> None:
     """Generate k candidates (and a greedy one) per problem, appending to `out`; task_ids already there are skipped.
 
     The engine is loaded only when a problem is left to do, unless one is given.
@@ -191,12 +221,16 @@ def generate_samples(problems: list[dict], gen: GenerationSettings, out: str | P
             record["greedy"] = _candidate_record(greedy.candidates[0], tokenizer)
             record["greedy_stats"] = greedy.stats.as_dict()
         append_sample(out, record)
-        print(f"{problem['task_id']}: {len(result.candidates)} candidates in {time.monotonic() - start:.1f} s "
-              f"({result.stats.tokens_per_s:.1f} tok/s)", file=sys.stderr)
+        print(
+            f"{problem['task_id']}: {len(result.candidates)} candidates in {time.monotonic() - start:.1f} s "
+            f"({result.stats.tokens_per_s:.1f} tok/s)",
+            file=sys.stderr,
+        )
 
 
-def generate_budget_snapshots(problems: list[dict], gen: GenerationSettings, paths: dict[float, str], engine,
-                              first_index: int = 0) -> None:
+def generate_budget_snapshots(
+    problems: list[dict], gen: GenerationSettings, paths: dict[float, str], engine, first_index: int = 0
+) -> None:
     """One streamed generation per problem with the largest budget; the candidates as they stood at each smaller
     budget b (the last update at or before b seconds) are b's samples, appended to paths[b]. A run given budget b
     would have returned at b plus the step in flight, so a snapshot is that run's answer less at most one step (a
@@ -204,11 +238,13 @@ def generate_budget_snapshots(problems: list[dict], gen: GenerationSettings, pat
     file are skipped."""
     done = {budget: set(read_samples(path)) for budget, path in paths.items()}  # task_ids in each file
     version = code_version()
-    for index, problem in [(first_index + i, p) for i, p in enumerate(problems)
-                           if any(p["task_id"] not in ids for ids in done.values())]:
+    for index, problem in [
+        (first_index + i, p) for i, p in enumerate(problems) if any(p["task_id"] not in ids for ids in done.values())
+    ]:
         at_budget = {}
 
-        def keep(result):  # updates arrive in time order; the first (after the prefill) stands for any budget below it
+        # updates arrive in time order; the first (after the prefill) stands for any budget below it
+        def keep(result, at_budget=at_budget):
             for budget in paths:
                 if result.stats.wall_s <= budget or budget not in at_budget:
                     at_budget[budget] = result
@@ -218,18 +254,22 @@ def generate_budget_snapshots(problems: list[dict], gen: GenerationSettings, pat
         for budget, path in paths.items():
             snapshot = at_budget[budget]
             if problem["task_id"] not in done[budget]:
-                append_sample(path, _problem_record(problem, snapshot, replace(gen, budget_s=budget), version,
-                                                    engine.tokenizer))
-        print(f"{problem['task_id']}: {gen.drafter}, {final.stats.wall_s:.1f} s, "
-              + ", ".join(f"{b:g}s: {at_budget[b].stats.generated_tokens} tok" for b in sorted(paths)),
-              file=sys.stderr)
+                append_sample(
+                    path, _problem_record(problem, snapshot, replace(gen, budget_s=budget), version, engine.tokenizer)
+                )
+        print(
+            f"{problem['task_id']}: {gen.drafter}, {final.stats.wall_s:.1f} s, "
+            + ", ".join(f"{b:g}s: {at_budget[b].stats.generated_tokens} tok" for b in sorted(paths)),
+            file=sys.stderr,
+        )
 
 
 # ---------------------------------------------------------------- execution
 
 
-def execute(problems: list[dict], records: dict[str, dict], sandbox: SandboxSettings,
-            cache_path: str | Path | None = None) -> dict[str, dict]:
+def execute(
+    problems: list[dict], records: dict[str, dict], sandbox: SandboxSettings, cache_path: str | Path | None = None
+) -> dict[str, dict]:
     """Run every distinct completion of every problem in the sandbox.
 
     Returns
@@ -251,16 +291,21 @@ def execute(problems: list[dict], records: dict[str, dict], sandbox: SandboxSett
             hashes.append(digest)
         keys[problem["task_id"]] = (hashes[: len(texts)], hashes[len(texts)] if greedy else None)
     todo = [digest for digest in programs if digest not in cache]
-    print(f"execution: {len(programs)} distinct programs, {len(programs) - len(todo)} cached, "
-          f"{sandbox.workers} at a time", file=sys.stderr)
+    print(
+        f"execution: {len(programs)} distinct programs, {len(programs) - len(todo)} cached, "
+        f"{sandbox.workers} at a time",
+        file=sys.stderr,
+    )
     start = time.monotonic()
     for digest, result in zip(todo, run_many([programs[d] for d in todo], sandbox)):
         cache[digest] = result
         _append_exec_cache(cache_path, digest, result)
     if todo:
         print(f"execution: {len(todo)} programs in {time.monotonic() - start:.1f} s", file=sys.stderr)
-    return {task_id: {"candidates": [cache[d] for d in cand], "greedy": cache[g] if g else None}
-            for task_id, (cand, g) in keys.items()}
+    return {
+        task_id: {"candidates": [cache[d] for d in cand], "greedy": cache[g] if g else None}
+        for task_id, (cand, g) in keys.items()
+    }
 
 
 def _read_exec_cache(path) -> dict[str, ExecResult]:
@@ -289,11 +334,18 @@ def _append_exec_cache(path, digest: str, result: ExecResult) -> None:
 def default_rankers() -> list[RankSettings]:
     """Every ranker the report compares: consistency variants, log-probability baselines, random."""
     rankers = [RankSettings()]
-    rankers += [RankSettings(similarity=m, ngram_range=(1, high))
-                for m in ("ngram_overlap", "cosine", "jaccard") for high in (1, 2, 4)]
+    rankers += [
+        RankSettings(similarity=m, ngram_range=(1, high))
+        for m in ("ngram_overlap", "cosine", "jaccard")
+        for high in (1, 2, 4)
+    ]
     rankers += [RankSettings(similarity="cosine", ngram_range=(1, 4), binary=False)]
-    rankers += [RankSettings(scorer=s, similarity=m, ngram_range=(1, high))
-                for s in ("wucs", "consensus_wucs") for m in ("ngram_overlap", "cosine") for high in (1, 2, 4)]
+    rankers += [
+        RankSettings(scorer=s, similarity=m, ngram_range=(1, high))
+        for s in ("wucs", "consensus_wucs")
+        for m in ("ngram_overlap", "cosine")
+        for high in (1, 2, 4)
+    ]
     rankers += [RankSettings(scorer=s) for s in ("mean_logprob", "sum_logprob", "random")]
     unique: dict[str, RankSettings] = {}
     for ranker in rankers:
@@ -305,12 +357,17 @@ def _has_logprobs(record: dict) -> bool:
     return all(c.get("logprobs") for c in record["candidates"] if c["text"].strip())
 
 
-NO_CHECKS = " (no checks)"   # suffix of the default ranker's label when it ranks without the checks, beside them
+NO_CHECKS = " (no checks)"  # suffix of the default ranker's label when it ranks without the checks, beside them
 
 
-def per_problem_table(problems: list[dict], records: dict[str, dict], outcomes: dict[str, dict],
-                      rankers: list[RankSettings], reports: dict[str, list] | None = None,
-                      passes: dict[str, list[int]] | None = None) -> list[dict]:
+def per_problem_table(
+    problems: list[dict],
+    records: dict[str, dict],
+    outcomes: dict[str, dict],
+    rankers: list[RankSettings],
+    reports: dict[str, list] | None = None,
+    passes: dict[str, list[int]] | None = None,
+) -> list[dict]:
     """One row per problem: which candidates pass, the greedy result, and each ranker's first pick (with the
     checks each candidate passed, when given; the default ranker also without them, for the picks they move)."""
     rows = []
@@ -335,13 +392,17 @@ def per_problem_table(problems: list[dict], records: dict[str, dict], outcomes: 
                 ranked = rank(texts, logprobs, problem_reports, ranker, token_texts)
                 first[ranker.label() + NO_CHECKS] = ranked[0].indices[0] if ranked else None
         greedy = outcome["greedy"]
-        rows.append({
-            "task_id": task_id, "k": len(texts), "passed": passed,
-            "statuses": [r.status for r in outcome["candidates"]],
-            "greedy_passed": None if greedy is None else greedy.passed,
-            "first_pick": first,
-            "check_passes": passes[task_id] if passes else None,
-        })
+        rows.append(
+            {
+                "task_id": task_id,
+                "k": len(texts),
+                "passed": passed,
+                "statuses": [r.status for r in outcome["candidates"]],
+                "greedy_passed": None if greedy is None else greedy.passed,
+                "first_pick": first,
+                "check_passes": passes[task_id] if passes else None,
+            }
+        )
     return rows
 
 
@@ -366,8 +427,13 @@ def summarize(rows: list[dict], rankers: list[RankSettings], settings: EvalSetti
 
     pass_all = [float(any(r["passed"])) for r in rows]
     random_pick = [float(np.mean(r["passed"])) if r["passed"] else 0.0 for r in rows]
-    summary = {"n_problems": n, "pass_all": stat(pass_all), "random_pick": stat(random_pick), "greedy": None,
-               "rankers": {}}
+    summary = {
+        "n_problems": n,
+        "pass_all": stat(pass_all),
+        "random_pick": stat(random_pick),
+        "greedy": None,
+        "rankers": {},
+    }
     greedy_rows = [float(r["greedy_passed"]) for r in rows if r["greedy_passed"] is not None]
     if greedy_rows:
         summary["greedy"] = stat(greedy_rows, rng.integers(0, len(greedy_rows), (settings.bootstrap, len(greedy_rows))))
@@ -376,8 +442,9 @@ def summarize(rows: list[dict], rankers: list[RankSettings], settings: EvalSetti
     for label in labels:
         if any(label not in r["first_pick"] for r in rows):
             continue  # the samples lack what the ranker needs (log-probabilities)
-        first = [float(r["passed"][r["first_pick"][label]]) if r["first_pick"][label] is not None else 0.0
-                 for r in rows]
+        first = [
+            float(r["passed"][r["first_pick"][label]]) if r["first_pick"][label] is not None else 0.0 for r in rows
+        ]
         entry = stat(first)
         entry["gap_closed"] = (entry["mean"] - summary["random_pick"]["mean"]) / gap if gap > 0 else None
         entry["minus_greedy"] = entry["mean"] - summary["greedy"]["mean"] if summary["greedy"] else None
@@ -427,8 +494,11 @@ def static_reports(problems: list[dict], records: dict[str, dict]) -> dict[str, 
     with StaticAnalyzer() as analyzer:
         for problem in problems:
             candidates = records[problem["task_id"]]["candidates"]
-            reports[problem["task_id"]] = analyzer.analyze(problem["prompt"], [c["text"] for c in candidates],
-                                                           [c.get("finish_reason") in CUT_REASONS for c in candidates])
+            reports[problem["task_id"]] = analyzer.analyze(
+                problem["prompt"],
+                [c["text"] for c in candidates],
+                [c.get("finish_reason") in CUT_REASONS for c in candidates],
+            )
     return reports
 
 
@@ -446,14 +516,17 @@ def doc2comments(prompt: str) -> str:
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and ast.get_docstring(node) is not None:
             first, last = node.body[0].lineno - 1, node.body[0].end_lineno
-            indent = lines[first][:len(lines[first]) - len(lines[first].lstrip())]
+            indent = lines[first][: len(lines[first]) - len(lines[first].lstrip())]
             text = ast.get_docstring(node, clean=True).splitlines()
-            lines[first:last] = [f"{indent}# {line}".rstrip() + "\n" for line in text] + [None] * (last - first - len(text))
+            lines[first:last] = [f"{indent}# {line}".rstrip() + "\n" for line in text] + [None] * (
+                last - first - len(text)
+            )
     return "".join(line for line in lines if line is not None)
 
 
-def run_checks(problems: list[dict], records: dict[str, dict],
-               as_comments: bool = False) -> tuple[dict[str, list[int]], dict]:
+def run_checks(
+    problems: list[dict], records: dict[str, dict], as_comments: bool = False
+) -> tuple[dict[str, list[int]], dict]:
     """Checks passed per candidate of every problem (the prompt's examples, run confined; the hidden tests only
     score), and what it cost: coverage, seconds per problem (median, p90). `as_comments`: the examples are read
     from the doc2comments form of the prompt."""
@@ -473,9 +546,12 @@ def run_checks(problems: list[dict], records: dict[str, dict],
         covered += bool(found)
         n_checks += len(found)
     times = np.array(seconds)
-    return passes, {"problems_with_checks": covered, "checks": n_checks,
-                    "check_s_p50": round(float(np.percentile(times, 50)), 3),
-                    "check_s_p90": round(float(np.percentile(times, 90)), 3)}
+    return passes, {
+        "problems_with_checks": covered,
+        "checks": n_checks,
+        "check_s_p50": round(float(np.percentile(times, 50)), 3),
+        "check_s_p90": round(float(np.percentile(times, 90)), 3),
+    }
 
 
 def picks_moved(rows: list[dict]) -> dict:
@@ -483,22 +559,31 @@ def picks_moved(rows: list[dict]) -> dict:
     label = RankSettings().label()
     with_checks = {r["task_id"]: r["passed"][r["first_pick"][label]] for r in rows}
     without = {r["task_id"]: r["passed"][r["first_pick"][label + NO_CHECKS]] for r in rows}
-    return {"gained": sorted(t for t in with_checks if with_checks[t] and not without[t]),
-            "lost": sorted(t for t in with_checks if without[t] and not with_checks[t]),
-            "changed_picks": sum(r["first_pick"][label] != r["first_pick"][label + NO_CHECKS] for r in rows)}
+    return {
+        "gained": sorted(t for t in with_checks if with_checks[t] and not without[t]),
+        "lost": sorted(t for t in with_checks if without[t] and not with_checks[t]),
+        "changed_picks": sum(r["first_pick"][label] != r["first_pick"][label + NO_CHECKS] for r in rows),
+    }
 
 
 # ---------------------------------------------------------------- main
 
 
-def evaluate(problems: list[dict], records: dict[str, dict], sandbox: SandboxSettings, settings: EvalSettings,
-             rankers: list[RankSettings] | None = None, exec_cache: str | None = None,
-             results_path: str | None = None) -> dict:
+def evaluate(
+    problems: list[dict],
+    records: dict[str, dict],
+    sandbox: SandboxSettings,
+    settings: EvalSettings,
+    rankers: list[RankSettings] | None = None,
+    exec_cache: str | None = None,
+    results_path: str | None = None,
+) -> dict:
     """Execute, rank and summarize the problems that have samples; prints the table, returns the summary."""
     missing = [p["task_id"] for p in problems if p["task_id"] not in records]
     if missing:
-        print(f"warning: {len(missing)} problems have no samples and are left out "
-              f"(first: {missing[0]})", file=sys.stderr)
+        print(
+            f"warning: {len(missing)} problems have no samples and are left out (first: {missing[0]})", file=sys.stderr
+        )
     problems = [p for p in problems if p["task_id"] in records]
     if not problems:
         raise SystemExit("no problem of the range has samples: nothing to evaluate")
@@ -515,20 +600,36 @@ def evaluate(problems: list[dict], records: dict[str, dict], sandbox: SandboxSet
                 handle.write(json.dumps(row) + "\n")
     summary = summarize(rows, rankers, settings)
     k = max(r["k"] for r in rows)
-    summary.update({"k": k, "rank_s": round(rank_s, 3), "static_policy": settings.static,
-                    "timeouts": sum(s == "timeout" for r in rows for s in r["statuses"])})
+    summary.update(
+        {
+            "k": k,
+            "rank_s": round(rank_s, 3),
+            "static_policy": settings.static,
+            "timeouts": sum(s == "timeout" for r in rows for s in r["statuses"]),
+        }
+    )
     print_table(summary, k)
     if passes:
         summary["checks"] = {**check_cost, **picks_moved(rows)}
-        print(f"checks: {check_cost['problems_with_checks']} of {len(rows)} problems have examples "
-              f"({check_cost['checks']} checks); {check_cost['check_s_p50']} s per problem at the median, "
-              f"{check_cost['check_s_p90']} s at p90; picks changed {summary['checks']['changed_picks']}, "
-              f"gained {len(summary['checks']['gained'])}, lost {len(summary['checks']['lost'])}")
+        print(
+            f"checks: {check_cost['problems_with_checks']} of {len(rows)} problems have examples "
+            f"({check_cost['checks']} checks); {check_cost['check_s_p50']} s per problem at the median, "
+            f"{check_cost['check_s_p90']} s at p90; picks changed {summary['checks']['changed_picks']}, "
+            f"gained {len(summary['checks']['gained'])}, lost {len(summary['checks']['lost'])}"
+        )
     return summary
 
 
-def budget_curve(problems: list[dict], gen: GenerationSettings, budgets: list[float], drafters: list[str],
-                 out: str, sandbox: SandboxSettings, settings: EvalSettings, first_index: int = 0) -> dict:
+def budget_curve(
+    problems: list[dict],
+    gen: GenerationSettings,
+    budgets: list[float],
+    drafters: list[str],
+    out: str,
+    sandbox: SandboxSettings,
+    settings: EvalSettings,
+    first_index: int = 0,
+) -> dict:
     """Pass@First (default ranker) and Pass@All per budget and drafter, as in BASS (issue 5, item 4)."""
     stem = out.removesuffix(".gz").removesuffix(".jsonl")
     curve, loaded = [], None
@@ -541,13 +642,21 @@ def budget_curve(problems: list[dict], gen: GenerationSettings, budgets: list[fl
             generate_budget_snapshots(problems, run, paths, loaded, first_index)
         for budget, path in paths.items():
             summary = evaluate(problems, read_samples(path), sandbox, settings, [RankSettings()])
-            curve.append({"drafter": drafter, "budget_s": budget, "samples": path,
-                          "pass_first": summary["rankers"][RankSettings().label()]["mean"],
-                          "pass_all": summary["pass_all"]["mean"]})
+            curve.append(
+                {
+                    "drafter": drafter,
+                    "budget_s": budget,
+                    "samples": path,
+                    "pass_first": summary["rankers"][RankSettings().label()]["mean"],
+                    "pass_all": summary["pass_all"]["mean"],
+                }
+            )
     print(f"{'drafter':<10} {'budget s':>9} {'Pass@First':>11} {'Pass@All':>9}")
     for point in curve:
-        print(f"{point['drafter']:<10} {point['budget_s']:9g} {100 * point['pass_first']:10.1f}% "
-              f"{100 * point['pass_all']:8.1f}%")
+        print(
+            f"{point['drafter']:<10} {point['budget_s']:9g} {100 * point['pass_first']:10.1f}% "
+            f"{100 * point['pass_all']:8.1f}%"
+        )
     return {"benchmark": "eval_humaneval_budget_curve", "n_problems": len(problems), "curve": curve}
 
 
@@ -564,8 +673,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     gen.add_argument("--out", help="sample file to append to (resumable: task_ids already there are skipped)")
     gen.add_argument("--model", default=defaults.model)
     gen.add_argument("--draft", default=defaults.draft)
-    gen.add_argument("--drafter", default=defaults.drafter, choices=("none", "model", "prompt", "sibling", "auto"),
-                     help="how the engine drafts (engine.DRAFTER_CHOICES)")
+    gen.add_argument(
+        "--drafter",
+        default=defaults.drafter,
+        choices=("none", "model", "prompt", "sibling", "auto"),
+        help="how the engine drafts (engine.DRAFTER_CHOICES)",
+    )
     gen.add_argument("--k", type=int, default=defaults.k)
     gen.add_argument("--temperature", type=float, default=defaults.temperature)
     gen.add_argument("--top-p", type=float, default=defaults.top_p)
@@ -576,14 +689,22 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     gen.add_argument("--seed", type=int, default=defaults.seed)
     gen.add_argument("--cache-dir", default=None, help="engine's converted-model cache")
     gen.add_argument("--dtype", default="auto", help="auto (bf16 on a CPU with native bf16), float32, bfloat16")
-    gen.add_argument("--weights", default="auto", choices=WEIGHTS,
-                     help="the linear layers' format (engine.quant.weights.WEIGHT_FORMATS): auto (the app's default: "
-                          "int4-w8a8 for a bundled bf16 model on an x86 CPU), native (as --dtype), int8 or int4 "
-                          "(weight-only), w8a8 (8-bit activations too), int4-w8a8 (w8a8 with the 4-bit codes for "
-                          "one-row calls)")
-    gen.add_argument("--prompt-form", default=defaults.prompt_form, choices=("auto", "raw", "chat"),
-                     help="how a continuation's prompt is read (engine.text.chat.PROMPT_FORMS): raw text, chat (the user's "
-                          "code as the model's answer begun), auto (chat for an instruct model)")
+    gen.add_argument(
+        "--weights",
+        default="auto",
+        choices=WEIGHT_FORMATS,
+        help="the linear layers' format (engine.settings.WEIGHT_FORMATS): auto (the app's default: "
+        "int4-w8a8 for a bundled bf16 model on an x86 CPU), native (as --dtype), int8 or int4 "
+        "(weight-only), w8a8 (8-bit activations too), int4-w8a8 (w8a8 with the 4-bit codes for "
+        "one-row calls)",
+    )
+    gen.add_argument(
+        "--prompt-form",
+        default=defaults.prompt_form,
+        choices=("auto", "raw", "chat"),
+        help="how a continuation's prompt is read (engine.settings.PROMPT_FORMS): raw text, chat (the user's "
+        "code as the model's answer begun), auto (chat for an instruct model)",
+    )
     gen.add_argument("--generate-only", action="store_true", help="generate, do not evaluate")
     gen.add_argument("--budget-curve", help="comma-separated budgets (s), e.g. 5,10,20,40: generate and score each")
     gen.add_argument("--curve-drafters", default="none,auto", help="drafters compared on the budget curve")
@@ -596,17 +717,30 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ev.add_argument("--rankers", help="comma-separated ranker labels (default: all; see --list-rankers)")
     ev.add_argument("--list-rankers", action="store_true")
     ev.add_argument("--static", action="store_true", help="apply the static policy with static_eval's reports")
-    ev.add_argument("--checks", action="store_true",
-                    help="run each prompt's own examples on every candidate (confined, checks/) and rank by the "
-                         "checks passed first, as the app does; the default ranker is also shown without them")
-    ev.add_argument("--doc2comments", action="store_true",
-                    help="with --checks: read the examples from each prompt with its docstring turned into comments")
-    ev.add_argument("--greedy-row", action="store_true",
-                    help="score each problem as a greedy_first request (the app's default) gives it: its greedy "
-                         "candidate as row 0, the sampled rows 1..k-1 as they are (under the default, coupled, "
-                         "acceptance a seed's rows do not depend on the others: engine/sampling.PositionUniforms)")
-    ev.add_argument("--type-penalty", type=float, default=RankSettings().type_penalty,
-                    help="every ranker's penalty per type error (RankSettings.type_penalty; with --static)")
+    ev.add_argument(
+        "--checks",
+        action="store_true",
+        help="run each prompt's own examples on every candidate (confined, checks/) and rank by the "
+        "checks passed first, as the app does; the default ranker is also shown without them",
+    )
+    ev.add_argument(
+        "--doc2comments",
+        action="store_true",
+        help="with --checks: read the examples from each prompt with its docstring turned into comments",
+    )
+    ev.add_argument(
+        "--greedy-row",
+        action="store_true",
+        help="score each problem as a greedy_first request (the app's default) gives it: its greedy "
+        "candidate as row 0, the sampled rows 1..k-1 as they are (under the default, coupled, "
+        "acceptance a seed's rows do not depend on the others: engine/sampling.PositionUniforms)",
+    )
+    ev.add_argument(
+        "--type-penalty",
+        type=float,
+        default=RankSettings().type_penalty,
+        help="every ranker's penalty per type error (RankSettings.type_penalty; with --static)",
+    )
     ev.add_argument("--bootstrap", type=int, default=2000)
     return parser.parse_args(argv)
 
@@ -626,20 +760,34 @@ def main(argv: list[str] | None = None) -> dict:
         rankers = [known[w] for w in wanted]
     rankers = [replace(r, type_penalty=args.type_penalty) for r in rankers]
     problems = load_problems(args.problems, args.start, args.end)
-    gen = GenerationSettings(model=args.model, draft=args.draft, drafter=args.drafter, k=args.k,
-                             temperature=args.temperature, top_p=args.top_p, max_new_tokens=args.max_new_tokens,
-                             budget_s=args.budget, greedy=not args.no_greedy, greedy_budget_s=args.greedy_budget,
-                             seed=args.seed, cache_dir=args.cache_dir, dtype=args.dtype,
-                             weights=args.weights, prompt_form=args.prompt_form)
+    gen = GenerationSettings(
+        model=args.model,
+        draft=args.draft,
+        drafter=args.drafter,
+        k=args.k,
+        temperature=args.temperature,
+        top_p=args.top_p,
+        max_new_tokens=args.max_new_tokens,
+        budget_s=args.budget,
+        greedy=not args.no_greedy,
+        greedy_budget_s=args.greedy_budget,
+        seed=args.seed,
+        cache_dir=args.cache_dir,
+        dtype=args.dtype,
+        weights=args.weights,
+        prompt_form=args.prompt_form,
+    )
     sandbox = SandboxSettings(timeout_s=args.timeout, memory_mb=args.memory_mb, workers=args.workers)
-    settings = EvalSettings(bootstrap=args.bootstrap, static=args.static, checks=args.checks,
-                            doc2comments=args.doc2comments)
+    settings = EvalSettings(
+        bootstrap=args.bootstrap, static=args.static, checks=args.checks, doc2comments=args.doc2comments
+    )
     if args.budget_curve:
         if not args.out:
             raise SystemExit("--budget-curve needs --out (the stem of the per-budget sample files)")
         budgets = [float(b) for b in args.budget_curve.split(",")]
-        result = budget_curve(problems, gen, budgets, args.curve_drafters.split(","), args.out, sandbox, settings,
-                              first_index=args.start)
+        result = budget_curve(
+            problems, gen, budgets, args.curve_drafters.split(","), args.out, sandbox, settings, first_index=args.start
+        )
         print(json.dumps(result))
         return result
     samples = args.samples
@@ -659,7 +807,9 @@ def main(argv: list[str] | None = None) -> dict:
     if args.greedy_row:
         records = {task_id: with_greedy_row(record) for task_id, record in records.items()}
     summary = evaluate(problems, records, sandbox, settings, rankers, args.exec_cache, args.results)
-    summary.update({"benchmark": "eval_humaneval", "samples": str(samples), "wall_s": round(time.monotonic() - start, 2)})
+    summary.update(
+        {"benchmark": "eval_humaneval", "samples": str(samples), "wall_s": round(time.monotonic() - start, 2)}
+    )
     print(json.dumps(summary))
     return summary
 

@@ -9,6 +9,7 @@ Prints a table, then one JSON line.
     python -m benchmarks.load_app [--requests 20] [--queue-size 8] [--k 4] [--budget 2]
     python -m benchmarks.load_app --base-url http://127.0.0.1:8080/v1 --served-model m --remote-concurrency 4
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,9 +28,9 @@ PROMPT = 'def add(a, b):\n    """Return a + b."""\n'
 
 @dataclass
 class Outcome:
-    kind: str          # "completed", "refused" or "lost"
-    seconds: float     # from the common start to the answer (or the error)
-    detail: str = ""   # the error text of a refused or lost request
+    kind: str  # "completed", "refused" or "lost"
+    seconds: float  # from the common start to the answer (or the error)
+    detail: str = ""  # the error text of a refused or lost request
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -51,28 +52,46 @@ def app_overhead(client, prompts: int) -> dict:
     """Time the app adds on top of the server's own time (generation_s: from the request to the last candidate),
     one k=8 HumanEval prompt at a time, T=0.8."""
     from benchmarks.bench_engine import humaneval_prompts
+
     rows = []
     for prompt in humaneval_prompts(prompts):
         started = time.perf_counter()
-        result = client.predict(prompt=prompt, k=8, budget_s=120, temperature=0.8, max_new_tokens=256,
-                                seed=0, api_name="/generate")
+        result = client.predict(
+            prompt=prompt, k=8, budget_s=120, temperature=0.8, max_new_tokens=256, seed=0, api_name="/generate"
+        )
         total = time.perf_counter() - started
         server = result["stats"]["generation_s"]
-        rows.append({"server_s": server, "app_s": total - server, "analysis_s": result["stats"]["analysis_s"],
-                     "ranking_s": result["stats"]["ranking_s"]})
+        rows.append(
+            {
+                "server_s": server,
+                "app_s": total - server,
+                "analysis_s": result["stats"]["analysis_s"],
+                "ranking_s": result["stats"]["ranking_s"],
+            }
+        )
     server = sum(r["server_s"] for r in rows)
     app = sum(r["app_s"] for r in rows)
-    return {"prompts": len(rows), "server_s": round(server, 3), "app_s": round(app, 3),
-            "app_share_of_server": round(app / server, 4) if server else None,
-            "analysis_s": round(sum(r["analysis_s"] for r in rows), 3),
-            "ranking_s": round(sum(r["ranking_s"] for r in rows), 3)}
+    return {
+        "prompts": len(rows),
+        "server_s": round(server, 3),
+        "app_s": round(app, 3),
+        "app_share_of_server": round(app / server, 4) if server else None,
+        "analysis_s": round(sum(r["analysis_s"] for r in rows), 3),
+        "ranking_s": round(sum(r["ranking_s"] for r in rows), 3),
+    }
 
 
 def one_request(client, start: threading.Barrier, args, t0: list[float]) -> Outcome:
     start.wait()
     try:
-        job = client.submit(prompt=PROMPT, k=args.k, budget_s=args.budget, max_new_tokens=args.max_new_tokens,
-                            seed=0, api_name="/generate")
+        job = client.submit(
+            prompt=PROMPT,
+            k=args.k,
+            budget_s=args.budget,
+            max_new_tokens=args.max_new_tokens,
+            seed=0,
+            api_name="/generate",
+        )
         result = job.result(timeout=args.timeout)
     except Exception as err:  # noqa: BLE001 - every failure is sorted: the busy error or lost
         kind = "refused" if BUSY_TEXT in str(err) else "lost"
@@ -87,25 +106,28 @@ def percentiles(values: list[float]) -> dict:
     if not values:
         return {"p50": None, "p90": None, "p99": None, "max": None}
     array = np.array(values)
-    return {name: round(float(np.percentile(array, q)), 3) for name, q in
-            (("p50", 50), ("p90", 90), ("p99", 99), ("max", 100))}
+    return {
+        name: round(float(np.percentile(array, q)), 3)
+        for name, q in (("p50", 50), ("p90", 90), ("p99", 99), ("max", 100))
+    }
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
     from gradio_client import Client
-    from static_eval import AnalyzerSettings, StaticAnalyzer
 
-    from app.local import launch_local
     from app.models import EngineHub, ModelChoice, remote_menu
+    from app.remote import RemoteSettings
     from app.service import Pipeline
     from app.ui import build_demo
-    from app.remote import RemoteSettings
+    from benchmarks.local_app import launch_local
+    from static_eval import AnalyzerSettings, StaticAnalyzer
 
     analyzer = StaticAnalyzer(AnalyzerSettings())
     if args.base_url:
-        hub = EngineHub(remote_menu(RemoteSettings(args.base_url, args.served_model)),
-                        concurrency=args.remote_concurrency)
+        hub = EngineHub(
+            remote_menu(RemoteSettings(args.base_url, args.served_model)), concurrency=args.remote_concurrency
+        )
     else:
         hub = EngineHub([ModelChoice("tiny", "tiny:0", None)])
     demo = build_demo(hub, Pipeline(analyzer=analyzer), queue_size=args.queue_size)
@@ -127,13 +149,19 @@ def main(argv=None) -> int:
 
     by_kind = {kind: [o for o in outcomes if o.kind == kind] for kind in ("completed", "refused", "lost")}
     summary = {
-        "requests": args.requests, "queue_size": args.queue_size, "k": args.k, "budget_s": args.budget,
-        "completed": len(by_kind["completed"]), "refused_busy": len(by_kind["refused"]), "lost": len(by_kind["lost"]),
+        "requests": args.requests,
+        "queue_size": args.queue_size,
+        "k": args.k,
+        "budget_s": args.budget,
+        "completed": len(by_kind["completed"]),
+        "refused_busy": len(by_kind["refused"]),
+        "lost": len(by_kind["lost"]),
         "wall_s": round(wall, 3),
         "latency_completed_s": percentiles([o.seconds for o in by_kind["completed"]]),
         "latency_refused_s": percentiles([o.seconds for o in by_kind["refused"]]),
         "lost_details": [o.detail for o in by_kind["lost"]],
-        "backend": "openai" if args.base_url else "local tiny:0", "remote_concurrency": hub.concurrency,
+        "backend": "openai" if args.base_url else "local tiny:0",
+        "remote_concurrency": hub.concurrency,
         "app_overhead": overhead,
     }
     print(f"{'outcome':<10} {'count':>5} {'p50 s':>8} {'p90 s':>8} {'p99 s':>8} {'max s':>8}")
@@ -143,8 +171,10 @@ def main(argv=None) -> int:
         print(f"{kind:<10} {len(by_kind[kind]):>5} {cells}")
     print(f"{'lost':<10} {len(by_kind['lost']):>5}")
     if overhead:
-        print(f"app time on top of the server: {overhead['app_s']:.2f} s over {overhead['server_s']:.2f} s of server "
-              f"time ({100 * (overhead['app_share_of_server'] or 0):.1f}%) for {overhead['prompts']} k=8 prompts")
+        print(
+            f"app time on top of the server: {overhead['app_s']:.2f} s over {overhead['server_s']:.2f} s of server "
+            f"time ({100 * (overhead['app_share_of_server'] or 0):.1f}%) for {overhead['prompts']} k=8 prompts"
+        )
     print(json.dumps(summary))
     return 0 if not by_kind["lost"] else 1
 

@@ -10,6 +10,7 @@ where other rows' batch shapes round differently once a row ends sooner.
 Example: python -m benchmarks.restop_samples benchmarks/data/humaneval_qwen2.5-coder-1.5b_k8_t0.8.jsonl.gz
 Prints what changed and, as its last line, one JSON object.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,7 +41,7 @@ def restop(candidate: dict, body: BodyEnd, eos_ids: frozenset[int], decode) -> d
         tokens, logprobs, text, finish = row.token_ids, row.logprobs, row.text, row.finish_reason
     fixed = dict(candidate, text=text, token_ids=tokens, logprobs=logprobs, finish_reason=finish)
     if "token_texts" in candidate:
-        fixed["token_texts"] = candidate["token_texts"][:len(tokens)]
+        fixed["token_texts"] = candidate["token_texts"][: len(tokens)]
     return fixed
 
 
@@ -48,8 +49,11 @@ def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("samples", help="a .jsonl.gz sample file of benchmarks.eval_humaneval")
     parser.add_argument("--out", help="where to write (default: replace the file)")
-    parser.add_argument("--tokenizer", default="bundled:qwen2.5-coder-0.5b",
-                        help="a model spec whose tokenizer decodes the tokens (the bundled models share one)")
+    parser.add_argument(
+        "--tokenizer",
+        default="bundled:qwen2.5-coder-0.5b",
+        help="a model spec whose tokenizer decodes the tokens (the bundled models share one)",
+    )
     args = parser.parse_args(argv)
     from engine import load_any
     from engine.generate import end_of_text_ids
@@ -61,7 +65,7 @@ def main(argv=None) -> dict:
     records = [json.loads(line) for line in gzip.open(path, "rt", encoding="utf-8")]
     counts = {"candidates": 0, "changed": 0, "had_special_token": 0, "greedy_changed": 0}
     for record in records:
-        body = BodyEnd.of(record["prompt"])   # once per prompt, for its k candidates and the greedy one
+        body = BodyEnd.of(record["prompt"])  # once per prompt, for its k candidates and the greedy one
         for i, candidate in enumerate(record["candidates"]):
             fixed = restop(candidate, body, eos_ids, decode)
             counts["candidates"] += 1
@@ -69,7 +73,9 @@ def main(argv=None) -> dict:
             if fixed["text"] != candidate["text"]:
                 counts["changed"] += 1
                 if counts["changed"] <= 5:
-                    print(f"{record['task_id']} #{i}: ...{candidate['text'][-70:]!r}\n    -> ...{fixed['text'][-70:]!r}")
+                    print(
+                        f"{record['task_id']} #{i}: ...{candidate['text'][-70:]!r}\n    -> ...{fixed['text'][-70:]!r}"
+                    )
             record["candidates"][i] = fixed
         if record.get("greedy"):
             fixed = restop(record["greedy"], body, eos_ids, decode)

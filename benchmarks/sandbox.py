@@ -2,6 +2,7 @@
 (bubblewrap namespaces, rlimits; see there), with the harness's limits and its pass/fail/timeout verdict by exit
 status. Where the sandbox cannot start, SandboxUnavailable is raised and nothing runs.
 """
+
 from __future__ import annotations
 
 import signal
@@ -16,16 +17,22 @@ PASSED, FAILED, TIMEOUT = "passed", "failed", "timeout"
 class SandboxSettings:
     """Limits of one sandboxed run."""
 
-    timeout_s: float = 10.0          # wall clock per program (HumanEval's own is 3 s; our CPU is shared)
-    memory_mb: int = 1024            # address-space limit (RLIMIT_AS)
-    max_output_kb: int = 256         # stdout + stderr file size limit (RLIMIT_FSIZE), tail kept for the detail
-    max_processes: int = 256         # processes and threads a program may add
-    workers: int = MAX_WORKERS       # parallel runs, at most MAX_WORKERS
+    timeout_s: float = 10.0  # wall clock per program (HumanEval's own is 3 s; our CPU is shared)
+    memory_mb: int = 1024  # address-space limit (RLIMIT_AS)
+    max_output_kb: int = 256  # stdout + stderr file size limit (RLIMIT_FSIZE), tail kept for the detail
+    max_processes: int = 256  # processes and threads a program may add
+    workers: int = MAX_WORKERS  # parallel runs, at most MAX_WORKERS
 
     def limits(self) -> SandboxLimits:
         """The confinement's limits; ValueError names a bad value and the allowed range."""
-        limits = SandboxLimits(wall_s=self.timeout_s, cpu_s=max(1, int(self.timeout_s) + 2), memory_mb=self.memory_mb,
-                               output_kb=self.max_output_kb, processes=self.max_processes, workers=self.workers)
+        limits = SandboxLimits(
+            wall_s=self.timeout_s,
+            cpu_s=max(1, int(self.timeout_s) + 2),
+            memory_mb=self.memory_mb,
+            output_kb=self.max_output_kb,
+            processes=self.max_processes,
+            workers=self.workers,
+        )
         limits.validate()
         return limits
 
@@ -34,10 +41,10 @@ class SandboxSettings:
 class ExecResult:
     """How one program ended."""
 
-    status: str                      # PASSED (exit 0), FAILED (anything else) or TIMEOUT (killed at the limit)
-    detail: str                      # last line of its output, or the signal / exit code
-    wall_s: float                    # seconds from start to end
-    network_isolated: bool = True    # ran in an empty network namespace (always, under the sandbox)
+    status: str  # PASSED (exit 0), FAILED (anything else) or TIMEOUT (killed at the limit)
+    detail: str  # last line of its output, or the signal / exit code
+    wall_s: float  # seconds from start to end
+    network_isolated: bool = True  # ran in an empty network namespace (always, under the sandbox)
     dropped_privileges: bool = True  # ran as uid 65534 without capabilities (always, under the sandbox)
 
     @property

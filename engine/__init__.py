@@ -7,26 +7,54 @@ Wings: the decode loop and its caches at the top (generate, kv_cache, prefix_cac
 speculation/ (drafters, controller, acceptance), quant/ (quantized weights), text/ (prompt framing and where text
 ends), models/ (loading and building).
 """
+
 from __future__ import annotations
 
 import importlib
 
 from engine.settings import DRAFTER_CHOICES, DTYPE_CHOICES, PROMPT_FORMS, WEIGHT_FORMATS, EngineSettings
-from engine.types import (Candidate, CandidateSource, ContextFile, GenerationRequest, GenerationResult,
-                          GenerationStats, InvalidRequest)
+from engine.types import (
+    Candidate,
+    CandidateSource,
+    ContextFile,
+    GenerationRequest,
+    GenerationResult,
+    GenerationStats,
+    InvalidRequest,
+)
 
-_LAZY = {"Engine": "engine.generate",
-         "DEFAULT_DRAFT": "engine.models.loading", "DEFAULT_TARGET": "engine.models.loading",
-         "ModelSetupError": "engine.models.loading", "load_model": "engine.models.loading",
-         "pick_device": "engine.models.loading",
-         "TINY_PREFIX": "engine.models.tiny", "load_tiny": "engine.models.tiny",
-         "apply_weight_format": "engine.quant.weights",
-         "build_engine": "engine.models.build", "load_engine": "engine.models.build", "load_any": "engine.models.build",
-         "check_same_vocabulary": "engine.models.build", "check_draft_fits": "engine.models.build"}
+_LAZY = {
+    "Engine": "engine.generate",
+    "DEFAULT_DRAFT": "engine.models.loading",
+    "DEFAULT_TARGET": "engine.models.loading",
+    "ModelSetupError": "engine.models.loading",
+    "load_model": "engine.models.loading",
+    "pick_device": "engine.models.loading",
+    "TINY_PREFIX": "engine.models.tiny",
+    "load_tiny": "engine.models.tiny",
+    "apply_weight_format": "engine.quant.weights",
+    "build_engine": "engine.models.build",
+    "load_engine": "engine.models.build",
+    "load_any": "engine.models.build",
+    "check_same_vocabulary": "engine.models.build",
+    "check_draft_fits": "engine.models.build",
+}
 
-__all__ = ["Candidate", "CandidateSource", "ContextFile", "DRAFTER_CHOICES", "DTYPE_CHOICES", "EngineSettings",
-           "GenerationRequest", "GenerationResult", "GenerationStats", "InvalidRequest", "PROMPT_FORMS",
-           "WEIGHT_FORMATS", *_LAZY]
+__all__ = [
+    "Candidate",
+    "CandidateSource",
+    "ContextFile",
+    "DRAFTER_CHOICES",
+    "DTYPE_CHOICES",
+    "EngineSettings",
+    "GenerationRequest",
+    "GenerationResult",
+    "GenerationStats",
+    "InvalidRequest",
+    "PROMPT_FORMS",
+    "WEIGHT_FORMATS",
+    *_LAZY,
+]
 
 
 def __getattr__(name: str):

@@ -18,6 +18,7 @@ own cache, and the outputs of the real tokens packed again. Attention is a small
 one-row step of the 1.5B), though not free: 16 token rows of 8 rows took 115 ms as 8 x 2 and 130 ms as two rows of
 5 and six of 1, the padded attention among what differs (1.5B, int4-w8a8, 300 cached tokens).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -29,37 +30,46 @@ from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
 from engine.kv_cache import PACKED_ROWS
 
-PACKED_SDPA = "ranked_drafts_packed_sdpa"   # the name it is registered under in transformers' AttentionInterface
-UNPACKED_ARGUMENTS = ("position_bias", "softcap", "s_aux")   # attention variants it leaves to transformers' SDPA
+PACKED_SDPA = "ranked_drafts_packed_sdpa"  # the name it is registered under in transformers' AttentionInterface
+UNPACKED_ARGUMENTS = ("position_bias", "softcap", "s_aux")  # attention variants it leaves to transformers' SDPA
 
 
-def packed_sdpa_forward(module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                        attention_mask: torch.Tensor | None, dropout: float = 0.0, scaling: float | None = None,
-                        **kwargs) -> tuple[torch.Tensor, None]:
+def packed_sdpa_forward(
+    module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    dropout: float = 0.0,
+    scaling: float | None = None,
+    **kwargs,
+) -> tuple[torch.Tensor, None]:
     """transformers' attention signature: query [B, H, q, D], key/value [B, H_kv, T, D], additive mask
     [B, 1, q, T] -> ([B, q, H, D], None). Without groups or a mask, transformers' SDPA as it is. A packed call
     (kwargs[PACKED_ROWS]): query [1, H, N, D], key/value [B, H_kv, T, D], mask [B, 1, width, T] -> [1, N, H, D]."""
     packed = kwargs.pop(PACKED_ROWS, None)
     if packed is not None:
-        padded = packed.pad(query[0].transpose(0, 1), key.shape[0]).transpose(1, 2)     # [B, H, width, D]
+        padded = packed.pad(query[0].transpose(0, 1), key.shape[0]).transpose(1, 2)  # [B, H, width, D]
         out, _ = packed_sdpa_forward(module, padded, key, value, attention_mask, dropout, scaling, **kwargs)
-        return packed.pack(out)[None], None                                              # [1, N, H, D]
+        return packed.pack(out)[None], None  # [1, N, H, D]
     groups = getattr(module, "num_key_value_groups", 1)
     batch, heads, q_len, head_dim = query.shape
     additive = attention_mask is not None and attention_mask.dtype != torch.bool
     shared = additive and attention_mask.dim() == 4 and attention_mask.shape[1:3] == (1, q_len)  # every head's
     if groups == 1 or not shared or any(kwargs.get(name) is not None for name in UNPACKED_ARGUMENTS):
-        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
-                                      **kwargs)
-    folded = query.reshape(batch, heads // groups, groups * q_len, head_dim)   # a group's heads one after another
-    mask = attention_mask.repeat(1, 1, groups, 1) if q_len > 1 else attention_mask   # the same rows for each head
-    out = torch.nn.functional.scaled_dot_product_attention(folded, key, value, attn_mask=mask, dropout_p=dropout,
-                                                           scale=scaling)        # [B, H_kv, groups * q, D]
+        return sdpa_attention_forward(
+            module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs
+        )
+    folded = query.reshape(batch, heads // groups, groups * q_len, head_dim)  # a group's heads one after another
+    mask = attention_mask.repeat(1, 1, groups, 1) if q_len > 1 else attention_mask  # the same rows for each head
+    out = torch.nn.functional.scaled_dot_product_attention(
+        folded, key, value, attn_mask=mask, dropout_p=dropout, scale=scaling
+    )  # [B, H_kv, groups * q, D]
     return out.reshape(batch, heads, q_len, value.shape[-1]).transpose(1, 2).contiguous(), None
 
 
 AttentionInterface.register(PACKED_SDPA, packed_sdpa_forward)
-AttentionMaskInterface.register(PACKED_SDPA, sdpa_mask)   # masks transformers builds itself: SDPA's, as for sdpa
+AttentionMaskInterface.register(PACKED_SDPA, sdpa_mask)  # masks transformers builds itself: SDPA's, as for sdpa
 
 
 def attends_packed(model) -> bool:

@@ -1,43 +1,65 @@
 """The engine: one prompt, k rows, batched (speculative) sampling with a KV cache, stopping by the deadline."""
+
 from __future__ import annotations
 
 import functools
-import math
 import inspect
+import math
 import random
 import time
-from dataclasses import dataclass, field, replace
-from typing import Callable
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 import torch
 
-from engine.speculation.acceptance import speculative_accept
 from engine.attention import attends_packed, packed_attention
-from engine.speculation.controller import ControllerMemory, ControllerSettings, DraftController, StepPlan, StepRecord
-from engine.speculation.drafters import (Draft, DraftContext, Drafter, ModelDrafter, merge_drafts, prompt_lookup_drafter,
-                             sibling_drafter)
-from engine.text.chat import CLOSING_FENCE, answer_enders, chat_form_for
-from engine.text.infill import FimFormat, require_fim
 from engine.kv_cache import PACKED_ROWS, PackedRows, RaggedKVCache, UnpackedCall
 from engine.prefix_cache import PrefixCache, PromptReading, read_prompt
 from engine.sampling import PositionUniforms, inverse_cdf, token_logprobs, warp_probs
-from engine.text.stopping import RowState, StopRules, line_end_after
 from engine.settings import ACCEPTANCE_CHOICES, DRAFTER_CHOICES, EngineSettings
-from engine.types import FINISH_BUDGET, GenerationRequest, GenerationResult, GenerationStats, InvalidRequest
+from engine.speculation.acceptance import speculative_accept
+from engine.speculation.controller import ControllerMemory, DraftController, StepPlan, StepRecord
+from engine.speculation.drafters import (
+    Draft,
+    DraftContext,
+    Drafter,
+    ModelDrafter,
+    merge_drafts,
+    prompt_lookup_drafter,
+    sibling_drafter,
+)
+from engine.text.chat import CLOSING_FENCE, answer_enders, chat_form_for
+from engine.text.infill import FimFormat, require_fim
+from engine.text.stopping import RowState, StopRules, line_end_after
+from engine.types import (
+    FINISH_BUDGET,
+    GenerationRequest,
+    GenerationResult,
+    GenerationStats,
+    InvalidRequest,
+    InvalidSetting,
+)
+
 
 def forward(model, cache: RaggedKVCache, input_ids: torch.Tensor, keep_last: int | torch.Tensor = 0) -> torch.Tensor:
     """One forward of q tokens per row through the ragged cache: [B, q] -> logits [B, q or keep_last, V]
     (keep_last: the last n positions, 0 for all, or a 1-D tensor of the positions to keep)."""
     q_len = input_ids.shape[1]
     with torch.inference_mode(), packed_attention(model):
-        out = model(input_ids=input_ids, attention_mask=cache.attention_mask(q_len, model.dtype),
-                    position_ids=cache.position_ids(q_len), use_cache=True, logits_to_keep=keep_last,
-                    **{_cache_argument(type(model)): cache})
+        out = model(
+            input_ids=input_ids,
+            attention_mask=cache.attention_mask(q_len, model.dtype),
+            position_ids=cache.position_ids(q_len),
+            use_cache=True,
+            logits_to_keep=keep_last,
+            **{_cache_argument(type(model)): cache},
+        )
     return out.logits
 
 
-def forward_ragged(model, cache: RaggedKVCache, input_ids: torch.Tensor,
-                   counts: torch.Tensor) -> tuple[torch.Tensor, PackedRows, int]:
+def forward_ragged(
+    model, cache: RaggedKVCache, input_ids: torch.Tensor, counts: torch.Tensor
+) -> tuple[torch.Tensor, PackedRows, int]:
     """A forward of each row's first counts[b] tokens of input_ids [B, q] -> (logits [N, V] of those N = sum(counts)
     tokens end to end, the PackedRows that say whose each is, the token rows the call computed). Rows of unequal
     counts go as one packed call of N token rows when the model attends with SDPA (attention.packed_sdpa_forward
@@ -49,11 +71,14 @@ def forward_ragged(model, cache: RaggedKVCache, input_ids: torch.Tensor,
     if q_len > 1 and not bool((counts == q_len).all()) and attends_packed(model):
         try:
             with torch.inference_mode(), packed_attention(model):
-                out = model(input_ids=packed.pack(input_ids)[None],                           # [1, N]
-                            attention_mask=cache.attention_mask(packed.width, model.dtype),   # [B, 1, width, T]
-                            position_ids=packed.pack(cache.position_ids(packed.width))[None],  # [1, N]
-                            use_cache=True, logits_to_keep=0,
-                            **{_cache_argument(type(model)): cache, PACKED_ROWS: packed})
+                out = model(
+                    input_ids=packed.pack(input_ids)[None],  # [1, N]
+                    attention_mask=cache.attention_mask(packed.width, model.dtype),  # [B, 1, width, T]
+                    position_ids=packed.pack(cache.position_ids(packed.width))[None],  # [1, N]
+                    use_cache=True,
+                    logits_to_keep=0,
+                    **{_cache_argument(type(model)): cache, PACKED_ROWS: packed},
+                )
             return out.logits[0], packed, len(packed.rows)
         except UnpackedCall:
             pass
@@ -82,15 +107,15 @@ class _Run:
     rows: list[RowState]
     rules: StopRules
     cache: RaggedKVCache
-    generator: torch.Generator   # acceptance tests and draft samples of the "residual" rule
-    uniforms: PositionUniforms   # the number behind every (row, position)'s token
+    generator: torch.Generator  # acceptance tests and draft samples of the "residual" rule
+    uniforms: PositionUniforms  # the number behind every (row, position)'s token
     deadline: float
     started: float
     stats: GenerationStats
-    active: list[int]            # original indices of unfinished rows, in batch order
-    round_number: int = 1        # the draft/verify round under way (1: the first after the prompt's prefill)
+    active: list[int]  # original indices of unfinished rows, in batch order
+    round_number: int = 1  # the draft/verify round under way (1: the first after the prompt's prefill)
     line_marks: dict[int, int] | None = None  # past the budget (budget_waits_for_line): each row's text length
-                                              # at the deadline; a newline after it ends the row
+    # at the deadline; a newline after it ends the row
 
 
 class Engine:
@@ -100,35 +125,52 @@ class Engine:
         self.model, self.tokenizer, self.draft_model = model, tokenizer, draft_model
         self.settings = settings or EngineSettings()
         if self.settings.drafter not in DRAFTER_CHOICES:
-            raise ValueError(f"drafter={self.settings.drafter!r} is unknown: choose one of {', '.join(DRAFTER_CHOICES)}")
+            raise ValueError(
+                f"drafter={self.settings.drafter!r} is unknown: choose one of {', '.join(DRAFTER_CHOICES)}"
+            )
         if self.settings.drafter == "model" and draft_model is None:
-            raise ValueError("drafter='model' needs a draft model: give the engine one (draft_model) or choose another drafter")
+            raise InvalidSetting(
+                "drafter='model' needs a draft model: give the engine one (draft_model) or choose another drafter",
+                settings={"draft_model": "draft_model"},
+            )
         if not isinstance(self.settings.prefill_chunk, int) or self.settings.prefill_chunk < 1:
-            raise ValueError(f"prefill_chunk={self.settings.prefill_chunk!r} is out of range: it must be an integer >= 1")
+            raise ValueError(
+                f"prefill_chunk={self.settings.prefill_chunk!r} is out of range: it must be an integer >= 1"
+            )
         if self.settings.acceptance not in ACCEPTANCE_CHOICES:
-            raise ValueError(f"acceptance={self.settings.acceptance!r} is unknown: choose one of "
-                             f"{', '.join(ACCEPTANCE_CHOICES)}")
+            raise ValueError(
+                f"acceptance={self.settings.acceptance!r} is unknown: choose one of {', '.join(ACCEPTANCE_CHOICES)}"
+            )
         self.device = next(model.parameters()).device
         for name, loaded in (("model", model), ("draft model", draft_model)):
             _check_attention(name, loaded)
         self.eos_ids = end_of_text_ids(model, tokenizer)
         self.context_limit = getattr(model.config, "max_position_embeddings", None) or 32768
         self.memory = ControllerMemory(self.settings.controller)  # measured costs and acceptance, across requests
-        self.fim = FimFormat.of(tokenizer)    # None: the model cannot fill in a middle
+        self.fim = FimFormat.of(tokenizer)  # None: the model cannot fill in a middle
         self.chat = chat_form_for(self.settings.prompt_form, tokenizer, model)  # None: continuations read raw
         self.not_first = self._not_first(tokenizer) if self.chat is not None else None  # no chat-form row begins so
         cache_bytes = int(self.settings.prefix_cache_mb * 2**20)
-        self.prefix_cache = PrefixCache(cache_bytes)                                 # the target's recent prompts
+        self.prefix_cache = PrefixCache(cache_bytes)  # the target's recent prompts
         self.draft_prefix_cache = PrefixCache(cache_bytes) if draft_model is not None else None
 
-    def generate(self, request: GenerationRequest, on_update: Callable[[GenerationResult], None] | None = None,
-                 should_stop: Callable[[], bool] | None = None) -> GenerationResult:
+    def generate(
+        self,
+        request: GenerationRequest,
+        on_update: Callable[[GenerationResult], None] | None = None,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> GenerationResult:
         """Sample request.k continuations; returns by the deadline (plus at most one forward) with what it has."""
         request.validate()
         run = self._start(request)
         drafters = self._drafters(run)
-        controller = DraftController(self.settings.controller, list(drafters),
-                                     {n for n, d in drafters.items() if d.uses_model}, self.memory, request.temperature)
+        controller = DraftController(
+            self.settings.controller,
+            list(drafters),
+            {n for n, d in drafters.items() if d.uses_model},
+            self.memory,
+            request.temperature,
+        )
         self._prefill(run, on_update, should_stop)
         run.stats.prefill_s = time.perf_counter() - run.started
         if request.budget_after_prompt:
@@ -138,7 +180,7 @@ class Engine:
             if time.perf_counter() >= run.deadline:
                 if not request.budget_waits_for_line:
                     break
-                run.deadline = math.inf   # past the budget, rows end at their next newline (or by their rules)
+                run.deadline = math.inf  # past the budget, rows end at their next newline (or by their rules)
                 run.line_marks = {r: len(run.rows[r].text) for r in run.active}
             if run.line_marks is not None:
                 self._end_rows_with_a_line(run)
@@ -149,7 +191,6 @@ class Engine:
         for row in run.rows:
             row.finish_reason = row.finish_reason or FINISH_BUDGET
         run.stats.drafter_choices = dict(controller.choices)
-        run.stats.draft_passes += sum(d.setup_passes for d in drafters.values())  # one-offs too
         return self._result(run)
 
     # --- one request ------------------------------------------------------------------------------
@@ -157,18 +198,27 @@ class Engine:
         prompt_ids = self._prompt_ids(request)
         room = self.context_limit - request.max_new_tokens - self.settings.controller.max_length - 1
         if not prompt_ids or len(prompt_ids) > room:
-            raise InvalidRequest(f"prompt is {len(prompt_ids)} tokens: with max_new_tokens={request.max_new_tokens} "
-                                 f"it must be 1..{max(room, 0)} tokens for this model's context of "
-                                 f"{self.context_limit}")
+            raise InvalidRequest(
+                f"prompt is {len(prompt_ids)} tokens: with max_new_tokens={request.max_new_tokens} "
+                f"it must be 1..{max(room, 0)} tokens for this model's context of "
+                f"{self.context_limit}"
+            )
         seed = request.seed if request.seed is not None else random.SystemRandom().randrange(2**63)
         capacity = len(prompt_ids) + request.max_new_tokens + self.settings.controller.max_length + 1  # per row
         started = time.perf_counter()
-        return _Run(request=request, prompt_ids=prompt_ids, rows=[RowState() for _ in range(request.k)],
-                    rules=StopRules.of(request, self.eos_ids, self._form_stops(request)),
-                    cache=RaggedKVCache(self.model.config.num_hidden_layers, 1, self.device, capacity),
-                    generator=torch.Generator(self.device).manual_seed(seed), uniforms=PositionUniforms(seed),
-                    deadline=started + (request.budget_s if not request.budget_after_prompt else float("inf")),
-                    started=started, stats=GenerationStats(prompt_tokens=len(prompt_ids)), active=list(range(request.k)))
+        return _Run(
+            request=request,
+            prompt_ids=prompt_ids,
+            rows=[RowState() for _ in range(request.k)],
+            rules=StopRules.of(request, self.eos_ids, self._form_stops(request)),
+            cache=RaggedKVCache(self.model.config.num_hidden_layers, 1, self.device, capacity),
+            generator=torch.Generator(self.device).manual_seed(seed),
+            uniforms=PositionUniforms(seed),
+            deadline=started + (request.budget_s if not request.budget_after_prompt else float("inf")),
+            started=started,
+            stats=GenerationStats(prompt_tokens=len(prompt_ids)),
+            active=list(range(request.k)),
+        )
 
     def _drafters(self, run: _Run) -> dict[str, Drafter]:
         choice = self.settings.drafter
@@ -179,13 +229,21 @@ class Engine:
             drafters["prompt"] = prompt_lookup_drafter()
         if choice == "model" or (choice == "auto" and self.draft_model is not None):
             request = run.request
-            coupled = self.settings.acceptance == "coupled"
-            drafters["model"] = ModelDrafter(self.draft_model, run.prompt_ids, request.temperature,
-                                             request.top_p, run.generator, forward,
-                                             self.settings.controller.min_draft_confidence, self.settings.check_cache,
-                                             capacity=run.cache.capacity, uniforms=run.uniforms if coupled else None,
-                                             prefix_cache=self.draft_prefix_cache,
-                                             chunk_tokens=self.settings.prefill_chunk)
+            drafters["model"] = ModelDrafter(
+                self.draft_model,
+                run.prompt_ids,
+                request.temperature,
+                request.top_p,
+                run.generator,
+                forward,
+                self.settings.controller.min_draft_confidence,
+                self.settings.check_cache,
+                capacity=run.cache.capacity,
+                acceptance=self.settings.acceptance,
+                uniforms=run.uniforms,
+                prefix_cache=self.draft_prefix_cache,
+                chunk_tokens=self.settings.prefill_chunk,
+            )
         return drafters
 
     def _prompt_ids(self, request: GenerationRequest) -> list[int]:
@@ -193,9 +251,14 @@ class Engine:
         encode = functools.partial(_encode, self.tokenizer)
         if request.is_infill:
             name = getattr(self.model.config, "_name_or_path", "") or type(self.model).__name__
-            if request.extra_tokens is not None:   # other files get what the context leaves (llama.cpp's n_extra_take)
-                room = (self.context_limit - (request.context_tokens or 0) - 2 * request.max_new_tokens
-                        - self.settings.controller.max_length - 16)
+            if request.extra_tokens is not None:  # other files get what the context leaves (llama.cpp's n_extra_take)
+                room = (
+                    self.context_limit
+                    - (request.context_tokens or 0)
+                    - 2 * request.max_new_tokens
+                    - self.settings.controller.max_length
+                    - 16
+                )
                 request = replace(request, extra_tokens=max(0, min(request.extra_tokens, room)))
             return require_fim(self.fim, name).prompt_ids(request, encode)
         if self._in_chat_form(request):
@@ -208,7 +271,7 @@ class Engine:
 
     def _not_first(self, tokenizer) -> torch.Tensor | None:
         """The ids a chat-form row cannot begin with (chat.answer_enders), those within the model's logits."""
-        width = self.model.config.vocab_size   # the logits' width (a swapped head in another format has no .weight)
+        width = self.model.config.vocab_size  # the logits' width (a swapped head in another format has no .weight)
         ids = [i for i in answer_enders(tokenizer, self.eos_ids) if 0 <= i < width]
         return torch.tensor(ids, dtype=torch.long, device=self.device) if ids else None
 
@@ -226,23 +289,24 @@ class Engine:
 
         def go_on(reading: PromptReading) -> bool:
             run.stats.cached_prompt_tokens, run.stats.prompt_read_tokens = reading.cached, reading.read
-            self._notify(run, on_update)   # progress: tokens read of the prompt's total
+            self._notify(run, on_update)  # progress: tokens read of the prompt's total
             return time.perf_counter() < run.deadline and not (should_stop and should_stop())
 
-        reading = read_prompt(forward, self.model, run.cache, run.prompt_ids, self.prefix_cache,
-                              self.settings.prefill_chunk, go_on)
+        reading = read_prompt(
+            forward, self.model, run.cache, run.prompt_ids, self.prefix_cache, self.settings.prefill_chunk, go_on
+        )
         run.stats.forward_passes += reading.forwards
         run.stats.cached_prompt_tokens, run.stats.prompt_read_tokens = reading.cached, reading.read
-        if not reading.done:   # cut while reading: no row has a token (what was read stays cached)
+        if not reading.done:  # cut while reading: no row has a token (what was read stays cached)
             run.active = []
             return
-        logits = reading.last_logits                                              # [1, V]
+        logits = reading.last_logits  # [1, V]
         run.cache.select_rows(torch.zeros(run.request.k, dtype=torch.long, device=self.device))
-        logits = logits.expand(run.request.k, -1)                                 # [k, V]
+        logits = logits.expand(run.request.k, -1)  # [k, V]
         rows = list(range(run.request.k))
-        first_uniform = run.uniforms.at(rows, [0] * len(rows), 1)[:, 0]                 # [k]
+        first_uniform = run.uniforms.at(rows, [0] * len(rows), 1)[:, 0]  # [k]
         allowed = logits
-        if self.not_first is not None and self._in_chat_form(run.request):   # a chat-form answer does not end at once
+        if self.not_first is not None and self._in_chat_form(run.request):  # a chat-form answer does not end at once
             allowed = logits.index_fill(-1, self.not_first, float("-inf"))
         first_tokens = inverse_cdf(_target_probs(run.request, allowed, rows), first_uniform)
         first_logprobs = token_logprobs(logits, first_tokens)
@@ -255,9 +319,14 @@ class Engine:
         """One draft/verify round over the active rows."""
         request, batch = run.request, len(run.active)
         step_started = time.perf_counter()
-        context = DraftContext(run.prompt_ids, [r.token_ids for r in run.rows], list(run.active),
-                               self.settings.controller.max_lookup_length, run.deadline,
-                               round_number=run.round_number)
+        context = DraftContext(
+            run.prompt_ids,
+            [r.token_ids for r in run.rows],
+            list(run.active),
+            self.settings.controller.max_lookup_length,
+            run.deadline,
+            round_number=run.round_number,
+        )
         # 1. draft: free lookups first, so the controller can weigh what they actually found
         lookups = {n: d.propose(context) for n, d in drafters.items() if not d.uses_model}
         plan = controller.plan(batch, {n: d.lengths.tolist() for n, d in lookups.items()})
@@ -267,31 +336,39 @@ class Engine:
             return
         # 2. verify: [pending, draft tokens] of every row in one target forward, each row only its own tokens
         draft_lengths = draft.lengths.to(self.device)
-        width = int(draft_lengths.max())     # no wider than the longest row's draft
-        draft_tokens = draft.tokens[:, :width].to(self.device)                                       # [B, K]
+        width = int(draft_lengths.max())  # no wider than the longest row's draft
+        draft_tokens = draft.tokens[:, :width].to(self.device)  # [B, K]
         draft_probs = None if draft.probs is None else draft.probs[:, :width]
         pending = torch.tensor([run.rows[r].token_ids[-1] for r in run.active], device=self.device)  # [B]
-        verify_input = torch.cat([pending[:, None], draft_tokens], dim=1)                            # [B, K+1]
-        logits, packed, step.token_rows = forward_ragged(self.model, run.cache, verify_input,
-                                                         draft_lengths + 1)                          # [N, V]
+        verify_input = torch.cat([pending[:, None], draft_tokens], dim=1)  # [B, K+1]
+        logits, packed, step.token_rows = forward_ragged(
+            self.model, run.cache, verify_input, draft_lengths + 1
+        )  # [N, V]
         # 3. accept: exact speculative sampling, each row its own number of tokens; distributions and samples
         # only at the N verified positions (a top-p warp and a cumulative sum over the vocabulary each)
         target_probs = _target_probs(request, logits, [run.active[b] for b in packed.rows.tolist()])  # [N, V]
-        positions = [len(run.rows[r].token_ids) for r in run.active]       # where each row's draft begins
-        sample_uniform = run.uniforms.at(run.active, positions, width + 1)                           # [B, K+1]
-        target_samples = inverse_cdf(target_probs, packed.pack(sample_uniform.to(self.device)))      # [N]
+        positions = [len(run.rows[r].token_ids) for r in run.active]  # where each row's draft begins
+        sample_uniform = run.uniforms.at(run.active, positions, width + 1)  # [B, K+1]
+        target_samples = inverse_cdf(target_probs, packed.pack(sample_uniform.to(self.device)))  # [N]
         n_accepted, next_tokens = speculative_accept(
-            draft_tokens, draft_probs, None if draft_probs is None else packed.pad(target_probs, batch, width + 1),
-            draft_lengths, run.generator, sample_uniform, packed.pad(target_samples, batch, width + 1))  # [B], [B]
+            draft_tokens,
+            draft_probs,
+            None if draft_probs is None else packed.pad(target_probs, batch, width + 1),
+            draft_lengths,
+            run.generator,
+            sample_uniform,
+            packed.pad(target_samples, batch, width + 1),
+        )  # [B], [B]
         # 4. commit: the cache keeps [pending, accepted drafts]; the new token is the next pending one
         run.cache.commit(n_accepted + 1)
-        committed = torch.cat([draft_tokens, next_tokens[:, None]], dim=1)                           # [B, K+1]
+        committed = torch.cat([draft_tokens, next_tokens[:, None]], dim=1)  # [B, K+1]
         committed[torch.arange(batch), n_accepted] = next_tokens
-        kept = packed.offsets <= n_accepted[packed.rows]                  # [N]: the positions each row commits
-        kept_logprobs = token_logprobs(logits[kept], packed.pack(committed)[kept])                   # [sum(n + 1)]
+        kept = packed.offsets <= n_accepted[packed.rows]  # [N]: the positions each row commits
+        kept_logprobs = token_logprobs(logits[kept], packed.pack(committed)[kept])  # [sum(n + 1)]
         for i, (row_index, logprobs) in enumerate(zip(run.active, kept_logprobs.split((n_accepted + 1).tolist()))):
-            run.rules.extend(run.rows[row_index], committed[i, :len(logprobs)].tolist(), logprobs.tolist(),
-                             self._decode)
+            run.rules.extend(
+                run.rows[row_index], committed[i, : len(logprobs)].tolist(), logprobs.tolist(), self._decode
+            )
         # 5. adapt: costs and acceptance feed the next plan; the step's cost is all of it but the draft model's work
         step.accepted = n_accepted.tolist()
         step.verify_s = time.perf_counter() - step_started - step.draft_s - step.setup_s
@@ -300,8 +377,9 @@ class Engine:
         run.round_number += 1
         self._drop_finished(run)
 
-    def _draft(self, run: _Run, drafters, lookups: dict[str, Draft], plan: StepPlan,
-               context: DraftContext) -> tuple[Draft, StepRecord]:
+    def _draft(
+        self, run: _Run, drafters, lookups: dict[str, Draft], plan: StepPlan, context: DraftContext
+    ) -> tuple[Draft, StepRecord]:
         """The plan's draft, truncated to its length, and the round's record so far; a model drafter runs here
         (timed, its one-offs apart), alone or for the rows the lookup found nothing for."""
         batch = len(run.active)
@@ -310,20 +388,26 @@ class Engine:
             return empty, self._record(plan, empty, None)
         lookup = lookups.get(plan.drafter)
         if lookup is not None:
-            lookup = Draft(lookup.tokens[:, :plan.length], lookup.lengths.clamp(max=plan.length))
+            lookup = Draft(lookup.tokens[:, : plan.length], lookup.lengths.clamp(max=plan.length))
             if plan.fallback is None:
                 return lookup, self._record(plan, lookup, lookup)
         drafter = drafters[plan.fallback or plan.drafter]
-        passes_before, setup_before, started = drafter.passes, drafter.setup_s, time.perf_counter()
-        draft = drafter.propose(replace(context, max_len=plan.length))   # the plan's length, not the lookup cap
-        setup_s = drafter.setup_s - setup_before     # one-offs: prompt prefill, catching up
-        draft_s = time.perf_counter() - started - setup_s
-        draft = draft if lookup is None else merge_drafts(lookup, draft)
-        return draft, self._record(plan, draft, lookup, draft_s, drafter.passes - passes_before, setup_s)
+        started = time.perf_counter()
+        drafted = drafter.propose(replace(context, max_len=plan.length))  # the plan's length, not the lookup cap
+        draft_s = time.perf_counter() - started - drafted.setup_s  # its one-offs (prefill, catching up) apart
+        run.stats.draft_passes += drafted.setup_passes  # one-offs count as draft passes, verified or not
+        draft = drafted if lookup is None else merge_drafts(lookup, drafted)
+        return draft, self._record(plan, draft, lookup, draft_s, drafted.passes, drafted.setup_s)
 
     @staticmethod
-    def _record(plan: StepPlan, draft: Draft, lookup: Draft | None, draft_s: float = 0.0, draft_passes: int = 0,
-                setup_s: float = 0.0) -> StepRecord:
+    def _record(
+        plan: StepPlan,
+        draft: Draft,
+        lookup: Draft | None,
+        draft_s: float = 0.0,
+        draft_passes: int = 0,
+        setup_s: float = 0.0,
+    ) -> StepRecord:
         batch = int(draft.lengths.shape[0])
         row_drafters = plan.row_drafters(None if lookup is None else lookup.lengths.tolist(), batch)
         return StepRecord(plan, batch, row_drafters, draft_s, draft_passes, setup_s, proposed=draft.lengths.tolist())
@@ -406,6 +490,8 @@ def _check_attention(name: str, model) -> None:
         return
     implementation = getattr(model.config, "_attn_implementation", None) or "eager"
     if implementation not in ATTENTION_IMPLEMENTATIONS:
-        raise ValueError(f"the {name} uses attn_implementation={implementation!r}: the engine's ragged-row cache "
-                         f"needs one of {', '.join(ATTENTION_IMPLEMENTATIONS)}; load it with "
-                         "attn_implementation='sdpa'")
+        raise ValueError(
+            f"the {name} uses attn_implementation={implementation!r}: the engine's ragged-row cache "
+            f"needs one of {', '.join(ATTENTION_IMPLEMENTATIONS)}; load it with "
+            "attn_implementation='sdpa'"
+        )

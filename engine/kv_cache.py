@@ -1,11 +1,12 @@
 """The ragged-row KV cache: one position-addressed buffer per layer, each row with its own length."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import torch
 
-PACKED_ROWS = "packed_rows"   # the forward keyword a packed call's PackedRows travels by (to the cache, to attention)
+PACKED_ROWS = "packed_rows"  # the forward keyword a packed call's PackedRows travels by (to the cache, to attention)
 
 
 class UnpackedCall(RuntimeError):
@@ -20,16 +21,16 @@ class PackedRows:
     1.5B on int4-w8a8, 2 cores, 8 rows over 300 cached tokens: 80 ms for 8 x 1; one row drafting 4 tokens, 115 ms
     packed as 12 token rows against 182 ms padded to 8 x 5; two rows drafting 4, 130 against 194 ms)."""
 
-    rows: torch.Tensor     # [N] the batch row of each token
+    rows: torch.Tensor  # [N] the batch row of each token
     offsets: torch.Tensor  # [N] its place among its row's new tokens, 0..q_b-1
-    width: int             # max(q_b): the query length per row attention pads back to
+    width: int  # max(q_b): the query length per row attention pads back to
 
     @staticmethod
-    def of(counts: torch.Tensor) -> "PackedRows":
+    def of(counts: torch.Tensor) -> PackedRows:
         """counts: [B] new tokens per row, each >= 1."""
-        rows = torch.repeat_interleave(torch.arange(len(counts), device=counts.device), counts)   # [N]
-        starts = torch.cumsum(counts, 0) - counts                                                 # [B]
-        offsets = torch.arange(len(rows), device=counts.device) - starts[rows]                    # [N]
+        rows = torch.repeat_interleave(torch.arange(len(counts), device=counts.device), counts)  # [N]
+        starts = torch.cumsum(counts, 0) - counts  # [B]
+        offsets = torch.arange(len(rows), device=counts.device) - starts[rows]  # [N]
         return PackedRows(rows, offsets, int(counts.max()))
 
     def pack(self, padded: torch.Tensor) -> torch.Tensor:
@@ -62,7 +63,7 @@ class RaggedKVCache:
         """capacity: positions per row; the engine passes the most a request can need (prompt + new tokens + the
         longest draft + 1), so each layer's buffers are allocated once, at their first write. Should a caller
         pass less, a buffer doubles when a write needs more."""
-        self.keys: list[torch.Tensor | None] = [None] * n_layers    # each [B, H_kv, capacity, D]
+        self.keys: list[torch.Tensor | None] = [None] * n_layers  # each [B, H_kv, capacity, D]
         self.values: list[torch.Tensor | None] = [None] * n_layers  # each [B, H_kv, capacity, D]
         self.lengths = torch.zeros(batch_size, dtype=torch.long, device=device)  # [B] valid entries per row
         self.capacity = capacity
@@ -76,29 +77,30 @@ class RaggedKVCache:
             return self._update_packed(key_states, value_states, layer_idx, packed)
         batch, heads, q_len, head_dim = key_states.shape  # [B, H_kv, q, D]
         if batch != self.lengths.shape[0]:
-            raise UnpackedCall(f"a forward of {batch} rows reached a cache of {self.lengths.shape[0]}: a packed call "
-                               f"must pass its PackedRows as {PACKED_ROWS!r}")
+            raise UnpackedCall(
+                f"a forward of {batch} rows reached a cache of {self.lengths.shape[0]}: a packed call "
+                f"must pass its PackedRows as {PACKED_ROWS!r}"
+            )
         end = int(self.lengths.max()) + q_len
         self._ensure_capacity(layer_idx, key_states, end)
         if bool((self.lengths == self.lengths[0]).all()):
             start = int(self.lengths[0])
-            self.keys[layer_idx][:, :, start:start + q_len] = key_states
-            self.values[layer_idx][:, :, start:start + q_len] = value_states
+            self.keys[layer_idx][:, :, start : start + q_len] = key_states
+            self.values[layer_idx][:, :, start : start + q_len] = value_states
         else:
-            rows = torch.arange(batch, device=key_states.device)[:, None]          # [B, 1]
+            rows = torch.arange(batch, device=key_states.device)[:, None]  # [B, 1]
             positions = self.lengths[:, None] + torch.arange(q_len, device=key_states.device)  # [B, q]
             self.keys[layer_idx][rows, :, positions] = key_states.transpose(1, 2)  # [B, q, H_kv, D]
             self.values[layer_idx][rows, :, positions] = value_states.transpose(1, 2)
         return self.keys[layer_idx][:, :, :end], self.values[layer_idx][:, :, :end]
 
-    def _update_packed(self, key_states: torch.Tensor, value_states: torch.Tensor, layer_idx: int,
-                       packed: PackedRows):
+    def _update_packed(self, key_states: torch.Tensor, value_states: torch.Tensor, layer_idx: int, packed: PackedRows):
         """key/value states [1, H_kv, N, D] of a packed call: token i goes to row rows[i], position
         lengths[rows[i]] + offsets[i]; the span returned matches attention_mask(packed.width)."""
         end = int(self.lengths.max()) + packed.width
         self._ensure_capacity(layer_idx, key_states.expand(len(self.lengths), -1, -1, -1), end)
-        positions = self.lengths[packed.rows] + packed.offsets                       # [N]
-        self.keys[layer_idx][packed.rows, :, positions] = key_states[0].transpose(0, 1)   # [N, H_kv, D]
+        positions = self.lengths[packed.rows] + packed.offsets  # [N]
+        self.keys[layer_idx][packed.rows, :, positions] = key_states[0].transpose(0, 1)  # [N, H_kv, D]
         self.values[layer_idx][packed.rows, :, positions] = value_states[0].transpose(0, 1)
         return self.keys[layer_idx][:, :, :end], self.values[layer_idx][:, :, :end]
 
@@ -111,11 +113,12 @@ class RaggedKVCache:
         dtype's minimum elsewhere). Additive, because eager attention adds the mask it is given (a boolean mask
         would add 1 to the visible scores) and SDPA reads an additive mask the same way."""
         end = int(self.lengths.max()) + q_len
-        positions = torch.arange(end, device=self.lengths.device)                       # [T]
+        positions = torch.arange(end, device=self.lengths.device)  # [T]
         limit = self.lengths[:, None] + torch.arange(1, q_len + 1, device=self.lengths.device)  # [B, q]
-        visible = (positions[None, None, :] < limit[:, :, None])[:, None]              # [B, 1, q, T]
+        visible = (positions[None, None, :] < limit[:, :, None])[:, None]  # [B, 1, q, T]
         return torch.zeros(visible.shape, dtype=dtype, device=visible.device).masked_fill_(
-            ~visible, torch.finfo(dtype).min)
+            ~visible, torch.finfo(dtype).min
+        )
 
     def position_ids(self, q_len: int) -> torch.Tensor:
         """[B, q] positions of the next q tokens of each row."""
@@ -153,8 +156,6 @@ class RaggedKVCache:
         if buffer is not None and buffer.shape[2] >= needed:
             return
         capacity = max(self.capacity, needed)
-        while capacity < needed:
-            capacity *= 2
         if buffer is not None:
             capacity = max(capacity, 2 * buffer.shape[2])
         batch, heads, _, head_dim = like.shape
@@ -162,5 +163,5 @@ class RaggedKVCache:
             grown = like.new_zeros(batch, heads, capacity, head_dim)
             if store[layer_idx] is not None:
                 old = store[layer_idx]
-                grown[:, :, :old.shape[2]] = old
+                grown[:, :, : old.shape[2]] = old
             store[layer_idx] = grown

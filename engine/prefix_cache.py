@@ -8,12 +8,13 @@ to floating-point rounding, which depends on a call's shape; so a seed gives the
 layers compute alike whatever the call's size (fp32 tested), while w8a8 layers round a call of up to 64 token rows
 (a short remainder) in integers and a larger one (a whole prompt's chunk) in bf16.
 """
+
 from __future__ import annotations
 
 import os
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import torch
 
@@ -22,10 +23,10 @@ from engine.kv_cache import RaggedKVCache
 
 @dataclass
 class _Entry:
-    keys: list[torch.Tensor]     # per layer [1, H_kv, n, D]
-    values: list[torch.Tensor]   # per layer [1, H_kv, n, D]
+    keys: list[torch.Tensor]  # per layer [1, H_kv, n, D]
+    values: list[torch.Tensor]  # per layer [1, H_kv, n, D]
     nbytes: int
-    last_logits: torch.Tensor | None = None   # [1, V] after the entry's last token, when it was a whole prompt
+    last_logits: torch.Tensor | None = None  # [1, V] after the entry's last token, when it was a whole prompt
 
 
 class PrefixCache:
@@ -33,7 +34,7 @@ class PrefixCache:
 
     def __init__(self, max_bytes: int):
         self.max_bytes = max_bytes
-        self._entries: OrderedDict[tuple[int, ...], _Entry] = OrderedDict()   # oldest first
+        self._entries: OrderedDict[tuple[int, ...], _Entry] = OrderedDict()  # oldest first
 
     @property
     def nbytes(self) -> int:
@@ -71,19 +72,23 @@ class PrefixCache:
             return
         key = tuple(token_ids)
         for old in self._entries:
-            if len(old) >= len(key) and old[:len(key)] == key:   # held already (a backspace): keep the longer one
+            if len(old) >= len(key) and old[: len(key)] == key:  # held already (a backspace): keep the longer one
                 if old == key and last_logits is not None and self._entries[old].last_logits is None:
                     self._entries[old].last_logits = last_logits.clone()
                 self._entries.move_to_end(old)
                 return
         keys, values = cache.prefix(len(key))
         tensors = keys + values + ([last_logits] if last_logits is not None else [])
-        entry = _Entry(keys, values, sum(t.numel() * t.element_size() for t in tensors),
-                       None if last_logits is None else last_logits.clone())
+        entry = _Entry(
+            keys,
+            values,
+            sum(t.numel() * t.element_size() for t in tensors),
+            None if last_logits is None else last_logits.clone(),
+        )
         if entry.nbytes > self.max_bytes:
             return
-        for old in [k for k in self._entries if len(k) <= len(key) and key[:len(k)] == k]:
-            del self._entries[old]   # a prefix of the new prompt: the new entry holds all of it
+        for old in [k for k in self._entries if len(k) <= len(key) and key[: len(k)] == k]:
+            del self._entries[old]  # a prefix of the new prompt: the new entry holds all of it
         self._entries[key] = entry
         while self.nbytes > self.max_bytes:
             self._entries.popitem(last=False)
@@ -98,16 +103,22 @@ class PromptReading:
     computed: int = 0
     forwards: int = 0
     done: bool = False
-    last_logits: torch.Tensor | None = field(default=None, repr=False)   # [1, V] after the last prompt token
+    last_logits: torch.Tensor | None = field(default=None, repr=False)  # [1, V] after the last prompt token
 
     @property
     def read(self) -> int:
         return self.cached + self.computed
 
 
-def read_prompt(forward, model, cache: RaggedKVCache, prompt_ids: list[int], store: PrefixCache | None,
-                chunk_tokens: int, should_go_on: Callable[[PromptReading], bool] = lambda reading: True,
-                ) -> PromptReading:
+def read_prompt(
+    forward,
+    model,
+    cache: RaggedKVCache,
+    prompt_ids: list[int],
+    store: PrefixCache | None,
+    chunk_tokens: int,
+    should_go_on: Callable[[PromptReading], bool] = lambda reading: True,
+) -> PromptReading:
     """Fill an empty batch-1 cache with the prompt's entries: the longest cached prefix is copied (at most all but
     the last token, whose logits are needed), the rest computed `chunk_tokens` at a time. should_go_on(reading) is
     asked before each chunk (a deadline, a cancel, progress); what was read is stored either way, so a request cut
@@ -116,16 +127,16 @@ def read_prompt(forward, model, cache: RaggedKVCache, prompt_ids: list[int], sto
     device = cache.lengths.device
     if store is not None:
         shared, key = store.longest_prefix(prompt_ids)
-        reading.last_logits = store.last_logits(prompt_ids)   # the same prompt, read whole before: nothing to compute
+        reading.last_logits = store.last_logits(prompt_ids)  # the same prompt, read whole before: nothing to compute
         reading.cached = shared if reading.last_logits is not None else min(shared, len(prompt_ids) - 1)
         if reading.cached > 0:
             store.load(key, reading.cached, cache)
     while reading.read < reading.total:
         if not should_go_on(reading):
             break
-        chunk = prompt_ids[reading.read:reading.read + chunk_tokens]
+        chunk = prompt_ids[reading.read : reading.read + chunk_tokens]
         is_last = reading.read + len(chunk) == reading.total
-        logits = forward(model, cache, torch.tensor([chunk], device=device), keep_last=1)   # [1, 1, V]
+        logits = forward(model, cache, torch.tensor([chunk], device=device), keep_last=1)  # [1, 1, V]
         cache.commit(torch.tensor([len(chunk)], device=device))
         reading.computed += len(chunk)
         reading.forwards += 1
@@ -133,5 +144,5 @@ def read_prompt(forward, model, cache: RaggedKVCache, prompt_ids: list[int], sto
             reading.last_logits = logits[:, -1]
     reading.done = reading.read == reading.total
     if store is not None and reading.computed > 0:
-        store.store(prompt_ids[:reading.read], cache, reading.last_logits if reading.done else None)
+        store.store(prompt_ids[: reading.read], cache, reading.last_logits if reading.done else None)
     return reading

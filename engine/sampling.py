@@ -1,4 +1,5 @@
 """Turning logits into sampling distributions (temperature, top-p) and drawing tokens from them."""
+
 from __future__ import annotations
 
 import hashlib
@@ -29,11 +30,11 @@ def _nucleus(scaled: torch.Tensor, top_p: float, head: int = 512) -> torch.Tenso
     is wider fall back to the full sort.
     """
     head = min(head, scaled.shape[-1])
-    head_logits, head_ids = scaled.topk(head, dim=-1)                        # [..., head], sorted descending
+    head_logits, head_ids = scaled.topk(head, dim=-1)  # [..., head], sorted descending
     head_probs = (head_logits - torch.logsumexp(scaled, dim=-1, keepdim=True)).exp()
     if not bool((head_probs.sum(-1) >= top_p).all()):
         head_probs, head_ids = torch.softmax(scaled, dim=-1).sort(dim=-1, descending=True)
-    mass_before = head_probs.cumsum(-1) - head_probs                         # mass of strictly more likely tokens
+    mass_before = head_probs.cumsum(-1) - head_probs  # mass of strictly more likely tokens
     head_probs = head_probs.masked_fill(mass_before >= top_p, 0.0)
     head_probs = head_probs / head_probs.sum(-1, keepdim=True)
     return torch.zeros(scaled.shape, device=scaled.device).scatter_(-1, head_ids, head_probs)
@@ -53,8 +54,8 @@ def inverse_cdf(probs: torch.Tensor, uniform: torch.Tensor) -> torch.Tensor:
     number gives the same token, whichever step computed the distribution. With `right=True` a token of
     probability 0 can never be returned.
     """
-    flat = probs.reshape(-1, probs.shape[-1]).float()                          # [N, V]
-    cumulative = flat.cumsum(-1)                                               # [N, V]
+    flat = probs.reshape(-1, probs.shape[-1]).float()  # [N, V]
+    cumulative = flat.cumsum(-1)  # [N, V]
     scaled = uniform.reshape(-1, 1).to(flat.device, torch.float32) * cumulative[:, -1:]
     tokens = torch.searchsorted(cumulative, scaled, right=True).clamp_(max=flat.shape[-1] - 1)  # [N, 1]
     return tokens.reshape(probs.shape[:-1])
@@ -77,14 +78,17 @@ class PositionUniforms:
 
     def at(self, rows: list[int], starts: list[int], width: int) -> torch.Tensor:
         """[len(rows), width]: row rows[i]'s numbers for positions starts[i] .. starts[i] + width - 1."""
-        return torch.stack([self._span(row, start, width) for row, start in zip(rows, starts)]) \
-            if rows else torch.zeros(0, width)
+        return (
+            torch.stack([self._span(row, start, width) for row, start in zip(rows, starts)])
+            if rows
+            else torch.zeros(0, width)
+        )
 
     def _span(self, row: int, start: int, width: int) -> torch.Tensor:
         first, last = start // self.CHUNK, (start + width - 1) // self.CHUNK if width else start // self.CHUNK
         joined = torch.cat([self._chunk(row, c) for c in range(first, last + 1)])
         offset = start - first * self.CHUNK
-        return joined[offset:offset + width]
+        return joined[offset : offset + width]
 
     def _chunk(self, row: int, chunk: int) -> torch.Tensor:
         key = (row, chunk)

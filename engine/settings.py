@@ -1,5 +1,6 @@
 """The engine's settings and the choices each accepts: importable without torch, so the app's command line and its
 `--help` name the engine's own lists instead of copies."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -20,8 +21,8 @@ WEIGHT_FORMATS = ("auto", "native", "int8", "int4", "w8a8", "int4-w8a8")
 class EngineSettings:
     """How the engine drafts; the request says what to generate."""
 
-    drafter: str = "auto"   # one of DRAFTER_CHOICES: "none" (regular decoding), "model", "prompt", "sibling", or
-                            # "auto" (a cost model picks per step)
+    drafter: str = "auto"  # one of DRAFTER_CHOICES: "none" (regular decoding), "model", "prompt", "sibling", or
+    # "auto" (a cost model picks per step)
     # How a draft model's tokens are sampled and verified (ACCEPTANCE_CHOICES, both exact):
     # "coupled":  each draft token is drawn with the number the target will use at that position, and kept
     #             while it equals the target's own draw: a seed gives regular decoding's tokens, whatever the
@@ -30,8 +31,10 @@ class EngineSettings:
     #             highest possible); the same seed may then give other tokens when the plan differs.
     acceptance: str = "coupled"
     controller: ControllerSettings = field(default_factory=ControllerSettings)
-    check_cache: bool = False   # the draft model checks its cache against the rows' histories at every proposal
-    prefix_cache_mb: float = 512.0  # KV of recent prompts kept per model (target, draft), least recently used out; 0: off
-    prefill_chunk: int = 512    # prompt tokens per forward while a prompt is read (progress and cancels in between)
-    prompt_form: str = "auto"   # continuations, one of PROMPT_FORMS: "raw" text, "chat" (engine/text/chat.py),
-                                # "auto": chat for an instruct model
+    check_cache: bool = False  # the draft model checks its cache against the rows' histories at every proposal
+    prefix_cache_mb: float = (
+        512.0  # KV of recent prompts kept per model (target, draft), least recently used out; 0: off
+    )
+    prefill_chunk: int = 512  # prompt tokens per forward while a prompt is read (progress and cancels in between)
+    prompt_form: str = "auto"  # continuations, one of PROMPT_FORMS: "raw" text, "chat" (engine/text/chat.py),
+    # "auto": chat for an instruct model

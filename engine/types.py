@@ -1,17 +1,15 @@
 """Request, candidate and result records of the engine: plain data, validated at the edge."""
+
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Protocol
-
-# HumanEval's usual stop sequences (what peers such as llama-server are given in the benchmarks). The engine
-# itself ends a function by indentation (engine/text/blocks.py), which also stops methods and nested functions.
-FUNCTION_END_STOPS = ("\ndef ", "\nclass ", "\nif __name__", "\nif ", "\nprint(", "\n#", "\n@", "\nassert ")
+from typing import Protocol
 
 MAX_K = 32
 MAX_NEW_TOKENS = 2048
-FINISH_STOP = "stop"      # an end-of-text token, a stop string or the end of the function body
+FINISH_STOP = "stop"  # an end-of-text token, a stop string or the end of the function body
 FINISH_LENGTH = "length"  # max_new_tokens reached
 FINISH_BUDGET = "budget"  # the deadline (or a cancel) came first: the text is unfinished
 FINISH_INTERRUPTED = "interrupted"  # a remote server's stream broke off: the text is what arrived
@@ -19,6 +17,26 @@ FINISH_INTERRUPTED = "interrupted"  # a remote server's stream broke off: the te
 # against it), and those that cut the text off where it was: it may end anywhere, even mid-token.
 FINISH_REASONS = (FINISH_STOP, FINISH_LENGTH, FINISH_BUDGET, FINISH_INTERRUPTED)
 CUT_REASONS = frozenset({FINISH_LENGTH, FINISH_BUDGET, FINISH_INTERRUPTED})
+
+
+class SettingError(Exception):
+    """An error whose message names settings its reader can change to mend it. `settings` maps each setting (its
+    name, with the value where the fix is one: "drafter=sibling") to how this message spells it; `worded` gives the
+    message in another caller's words for those settings (the app's command-line options, app/runs.py)."""
+
+    def __init__(self, message: str, settings: dict[str, str] | None = None):
+        super().__init__(message)
+        self.settings = dict(settings or {})
+
+    def worded(self, names: dict[str, str]) -> str:
+        message = str(self)
+        for setting, spelled in self.settings.items():
+            message = message.replace(spelled, names.get(setting, spelled))
+        return message
+
+
+class InvalidSetting(SettingError, ValueError):
+    """Settings the engine cannot work with; the message names the setting and what it accepts."""
 
 
 class InvalidRequest(ValueError):
@@ -29,7 +47,7 @@ class InvalidRequest(ValueError):
 class ContextFile:
     """Another file the editor has open, given to a fill-in-the-middle request as context."""
 
-    name: str   # its path or name, as the editor calls it
+    name: str  # its path or name, as the editor calls it
     text: str
 
 
@@ -37,25 +55,25 @@ class ContextFile:
 class GenerationRequest:
     """What one call asks for: k sampled continuations of one prompt (or k middles between it and a suffix)."""
 
-    prompt: str                     # the code before the cursor
-    k: int = 8                      # number of candidates (rows), 1..32
-    max_new_tokens: int = 256       # per candidate, 1..2048
-    budget_s: float = 30.0          # seconds from call to answer, > 0
-    temperature: float = 0.8        # >= 0; 0 means greedy
-    top_p: float = 0.95             # nucleus mass, in (0, 1]
-    seed: int | None = None         # fixes the samples when set
-    stop: tuple[str, ...] = ()      # a row ends before the first of these strings
-    stop_at_body_end: bool = True   # a row ends where its completion leaves the function the prompt opened
-    suffix: str = ""                # the code after the cursor: non-empty (or extra files) asks for middles
+    prompt: str  # the code before the cursor
+    k: int = 8  # number of candidates (rows), 1..32
+    max_new_tokens: int = 256  # per candidate, 1..2048
+    budget_s: float = 30.0  # seconds from call to answer, > 0
+    temperature: float = 0.8  # >= 0; 0 means greedy
+    top_p: float = 0.95  # nucleus mass, in (0, 1]
+    seed: int | None = None  # fixes the samples when set
+    stop: tuple[str, ...] = ()  # a row ends before the first of these strings
+    stop_at_body_end: bool = True  # a row ends where its completion leaves the function the prompt opened
+    suffix: str = ""  # the code after the cursor: non-empty (or extra files) asks for middles
     extra: tuple[ContextFile, ...] = ()  # other files as context of a middle
     budget_after_prompt: bool = False  # the budget starts once the prompt is read (llama.cpp's t_max_predict_ms)
-    greedy_first: bool = False      # row 0 decodes greedily, the other rows sample at `temperature` (local engine)
+    greedy_first: bool = False  # row 0 decodes greedily, the other rows sample at `temperature` (local engine)
     budget_waits_for_line: bool = False  # past the budget a row ends only once its text holds a newline, so that it
-                                         # has one whole line (llama.cpp's t_max_predict_ms); max_new_tokens bounds it
+    # has one whole line (llama.cpp's t_max_predict_ms); max_new_tokens bounds it
     context_tokens: int | None = None  # a middle's local context in tokens: the prefix's last 3/4 and the suffix's
-                                       # first 1/4, whole lines (llama-server's batch-bounded prompt); None: all
-    extra_tokens: int | None = None    # the other files' tokens at most, the files nearest the end kept; None: all
-    min_indent: int = 0                # a row ends before a new line indented less than this (llama.cpp's n_indent)
+    # first 1/4, whole lines (llama-server's batch-bounded prompt); None: all
+    extra_tokens: int | None = None  # the other files' tokens at most, the files nearest the end kept; None: all
+    min_indent: int = 0  # a row ends before a new line indented less than this (llama.cpp's n_indent)
 
     @property
     def is_infill(self) -> bool:
@@ -66,7 +84,7 @@ class GenerationRequest:
         """Raise ValueError naming the bad value and the allowed range."""
         if not isinstance(self.prompt, str) or not isinstance(self.suffix, str):
             raise InvalidRequest("prompt and suffix must be text (the code before and after the cursor)")
-        if not self.prompt.strip() and not self.is_infill:   # a middle may begin an empty file
+        if not self.prompt.strip() and not self.is_infill:  # a middle may begin an empty file
             raise InvalidRequest("prompt is empty: give some code or a function signature to complete")
         _check_int("k", self.k, 1, MAX_K)
         _check_int("max_new_tokens", self.max_new_tokens, 1, MAX_NEW_TOKENS)
@@ -79,7 +97,9 @@ class GenerationRequest:
         if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0):
             raise InvalidRequest(f"seed={self.seed!r} is out of range: it must be an integer >= 0 or None")
         if not isinstance(self.budget_after_prompt, bool):
-            raise InvalidRequest(f"budget_after_prompt={self.budget_after_prompt!r} is invalid: it must be true or false")
+            raise InvalidRequest(
+                f"budget_after_prompt={self.budget_after_prompt!r} is invalid: it must be true or false"
+            )
         for name in ("budget_waits_for_line",):
             if not isinstance(getattr(self, name), bool):
                 raise InvalidRequest(f"{name}={getattr(self, name)!r} is invalid: it must be true or false")
@@ -94,8 +114,9 @@ class GenerationRequest:
             raise InvalidRequest(f"stop_at_body_end={self.stop_at_body_end!r} is invalid: it must be true or false")
         if not all(isinstance(s, str) and s for s in self.stop):
             raise InvalidRequest(f"stop={self.stop!r} is invalid: stop strings must be non-empty strings")
-        if not all(isinstance(f, ContextFile) and isinstance(f.name, str) and isinstance(f.text, str)
-                   for f in self.extra):
+        if not all(
+            isinstance(f, ContextFile) and isinstance(f.name, str) and isinstance(f.text, str) for f in self.extra
+        ):
             raise InvalidRequest("extra is invalid: each context file needs a name and a text")
 
 
@@ -112,10 +133,10 @@ def _check_int(name: str, value, low: int, high: int) -> None:
 class Candidate:
     """One continuation of the prompt."""
 
-    text: str                                          # decoded continuation, cut before any stop string
+    text: str  # decoded continuation, cut before any stop string
     token_ids: list[int] = field(default_factory=list)  # generated token ids (kept ones)
     logprobs: list[float] = field(default_factory=list)  # log p_target(token) per token, at temperature 1
-    finish_reason: str | None = None                   # one of FINISH_REASONS; None while growing
+    finish_reason: str | None = None  # one of FINISH_REASONS; None while growing
 
     @property
     def finished(self) -> bool:
@@ -131,19 +152,19 @@ class Candidate:
 class GenerationStats:
     """How a call went."""
 
-    wall_s: float = 0.0             # from call to return
-    prefill_s: float = 0.0          # of which reading the prompt (cache copy and chunked forwards; the first token)
-    generated_tokens: int = 0       # over all rows
-    forward_passes: int = 0         # target model forwards (prefill included)
-    draft_passes: int = 0           # draft model forwards (0 without a model drafter)
-    proposed_tokens: int = 0        # draft tokens offered for verification
-    accepted_tokens: int = 0        # draft tokens the target accepted
-    speculative_steps: int = 0      # verify steps that carried at least one draft token
-    drafted_rows: int = 0           # row-steps that carried at least one draft token
+    wall_s: float = 0.0  # from call to return
+    prefill_s: float = 0.0  # of which reading the prompt (cache copy and chunked forwards; the first token)
+    generated_tokens: int = 0  # over all rows
+    forward_passes: int = 0  # target model forwards (prefill included)
+    draft_passes: int = 0  # draft model forwards (0 without a model drafter)
+    proposed_tokens: int = 0  # draft tokens offered for verification
+    accepted_tokens: int = 0  # draft tokens the target accepted
+    speculative_steps: int = 0  # verify steps that carried at least one draft token
+    drafted_rows: int = 0  # row-steps that carried at least one draft token
     drafter_choices: dict[str, int] = field(default_factory=dict)  # steps (row-steps) per drafter name
-    prompt_tokens: int = 0          # tokens of the prompt as the model reads it (a middle's FIM markers included)
-    cached_prompt_tokens: int = 0   # of which the prefix cache gave (not computed)
-    prompt_read_tokens: int = 0     # of which are read so far (cached and computed; all of them once generating)
+    prompt_tokens: int = 0  # tokens of the prompt as the model reads it (a middle's FIM markers included)
+    cached_prompt_tokens: int = 0  # of which the prefix cache gave (not computed)
+    prompt_read_tokens: int = 0  # of which are read so far (cached and computed; all of them once generating)
 
     @property
     def tokens_per_s(self) -> float:
@@ -189,10 +210,14 @@ class GenerationResult:
 
 
 class CandidateSource(Protocol):
-    """What the app asks of a source of candidates (the local Engine, a RemoteEngine in front of a server)."""
+    """What the app asks of a source of candidates (the local Engine, a RemoteClient in front of a server)."""
 
-    def generate(self, request: GenerationRequest, on_update: Callable[[GenerationResult], None] | None = None,
-                 should_stop: Callable[[], bool] | None = None) -> GenerationResult:
+    def generate(
+        self,
+        request: GenerationRequest,
+        on_update: Callable[[GenerationResult], None] | None = None,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> GenerationResult:
         """request.k candidates (in row order), returned by the request's deadline with what there is;
         on_update gets partial results while they grow, should_stop ends the run early (what there is is kept).
         Raises InvalidRequest for a request this source cannot serve (the message names the value)."""

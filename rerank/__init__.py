@@ -1,4 +1,5 @@
 """Reranking of candidate completions by pairwise consistency, log-probabilities and static findings."""
+
 from rerank.rank import RankedCandidate, duplicate_key, group_duplicates, rank, rank_with_similarity
 from rerank.scoring import generalized_self_consistency
 from rerank.settings import SCORERS, SIMILARITIES, RankSettings
@@ -14,8 +15,23 @@ from rerank.similarity import (
 from rerank.tokens import code_token_spans, code_tokens, regex_tokens
 
 __all__ = [
-    "RankSettings", "RankedCandidate", "SCORERS", "SIMILARITIES", "code_token_spans", "code_tokens",
-    "duplicate_key", "generalized_self_consistency", "group_duplicates", "jaccard_similarity",
-    "make_vectorizer", "ngram_overlap_similarity", "pairwise_similarity", "rank", "rank_with_similarity", "regex_tokens",
-    "similarity_matrix", "token_probabilities", "vectorize",
+    "RankSettings",
+    "RankedCandidate",
+    "SCORERS",
+    "SIMILARITIES",
+    "code_token_spans",
+    "code_tokens",
+    "duplicate_key",
+    "generalized_self_consistency",
+    "group_duplicates",
+    "jaccard_similarity",
+    "make_vectorizer",
+    "ngram_overlap_similarity",
+    "pairwise_similarity",
+    "rank",
+    "rank_with_similarity",
+    "regex_tokens",
+    "similarity_matrix",
+    "token_probabilities",
+    "vectorize",
 ]

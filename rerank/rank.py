@@ -1,4 +1,5 @@
 """`rank`: candidates in, distinct candidates out, best first, each with the breakdown of its score."""
+
 from __future__ import annotations
 
 import math
@@ -11,9 +12,8 @@ from rerank.settings import RankSettings
 from rerank.similarity import similarity_matrix
 from static_eval.findings import EMPTY_IMPLEMENTATION
 
-
-
 EMPTY_KIND = EMPTY_IMPLEMENTATION  # the finding kind static_eval gives a body that adds nothing that runs
+
 
 @dataclass
 class RankedCandidate:
@@ -24,25 +24,25 @@ class RankedCandidate:
     probability); logprob_term - static_penalty for mean_logprob and sum_logprob; a seeded random
     draw - static_penalty for random. Unparsable candidates rank below all parsing ones (unless all fail)
     whatever their score. Given the checks each candidate passed (the user's own examples, run), candidates that
-    pass more come first whatever their score: a check all pass or all fail moves nothing. Equal scores are ordered by the higher mean token log-probability, then by the
-    earlier row.
+    pass more come first whatever their score: a check all pass or all fail moves nothing. Equal scores are ordered
+    by the higher mean token log-probability, then by the earlier row.
     """
 
-    rank: int                      # 1-based place, best first
-    text: str                      # the text (of the first copy)
-    indices: list[int]             # original positions of every identical copy
-    count: int                     # number of copies: evidence, each copy votes in GSC
-    consistency: float             # GSC: mean similarity to all other candidates (weighted for wucs)
-    logprob_term: float            # the log-probability term the scorer used (0 when it uses none)
-    static_penalty: float          # subtracted by the static policy (errors, warnings, cut off)
-    score: float                   # final score (ordering within a parse tier)
+    rank: int  # 1-based place, best first
+    text: str  # the text (of the first copy)
+    indices: list[int]  # original positions of every identical copy
+    count: int  # number of copies: evidence, each copy votes in GSC
+    consistency: float  # GSC: mean similarity to all other candidates (weighted for wucs)
+    logprob_term: float  # the log-probability term the scorer used (0 when it uses none)
+    static_penalty: float  # subtracted by the static policy (errors, warnings, cut off)
+    score: float  # final score (ordering within a parse tier)
     mean_logprob: float | None = None  # mean token log-probability, when given
-    parses: bool | None = None     # from the static report; None without one
-    errors: int = 0                # error-level findings
-    warnings: int = 0              # warning-level findings
-    demoted: bool = False          # moved below the others: it does not parse, or it is an empty implementation
+    parses: bool | None = None  # from the static report; None without one
+    errors: int = 0  # error-level findings
+    warnings: int = 0  # warning-level findings
+    demoted: bool = False  # moved below the others: it does not parse, or it is an empty implementation
     checks_passed: int | None = None  # the user's examples it passed (they order before the score); None: no checks
-    scorer: str = ""               # RankSettings.label() of the ranking
+    scorer: str = ""  # RankSettings.label() of the ranking
     extras: dict = field(default_factory=dict)  # room for callers' annotations
 
     def as_dict(self) -> dict:
@@ -72,17 +72,26 @@ def group_duplicates(texts: list[str]) -> list[list[int]]:
     return list(groups.values())
 
 
-def rank(texts: list[str], token_logprobs: list[list[float]] | None = None, reports: list | None = None,
-         settings: RankSettings = RankSettings(), token_texts: list[list[str]] | None = None,
-         check_passes: list[int] | None = None) -> list[RankedCandidate]:
+def rank(
+    texts: list[str],
+    token_logprobs: list[list[float]] | None = None,
+    reports: list | None = None,
+    settings: RankSettings = RankSettings(),
+    token_texts: list[list[str]] | None = None,
+    check_passes: list[int] | None = None,
+) -> list[RankedCandidate]:
     """Order candidates best first (see `rank_with_similarity`, which also returns the similarity matrix)."""
     return rank_with_similarity(texts, token_logprobs, reports, settings, token_texts, check_passes)[0]
 
 
-def rank_with_similarity(texts: list[str], token_logprobs: list[list[float]] | None = None,
-                         reports: list | None = None, settings: RankSettings = RankSettings(),
-                         token_texts: list[list[str]] | None = None, check_passes: list[int] | None = None,
-                         ) -> tuple[list[RankedCandidate], np.ndarray]:
+def rank_with_similarity(
+    texts: list[str],
+    token_logprobs: list[list[float]] | None = None,
+    reports: list | None = None,
+    settings: RankSettings = RankSettings(),
+    token_texts: list[list[str]] | None = None,
+    check_passes: list[int] | None = None,
+) -> tuple[list[RankedCandidate], np.ndarray]:
     """Order candidates best first by consistency (and log-probabilities, and static findings).
 
     Parameters
@@ -118,14 +127,18 @@ def rank_with_similarity(texts: list[str], token_logprobs: list[list[float]] | N
     unique_texts = [texts[i] for i in heads]
 
     # 1. consistency: GSC over distinct texts, copies weighted by their count
-    similarities = similarity_matrix(unique_texts, settings,                           # (n_groups, n_groups)
-                                     [token_logprobs[i] for i in heads] if token_logprobs else None,
-                                     [token_texts[i] for i in heads] if token_texts else None)
+    similarities = similarity_matrix(
+        unique_texts,
+        settings,  # (n_groups, n_groups)
+        [token_logprobs[i] for i in heads] if token_logprobs else None,
+        [token_texts[i] for i in heads] if token_texts else None,
+    )
     consistency = generalized_self_consistency(similarities, counts)  # (n_groups,)
 
     # 2. log-probability term and base score
-    means = [float(np.mean([mean_logprob(token_logprobs[i]) for i in group])) if token_logprobs else None
-             for group in groups]
+    means = [
+        float(np.mean([mean_logprob(token_logprobs[i]) for i in group])) if token_logprobs else None for group in groups
+    ]
     logprob_term, base = _base_scores(settings, groups, consistency, means, token_logprobs, len(texts))
 
     # 3. static policy
@@ -135,8 +148,10 @@ def rank_with_similarity(texts: list[str], token_logprobs: list[list[float]] | N
     penalty = np.array([static_penalty_fraction(r, settings) * scale for r in group_reports])
     score = base - penalty
     parses = [None if r is None else bool(getattr(r, "parses", True)) for r in group_reports]
-    demoted = [(settings.unparsable_to_bottom and p is False) or (settings.empty_to_bottom and _is_empty(r))
-               for p, r in zip(parses, group_reports)]
+    demoted = [
+        (settings.unparsable_to_bottom and p is False) or (settings.empty_to_bottom and _is_empty(r))
+        for p, r in zip(parses, group_reports)
+    ]
     if all(demoted):
         demoted = [False] * len(groups)  # all fail: the policy cannot tell them apart
 
@@ -144,17 +159,36 @@ def rank_with_similarity(texts: list[str], token_logprobs: list[list[float]] | N
     passes = [check_passes[i] if check_passes is not None else None for i in heads]
 
     # ties: the higher mean log-probability (the model's own preference), then the earlier row
-    order = sorted(range(len(groups)), key=lambda g: (-(passes[g] or 0), demoted[g], -_sortable(score[g]),
-                                                      -_sortable(means[g] if means[g] is not None else math.nan),
-                                                      heads[g]))
-    ranked = [RankedCandidate(
-        rank=place + 1, text=texts[heads[g]], indices=list(groups[g]), count=len(groups[g]),
-        consistency=float(consistency[g]), logprob_term=float(logprob_term[g]),
-        static_penalty=float(penalty[g]), score=float(score[g]), mean_logprob=means[g], parses=parses[g],
-        errors=finding_count(group_reports[g], "errors") if group_reports[g] is not None else 0,
-        warnings=finding_count(group_reports[g], "warnings") if group_reports[g] is not None else 0,
-        demoted=demoted[g], checks_passed=passes[g], scorer=settings.label(),
-    ) for place, g in enumerate(order)]
+    order = sorted(
+        range(len(groups)),
+        key=lambda g: (
+            -(passes[g] or 0),
+            demoted[g],
+            -_sortable(score[g]),
+            -_sortable(means[g] if means[g] is not None else math.nan),
+            heads[g],
+        ),
+    )
+    ranked = [
+        RankedCandidate(
+            rank=place + 1,
+            text=texts[heads[g]],
+            indices=list(groups[g]),
+            count=len(groups[g]),
+            consistency=float(consistency[g]),
+            logprob_term=float(logprob_term[g]),
+            static_penalty=float(penalty[g]),
+            score=float(score[g]),
+            mean_logprob=means[g],
+            parses=parses[g],
+            errors=finding_count(group_reports[g], "errors") if group_reports[g] is not None else 0,
+            warnings=finding_count(group_reports[g], "warnings") if group_reports[g] is not None else 0,
+            demoted=demoted[g],
+            checks_passed=passes[g],
+            scorer=settings.label(),
+        )
+        for place, g in enumerate(order)
+    ]
     return ranked, similarities[np.ix_(order, order)]
 
 
@@ -190,10 +224,13 @@ def _base_scores(settings, groups, consistency, means, token_logprobs, n_candida
 def _check_inputs(texts, token_logprobs, reports, token_texts, settings, check_passes) -> None:
     if not isinstance(texts, (list, tuple)) or not all(isinstance(t, str) for t in texts):
         raise ValueError("texts must be a list of strings (candidate continuations)")
-    for name, value in (("token_logprobs", token_logprobs), ("reports", reports), ("token_texts", token_texts),
-                        ("check_passes", check_passes)):
+    for name, value in (
+        ("token_logprobs", token_logprobs),
+        ("reports", reports),
+        ("token_texts", token_texts),
+        ("check_passes", check_passes),
+    ):
         if value is not None and len(value) != len(texts):
             raise ValueError(f"{name} has {len(value)} entries for {len(texts)} texts: give one per text")
     if token_logprobs is None and settings.uses_logprobs:
-        raise ValueError(f"scorer={settings.scorer!r} needs token_logprobs; "
-                         f"without them use scorer='gsc' or 'random'")
+        raise ValueError(f"scorer={settings.scorer!r} needs token_logprobs; without them use scorer='gsc' or 'random'")

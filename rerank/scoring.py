@@ -1,4 +1,5 @@
 """Scores of candidate groups: generalized self-consistency, log-probability terms, the static policy."""
+
 from __future__ import annotations
 
 import math

@@ -1,10 +1,11 @@
 """The settings of a ranking: which scorer, which similarity, which features, which static policy."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 SCORERS = ("gsc", "wucs", "consensus_wucs", "mean_logprob", "sum_logprob", "random")
-NEEDS_LOGPROBS = ("wucs", "consensus_wucs", "mean_logprob", "sum_logprob")   # the scorers that read token log-probs
+NEEDS_LOGPROBS = ("wucs", "consensus_wucs", "mean_logprob", "sum_logprob")  # the scorers that read token log-probs
 SIMILARITIES = ("ngram_overlap", "cosine", "jaccard")
 MAX_NGRAM = 4
 
@@ -27,20 +28,20 @@ class RankSettings:
     this ranker and cost unigram GSC one problem of 0-110, so type findings are shown, not charged.
     """
 
-    scorer: str = "gsc"                  # one of SCORERS; gsc/wucs/consensus_wucs use the similarity below
-    similarity: str = "ngram_overlap"    # one of SIMILARITIES; ngram_overlap is the paper's v_i . v_j / |V|
+    scorer: str = "gsc"  # one of SCORERS; gsc/wucs/consensus_wucs use the similarity below
+    similarity: str = "ngram_overlap"  # one of SIMILARITIES; ngram_overlap is the paper's v_i . v_j / |V|
     ngram_range: tuple[int, int] = (1, 4)  # smallest and largest n of the code-token n-grams, within 1..4
-    binary: bool = True                  # presence (True) or occurrence counts (False) of each n-gram
-    seed: int = 0                        # seeds the "random" scorer (and nothing else)
+    binary: bool = True  # presence (True) or occurrence counts (False) of each n-gram
+    seed: int = 0  # seeds the "random" scorer (and nothing else)
     # Static policy (reports from static_eval). Penalties are fractions of the largest |score| of
     # the call, so they mean the same for every scorer and similarity.
-    unparsable_to_bottom: bool = True    # candidates that do not parse rank below all that do, unless all fail
-    empty_to_bottom: bool = True         # so do empty implementations (only pass / ... / docstring / raise
-                                         # NotImplementedError): they cannot be the answer however many agree
-    error_penalty: float = 0.25          # per error-level finding: usually a failure when run, but linters err
-    warning_penalty: float = 0.02        # per warning (unused name...): rarely wrong code, so a tie-breaker
-    type_penalty: float = 0.0            # per type-checker error (mypy): measured to move no pick (see above)
-    incomplete_penalty: float = 0.25     # the report says the code is cut off (complete=False)
+    unparsable_to_bottom: bool = True  # candidates that do not parse rank below all that do, unless all fail
+    empty_to_bottom: bool = True  # so do empty implementations (only pass / ... / docstring / raise
+    # NotImplementedError): they cannot be the answer however many agree
+    error_penalty: float = 0.25  # per error-level finding: usually a failure when run, but linters err
+    warning_penalty: float = 0.02  # per warning (unused name...): rarely wrong code, so a tie-breaker
+    type_penalty: float = 0.0  # per type-checker error (mypy): measured to move no pick (see above)
+    incomplete_penalty: float = 0.25  # the report says the code is cut off (complete=False)
 
     def validate(self) -> None:
         """Raise ValueError naming the bad value and the allowed range."""
@@ -50,8 +51,10 @@ class RankSettings:
             raise ValueError(f"similarity={self.similarity!r} is not known: use one of {', '.join(SIMILARITIES)}")
         low, high = self.ngram_range
         if not (isinstance(low, int) and isinstance(high, int) and 1 <= low <= high <= MAX_NGRAM):
-            raise ValueError(f"ngram_range={self.ngram_range!r} is out of range: it must be (low, high) "
-                             f"with 1 <= low <= high <= {MAX_NGRAM}")
+            raise ValueError(
+                f"ngram_range={self.ngram_range!r} is out of range: it must be (low, high) "
+                f"with 1 <= low <= high <= {MAX_NGRAM}"
+            )
         for name in ("error_penalty", "warning_penalty", "type_penalty", "incomplete_penalty"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not value >= 0:

@@ -1,4 +1,5 @@
 """Code-token n-gram vectors of candidates and pairwise similarities between them (scikit-learn style)."""
+
 from __future__ import annotations
 
 from functools import partial
@@ -24,12 +25,16 @@ def make_vectorizer(ngram_range: tuple[int, int] = (1, 1), binary: bool = True) 
 
     Its documents are texts or lists of code tokens (to tokenize once per call).
     """
-    return CountVectorizer(analyzer=partial(_analyze, ngram_range=tuple(ngram_range)),
-                           binary=binary, lowercase=False, dtype=np.float64)
+    return CountVectorizer(
+        analyzer=partial(_analyze, ngram_range=tuple(ngram_range)), binary=binary, lowercase=False, dtype=np.float64
+    )
 
 
-def vectorize(texts: list[str] | list[list[str]], settings: RankSettings = RankSettings(),
-              token_weights: list[np.ndarray] | None = None) -> sp.csr_matrix:
+def vectorize(
+    texts: list[str] | list[list[str]],
+    settings: RankSettings = RankSettings(),
+    token_weights: list[np.ndarray] | None = None,
+) -> sp.csr_matrix:
     """Code-token n-gram vectors of `texts`, optionally weighted by token probabilities (WUCS).
 
     Parameters
@@ -63,8 +68,9 @@ def vectorize(texts: list[str] | list[list[str]], settings: RankSettings = RankS
         grams = analyze(text)
         gram_weights = _ngram_weights(weights, settings.ngram_range)
         if len(grams) != len(gram_weights):
-            raise ValueError(f"token_weights[{row}] has {len(weights)} weights, "
-                             f"but the text has {len(text)} code tokens")
+            raise ValueError(
+                f"token_weights[{row}] has {len(weights)} weights, but the text has {len(text)} code tokens"
+            )
         rows.extend([row] * len(grams))
         cols.extend(vocabulary[gram] for gram in grams)
         data.extend(gram_weights)
@@ -129,11 +135,13 @@ def jaccard_similarity(X, Y=None) -> np.ndarray:
     return np.divide(minimum, maximum, out=np.zeros_like(minimum), where=maximum > 0)
 
 
-PAIRWISE_SIMILARITIES = MappingProxyType({
-    "ngram_overlap": ngram_overlap_similarity,
-    "cosine": cosine_similarity,
-    "jaccard": jaccard_similarity,
-})
+PAIRWISE_SIMILARITIES = MappingProxyType(
+    {
+        "ngram_overlap": ngram_overlap_similarity,
+        "cosine": cosine_similarity,
+        "jaccard": jaccard_similarity,
+    }
+)
 
 
 def pairwise_similarity(X, Y=None, metric: str = "ngram_overlap") -> np.ndarray:
@@ -143,8 +151,12 @@ def pairwise_similarity(X, Y=None, metric: str = "ngram_overlap") -> np.ndarray:
     return np.asarray(PAIRWISE_SIMILARITIES[metric](X, Y), dtype=np.float64)
 
 
-def token_probabilities(text: str, token_logprobs: list[float], token_texts: list[str] | None = None,
-                        spans: list[tuple[str, int, int]] | None = None) -> np.ndarray:
+def token_probabilities(
+    text: str,
+    token_logprobs: list[float],
+    token_texts: list[str] | None = None,
+    spans: list[tuple[str, int, int]] | None = None,
+) -> np.ndarray:
     """Probability of each code token of `text`, from the model's per-token log-probabilities.
 
     A code token weighs the mean probability of the model tokens that overlap its characters.
@@ -182,9 +194,12 @@ def token_probabilities(text: str, token_logprobs: list[float], token_texts: lis
     return (cumulative[last + 1] - cumulative[first]) / (last - first + 1)
 
 
-def similarity_matrix(texts: list[str], settings: RankSettings = RankSettings(),
-                      token_logprobs: list[list[float]] | None = None,
-                      token_texts: list[list[str]] | None = None) -> np.ndarray:
+def similarity_matrix(
+    texts: list[str],
+    settings: RankSettings = RankSettings(),
+    token_logprobs: list[list[float]] | None = None,
+    token_texts: list[list[str]] | None = None,
+) -> np.ndarray:
     """Pairwise similarity of candidates as `rank` sees them (the UI draws it as a heatmap).
 
     Parameters
@@ -208,7 +223,9 @@ def similarity_matrix(texts: list[str], settings: RankSettings = RankSettings(),
     weights = None
     if settings.scorer in ("wucs", "consensus_wucs") and token_logprobs is not None:
         pieces = token_texts if token_texts is not None else [None] * len(texts)
-        weights = [token_probabilities(text, lp, piece, spans=sp_)
-                   for text, lp, piece, sp_ in zip(texts, token_logprobs, pieces, spans)]
+        weights = [
+            token_probabilities(text, lp, piece, spans=sp_)
+            for text, lp, piece, sp_ in zip(texts, token_logprobs, pieces, spans)
+        ]
     tokens = [[token for token, _, _ in sp_] for sp_ in spans]
     return pairwise_similarity(vectorize(tokens, settings, weights), metric=settings.similarity)

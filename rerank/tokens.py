@@ -1,4 +1,5 @@
 """Code-aware tokenization: identifiers, keywords, operators and literals, never comments or whitespace."""
+
 from __future__ import annotations
 
 import io
@@ -6,10 +7,17 @@ import re
 import tokenize
 
 # Token types that carry no code: layout and comments.
-_SKIPPED = frozenset({
-    tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
-    tokenize.ENDMARKER, tokenize.ENCODING,
-})
+_SKIPPED = frozenset(
+    {
+        tokenize.COMMENT,
+        tokenize.NL,
+        tokenize.NEWLINE,
+        tokenize.INDENT,
+        tokenize.DEDENT,
+        tokenize.ENDMARKER,
+        tokenize.ENCODING,
+    }
+)
 
 # The fallback lexer: one alternation, tried in order, so the longest operators come first.
 # It gives the same tokens as `tokenize` on well-formed code (checked in the tests).
@@ -71,5 +79,5 @@ def ngrams(tokens: list[str], ngram_range: tuple[int, int]) -> list[str]:
     low, high = ngram_range
     grams: list[str] = []
     for n in range(low, high + 1):
-        grams.extend("\x1f".join(tokens[i: i + n]) for i in range(len(tokens) - n + 1))
+        grams.extend("\x1f".join(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
     return grams

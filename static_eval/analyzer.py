@@ -1,5 +1,6 @@
 """StaticAnalyzer: syntax, empty implementations and context-diffed lint findings for a batch of candidates (each a
 continuation of the prompt, or a middle between the prompt and the code after the cursor)."""
+
 from __future__ import annotations
 
 import re
@@ -11,23 +12,35 @@ from dataclasses import dataclass
 from .coords import CandidateCoordinates
 from .diff import baseline, new_messages
 from .empty import empty_implementation
-from .findings import (ANALYSIS_ERROR, ANALYSIS_TIMEOUT, EMPTY_IMPLEMENTATION, ERROR, LINT_SKIPPED,
-                       PROMPT_SYNTAX_ERROR, SYNTAX_ERROR, TRUNCATED, TYPE, WARNING, CandidateReport, Finding)
+from .findings import (
+    ANALYSIS_ERROR,
+    ANALYSIS_TIMEOUT,
+    EMPTY_IMPLEMENTATION,
+    ERROR,
+    LINT_SKIPPED,
+    PROMPT_SYNTAX_ERROR,
+    SYNTAX_ERROR,
+    TRUNCATED,
+    TYPE,
+    WARNING,
+    CandidateReport,
+    Finding,
+)
 from .lint import ANALYSIS_FAILURES, ERROR_CATEGORIES
 from .settings import AnalyzerSettings
 from .syntax import PythonSyntax, SyntaxProblem
 from .worker import TIMEOUT, LintWorker
 
-_BAD_CHARACTER = re.compile("[\x00\ud800-\udfff]")      # Python source can hold neither NUL nor lone surrogates
+_BAD_CHARACTER = re.compile("[\x00\ud800-\udfff]")  # Python source can hold neither NUL nor lone surrogates
 
 
 @dataclass
 class _PromptFacts:
     """What the context alone (the prompt, and the code after the cursor) is, computed once per context."""
 
-    parses: bool                      # a valid prefix: parses as is, or once its open block gets a body
-    lint_source: str | None           # what to lint for the baseline (the context, or with `pass` at the cursor)
-    baseline: Counter | None = None   # the context's own lint messages by key, once linted
+    parses: bool  # a valid prefix: parses as is, or once its open block gets a body
+    lint_source: str | None  # what to lint for the baseline (the context, or with `pass` at the cursor)
+    baseline: Counter | None = None  # the context's own lint messages by key, once linted
 
 
 @dataclass
@@ -47,19 +60,25 @@ class StaticAnalyzer:
         self.settings = settings if settings is not None else AnalyzerSettings()
         self.settings.validate()
         self._syntax = PythonSyntax()
-        self._prompts: OrderedDict[tuple[str, str], _PromptFacts] = OrderedDict()   # (prompt, suffix) -> facts
+        self._prompts: OrderedDict[tuple[str, str], _PromptFacts] = OrderedDict()  # (prompt, suffix) -> facts
         self._lock = threading.Lock()
         self._worker = None
         if self.settings.lint:
-            self._worker = LintWorker(self.settings.pylint_messages, self.settings.worker_start_timeout_s,
-                                      self.settings.worker_max_batches, self.settings.temp_dir, self.settings.types)
+            self._worker = LintWorker(
+                self.settings.pylint_messages,
+                self.settings.worker_start_timeout_s,
+                self.settings.worker_max_batches,
+                self.settings.temp_dir,
+                self.settings.types,
+            )
             try:
-                self._worker.start()     # warms up in the background
-            except OSError:              # could not spawn now: the first lint tries again (and reports)
+                self._worker.start()  # warms up in the background
+            except OSError:  # could not spawn now: the first lint tries again (and reports)
                 self._worker.close()
 
-    def analyze(self, prompt: str, completions: list[str], cut: list[bool] | None = None,
-                suffix: str = "") -> list[CandidateReport]:
+    def analyze(
+        self, prompt: str, completions: list[str], cut: list[bool] | None = None, suffix: str = ""
+    ) -> list[CandidateReport]:
         """One report per completion; each completion continues the prompt text directly (and, given the code after
         the cursor, `suffix`, is the middle between them: judged as prompt + middle + suffix, minus what prompt +
         suffix alone already has). cut: per completion, whether its text was cut off where it was (a length limit,
@@ -79,7 +98,7 @@ class StaticAnalyzer:
             if self._worker is not None:
                 self._worker.close()
 
-    def __enter__(self) -> "StaticAnalyzer":
+    def __enter__(self) -> StaticAnalyzer:
         return self
 
     def __exit__(self, *exc_info) -> None:
@@ -100,9 +119,13 @@ class StaticAnalyzer:
             # pylint would not; for a middle, a cursor line typed half-way (`y = `) is left out as a last resort
             stubbed = _with_stub_body(prompt, suffix)
             typed_line = prompt.rpartition("\n")[2] if suffix else ""
-            whole_lines = prompt[:len(prompt) - len(typed_line)] if typed_line.strip() else None
-            for source in (stubbed, context, whole_lines and _with_stub_body(whole_lines, suffix),
-                           whole_lines and whole_lines + suffix):
+            whole_lines = prompt[: len(prompt) - len(typed_line)] if typed_line.strip() else None
+            for source in (
+                stubbed,
+                context,
+                whole_lines and _with_stub_body(whole_lines, suffix),
+                whole_lines and whole_lines + suffix,
+            ):
                 if source is not None and not self._syntax.parse(source.encode("utf-8")).has_error:
                     facts = _PromptFacts(True, source)
                     break
@@ -113,8 +136,7 @@ class StaticAnalyzer:
 
     # 2. syntax, completeness, empty implementations (tree-sitter, per candidate)
 
-    def _check_syntax(self, prompt: str, completion: str, suffix: str, was_cut: bool,
-                      facts: _PromptFacts) -> _Checked:
+    def _check_syntax(self, prompt: str, completion: str, suffix: str, was_cut: bool, facts: _PromptFacts) -> _Checked:
         started = time.perf_counter()
         code = prompt + completion + suffix
         coords = CandidateCoordinates(prompt, code)
@@ -123,12 +145,15 @@ class StaticAnalyzer:
         cut = was_cut and _ends_mid_statement(prompt + completion)
         bad = _BAD_CHARACTER.search(code)
         if bad is not None and not facts.parses:
-            report.complete = not cut           # the prompt holds it: blame nothing on the candidate
+            report.complete = not cut  # the prompt holds it: blame nothing on the candidate
         elif bad is not None:
             row = code.count("\n", 0, bad.start())
             line, column = coords.from_chars(row, bad.start() - (code.rfind("\n", 0, bad.start()) + 1))
-            report.findings.append(Finding(SYNTAX_ERROR, None, line, column,
-                                           f"invalid character {bad.group()!r} (U+{ord(bad.group()):04X})"))
+            report.findings.append(
+                Finding(
+                    SYNTAX_ERROR, None, line, column, f"invalid character {bad.group()!r} (U+{ord(bad.group()):04X})"
+                )
+            )
             report.complete = not cut
         else:
             boundary = len(prompt.encode("utf-8"))
@@ -137,8 +162,11 @@ class StaticAnalyzer:
             report.findings.append(Finding(PROMPT_SYNTAX_ERROR, None, 1, 0, _prompt_problem(prompt, suffix), WARNING))
         if not report.complete:
             last_line = completion.count("\n") + 1
-            why = ("it was cut off (a length limit, the deadline or a broken stream ended it)" if cut else
-                   "the code is unfinished where it stops")
+            why = (
+                "it was cut off (a length limit, the deadline or a broken stream ended it)"
+                if cut
+                else "the code is unfinished where it stops"
+            )
             report.findings.append(Finding(TRUNCATED, None, last_line, 0, f"the candidate ends mid-statement: {why}"))
         report.elapsed_s = time.perf_counter() - started
         return item
@@ -152,8 +180,8 @@ class StaticAnalyzer:
         report.parses = not problems
         report.complete = not cut and not (facts.parses and problems and parsed.error_at_end())
         if not facts.parses:
-            return                                  # the prompt is broken: blame nothing on the candidate
-        for problem in problems[:self.settings.max_syntax_findings]:
+            return  # the prompt is broken: blame nothing on the candidate
+        for problem in problems[: self.settings.max_syntax_findings]:
             report.findings.append(_syntax_finding(problem, item.coords))
         if not report.parses:
             return
@@ -163,8 +191,16 @@ class StaticAnalyzer:
         if self._worker is None:
             return
         if len(item.code) > self.settings.max_lint_chars:
-            report.findings.append(Finding(LINT_SKIPPED, None, 1, 0, f"not linted: {len(item.code)} characters "
-                                           f"is over max_lint_chars={self.settings.max_lint_chars}", WARNING))
+            report.findings.append(
+                Finding(
+                    LINT_SKIPPED,
+                    None,
+                    1,
+                    0,
+                    f"not linted: {len(item.code)} characters is over max_lint_chars={self.settings.max_lint_chars}",
+                    WARNING,
+                )
+            )
             return
         item.lintable = True
 
@@ -174,7 +210,7 @@ class StaticAnalyzer:
         targets = [c for c in checked if c.lintable]
         if not targets:
             return
-        unique = list(dict.fromkeys(d.code for d in targets))   # identical candidates are linted once
+        unique = list(dict.fromkeys(d.code for d in targets))  # identical candidates are linted once
         lint_prompt = facts.baseline is None
         sources = unique + ([facts.lint_source] if lint_prompt else [])
         started = time.perf_counter()
@@ -198,21 +234,21 @@ class StaticAnalyzer:
             prompt_messages = outcome.messages[-1]
             facts.baseline = baseline(prompt_messages)
             if any(m["symbol"] == "syntax-error" for m in prompt_messages):
-                facts.parses = False                # tree-sitter was more lenient than Python
+                facts.parses = False  # tree-sitter was more lenient than Python
         for item in targets:
             item.report.prompt_parses = facts.parses
             if facts.parses:
                 for message in new_messages(by_code[item.code], facts.baseline):
                     item.report.findings.append(_lint_finding(message, item))
-            if not item.report.parses:             # Python rejects what tree-sitter let through (indentation):
+            if not item.report.parses:  # Python rejects what tree-sitter let through (indentation):
                 item.report.findings = [f for f in item.report.findings if f.kind != EMPTY_IMPLEMENTATION]
-            del item.report.findings[self.settings.max_findings:]
+            del item.report.findings[self.settings.max_findings :]
 
 
 def _lint_finding(message: dict, item: _Checked) -> Finding:
     symbol = message["symbol"]
     row = max(int(message.get("line") or 1) - 1, 0)
-    if message.get("category") == TYPE:   # mypy: character columns
+    if message.get("category") == TYPE:  # mypy: character columns
         line, column = item.coords.from_chars(row, int(message.get("column") or 0))
     else:
         line, column = item.coords.from_bytes(row, max(int(message.get("column") or 0), 0))
@@ -239,9 +275,9 @@ def _ends_mid_statement(code: str) -> bool:
     indented block such as a function body that was still being written)."""
     last = code.rpartition("\n")[2]
     if last.strip():
-        return True                     # the last line has no newline: it may stop mid-token
+        return True  # the last line has no newline: it may stop mid-token
     last_written = code.rstrip().rpartition("\n")[2]
-    return last_written[:1].isspace()           # the last written line is indented: a compound statement is open
+    return last_written[:1].isspace()  # the last written line is indented: a compound statement is open
 
 
 def _with_stub_body(prompt: str, suffix: str = "") -> str | None:
@@ -251,7 +287,7 @@ def _with_stub_body(prompt: str, suffix: str = "") -> str | None:
     last = head.rpartition("\n")[2]
     if not last.rstrip().endswith(":"):
         return None
-    indent = last[:len(last) - len(last.lstrip())]
+    indent = last[: len(last) - len(last.lstrip())]
     return f"{head}\n{indent}    pass\n" + suffix.lstrip(" \t")
 
 
@@ -288,6 +324,8 @@ def _prompt_problem(prompt: str, suffix: str = "") -> str:
     else:
         what = "it has a syntax error"
     if suffix:
-        return (f"the code around the cursor (prompt and suffix) does not parse without a middle ({what}): the "
-                "candidate is not blamed for it")
+        return (
+            f"the code around the cursor (prompt and suffix) does not parse without a middle ({what}): the "
+            "candidate is not blamed for it"
+        )
     return f"the prompt itself does not parse ({what}): no completion can make it valid Python; fix the prompt"

@@ -1,4 +1,5 @@
 """Maps positions in prompt + completion to the completion's own coordinates (line 1 = its first line)."""
+
 from __future__ import annotations
 
 
@@ -7,8 +8,8 @@ class CandidateCoordinates:
 
     def __init__(self, prompt: str, code: str):
         self._code = code
-        self._lines: list[str] | None = None            # full-code lines, split on first use
-        self.first_row = prompt.count("\n")              # 0-based row of the full code where the completion starts
+        self._lines: list[str] | None = None  # full-code lines, split on first use
+        self.first_row = prompt.count("\n")  # 0-based row of the full code where the completion starts
         self.first_col = len(prompt) - (prompt.rfind("\n") + 1)  # prompt characters before it on that row
 
     def from_chars(self, row: int, col: int) -> tuple[int, int]:

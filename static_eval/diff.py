@@ -3,6 +3,7 @@
 Messages are matched by (message symbol, name involved, enclosing object), never by line number,
 so the prompt's own problems are removed wherever the completion shifts them.
 """
+
 from __future__ import annotations
 
 from collections import Counter

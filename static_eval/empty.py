@@ -1,4 +1,5 @@
 """Empty implementations: a completion that adds nothing that runs cannot be the answer."""
+
 from __future__ import annotations
 
 from .findings import EMPTY_IMPLEMENTATION, ERROR, Finding
@@ -12,6 +13,12 @@ def empty_implementation(added: AddedCode) -> Finding | None:
     if not (all_trivial or stub_trivial):
         return None
     where = f"function {added.stub_function!r}" if stub_trivial else "the completion"
-    return Finding(EMPTY_IMPLEMENTATION, added.stub_function if stub_trivial else None, 1, 0,
-                   f"{where} has no code that runs (only pass, ..., docstrings, comments or "
-                   "raise NotImplementedError): write the implementation", ERROR)
+    return Finding(
+        EMPTY_IMPLEMENTATION,
+        added.stub_function if stub_trivial else None,
+        1,
+        0,
+        f"{where} has no code that runs (only pass, ..., docstrings, comments or "
+        "raise NotImplementedError): write the implementation",
+        ERROR,
+    )

@@ -1,33 +1,34 @@
 """Findings and per-candidate reports: plain data, pyflakes style (a kind, a place, a message), never prose."""
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-ERROR = "error"      # the candidate is wrong or cannot be the answer
+ERROR = "error"  # the candidate is wrong or cannot be the answer
 WARNING = "warning"  # suspicious, or the analysis itself could not finish
-TYPE = "type"        # a type checker's error (kind "type-" + mypy's code): usually a failure when run, but the
-                     # checker's inference errs more often than the error-level lint checks (measured: bench_static)
+TYPE = "type"  # a type checker's error (kind "type-" + mypy's code): usually a failure when run, but the
+# checker's inference errs more often than the error-level lint checks (measured: bench_static)
 
 # Kinds this package produces itself; every other kind is a pylint message symbol (e.g. "undefined-variable").
-SYNTAX_ERROR = "syntax-error"                    # an ERROR or MISSING node, or a parse failure
-TRUNCATED = "truncated"                          # the candidate was cut off mid-statement
-EMPTY_IMPLEMENTATION = "empty-implementation"    # the candidate adds nothing that runs
-ANALYSIS_TIMEOUT = "analysis-timeout"            # the linter ran past its hard limit and was killed
-ANALYSIS_ERROR = "analysis-error"                # the linter crashed or could not read the code
-LINT_SKIPPED = "lint-skipped"                    # not linted (too large), so lint findings are unknown
-PROMPT_SYNTAX_ERROR = "prompt-syntax-error"      # the prompt alone does not parse: why a candidate cannot
+SYNTAX_ERROR = "syntax-error"  # an ERROR or MISSING node, or a parse failure
+TRUNCATED = "truncated"  # the candidate was cut off mid-statement
+EMPTY_IMPLEMENTATION = "empty-implementation"  # the candidate adds nothing that runs
+ANALYSIS_TIMEOUT = "analysis-timeout"  # the linter ran past its hard limit and was killed
+ANALYSIS_ERROR = "analysis-error"  # the linter crashed or could not read the code
+LINT_SKIPPED = "lint-skipped"  # not linted (too large), so lint findings are unknown
+PROMPT_SYNTAX_ERROR = "prompt-syntax-error"  # the prompt alone does not parse: why a candidate cannot
 
 
 @dataclass(frozen=True)
 class Finding:
     """One problem in a candidate, placed in the candidate's own coordinates (line 1 = its first line)."""
 
-    kind: str                 # e.g. "undefined-variable", "syntax-error", "empty-implementation"
-    symbol: str | None        # the name involved, when there is one
-    line: int                 # 1-based line in the completion
-    column: int               # 0-based column (characters) in the completion
-    message: str              # human-readable text; never compare it in code
-    severity: str = ERROR     # ERROR, WARNING or TYPE
+    kind: str  # e.g. "undefined-variable", "syntax-error", "empty-implementation"
+    symbol: str | None  # the name involved, when there is one
+    line: int  # 1-based line in the completion
+    column: int  # 0-based column (characters) in the completion
+    message: str  # human-readable text; never compare it in code
+    severity: str = ERROR  # ERROR, WARNING or TYPE
 
     def __str__(self) -> str:
         return f"{self.line}:{self.column}: {self.kind}: {self.message}"
@@ -37,11 +38,11 @@ class Finding:
 class CandidateReport:
     """What static analysis says about one candidate (prompt + completion)."""
 
-    parses: bool              # prompt + completion is syntactically valid Python
-    complete: bool            # not cut off mid-statement (by the length limit, the deadline or otherwise)
-    prompt_parses: bool       # the prompt alone is a valid prefix; if not, nothing is linted or blamed
+    parses: bool  # prompt + completion is syntactically valid Python
+    complete: bool  # not cut off mid-statement (by the length limit, the deadline or otherwise)
+    prompt_parses: bool  # the prompt alone is a valid prefix; if not, nothing is linted or blamed
     findings: list[Finding] = field(default_factory=list)  # problems the completion brings (the prompt's own removed)
-    elapsed_s: float = 0.0    # this candidate's syntax time plus its share of the batch lint time
+    elapsed_s: float = 0.0  # this candidate's syntax time plus its share of the batch lint time
 
     @property
     def errors(self) -> list[Finding]:

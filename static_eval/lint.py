@@ -2,6 +2,7 @@
 
 Runs inside the worker process (see worker.py); it parses the files with astroid and never imports them.
 """
+
 from __future__ import annotations
 
 import os
@@ -57,9 +58,15 @@ class PylintChecker:
         self._linter = PyLinter(reporter=CollectingReporter())
         self._linter.load_default_plugins()
         options = [
-            "--disable=all", "--enable=" + ",".join(messages), "--load-plugins=",
-            "--unsafe-load-any-extension=no", "--extension-pkg-allow-list=", "--persistent=no",
-            "--jobs=1", "--score=no", "--reports=no",
+            "--disable=all",
+            "--enable=" + ",".join(messages),
+            "--load-plugins=",
+            "--unsafe-load-any-extension=no",
+            "--extension-pkg-allow-list=",
+            "--persistent=no",
+            "--jobs=1",
+            "--score=no",
+            "--reports=no",
         ]
         # An empty config file, so that no pylintrc or pyproject.toml (and no plugin they name) is read.
         _config_initialization(self._linter, options, reporter=self._linter.reporter, config_file=os.devnull)
@@ -105,7 +112,9 @@ def _as_dict(message, path: str) -> dict:
 
 def message_name(symbol: str, text: str) -> str | None:
     """The name a pylint message is about (the variable, import, argument...), or None."""
-    if symbol == "unused-import":   # "Unused import os", "Unused path imported from os as p", "Unused numpy imported as np"
+    if (
+        symbol == "unused-import"
+    ):  # "Unused import os", "Unused path imported from os as p", "Unused numpy imported as np"
         rest = text.removeprefix("Unused ").removeprefix("import ")
         if " imported" in rest:
             head, _, tail = rest.partition(" imported")

@@ -1,4 +1,5 @@
 """Tree-sitter adapter: syntax errors (ERROR and MISSING nodes), cut-off code and what a completion adds."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -9,26 +10,26 @@ from tree_sitter import Language, Node, Parser
 STATEMENT_PARENTS = ("module", "block")
 DEFINITIONS = ("function_definition", "class_definition", "decorated_definition")
 TRIVIAL = ("pass", "ellipsis", "string", "raise-not-implemented", "empty-definition")  # statements that run nothing
-MAX_DEFINITION_DEPTH = 50   # deeper nesting of definitions is not looked into (counted as code)
+MAX_DEFINITION_DEPTH = 50  # deeper nesting of definitions is not looked into (counted as code)
 
 
 @dataclass(frozen=True)
 class SyntaxProblem:
     """One ERROR or MISSING node of the full code."""
 
-    row: int          # 0-based row in the full code
-    byte_col: int     # UTF-8 byte column in that row
-    missing: bool     # True for a MISSING node (something expected that is not there)
-    text: str         # the unexpected text (ERROR) or the missing node's type (MISSING)
+    row: int  # 0-based row in the full code
+    byte_col: int  # UTF-8 byte column in that row
+    missing: bool  # True for a MISSING node (something expected that is not there)
+    text: str  # the unexpected text (ERROR) or the missing node's type (MISSING)
 
 
 @dataclass(frozen=True)
 class AddedCode:
     """The statements a completion adds, each as a category (one of TRIVIAL, or "code")."""
 
-    categories: tuple[str, ...]             # every statement that starts in the completion (or straddles into it)
-    stub_function: str | None               # the prompt's still-empty function that the completion continues
-    stub_categories: tuple[str, ...]        # what the completion adds to that function's body
+    categories: tuple[str, ...]  # every statement that starts in the completion (or straddles into it)
+    stub_function: str | None  # the prompt's still-empty function that the completion continues
+    stub_categories: tuple[str, ...]  # what the completion adds to that function's body
 
 
 class PythonSyntax:
@@ -37,7 +38,7 @@ class PythonSyntax:
     def __init__(self):
         self._parser = Parser(Language(tree_sitter_python.language()))
 
-    def parse(self, source: bytes) -> "ParsedCode":
+    def parse(self, source: bytes) -> ParsedCode:
         return ParsedCode(self._parser.parse(source), source)
 
 
@@ -69,7 +70,7 @@ class ParsedCode:
         row, byte_col = node.start_point
         if node.is_missing:
             return SyntaxProblem(row, byte_col, True, node.type)
-        text = self._source[node.start_byte:min(node.end_byte, node.start_byte + 40)]
+        text = self._source[node.start_byte : min(node.end_byte, node.start_byte + 40)]
         return SyntaxProblem(row, byte_col, False, text.decode("utf-8", "replace"))
 
     def error_at_end(self) -> bool:
@@ -91,7 +92,7 @@ class ParsedCode:
         stub = self._stub_function(boundary, prompt_end, end)
         categories: list[str] = []
         stub_categories: list[str] = []
-        stack: list[tuple[Node, Node | None]] = [(self._root, None)]   # (node, innermost enclosing function)
+        stack: list[tuple[Node, Node | None]] = [(self._root, None)]  # (node, innermost enclosing function)
         while stack:
             node, function = stack.pop()
             if node.type == "function_definition":
@@ -119,8 +120,11 @@ class ParsedCode:
         while node is not None:
             if node.type == "function_definition" and node.start_byte < boundary and node.end_byte >= prompt_end:
                 body = node.child_by_field_name("body")
-                around = [c for c in (body.named_children if body else [])
-                          if (c.end_byte <= boundary or c.start_byte >= end) and c.type != "comment"]
+                around = [
+                    c
+                    for c in (body.named_children if body else [])
+                    if (c.end_byte <= boundary or c.start_byte >= end) and c.type != "comment"
+                ]
                 return node if all(_category(c) in TRIVIAL for c in around) else None
             node = node.parent
         return None

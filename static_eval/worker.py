@@ -4,6 +4,7 @@ timeout.
 Protocol: length-prefixed JSON over the worker's stdin/stdout. The client writes each batch of sources
 to a private temporary folder, sends the paths, and removes the folder afterwards, whatever happens.
 """
+
 from __future__ import annotations
 
 import gc
@@ -21,33 +22,39 @@ from dataclasses import dataclass
 
 from .lint import ANALYSIS_FAILURES, WARM_UP_SOURCE
 
-TIMEOUT = "timeout"   # the batch ran past its limit: the worker was killed
-CRASH = "crash"       # the worker died, could not start, or raised
-NOT_CHECKED_FURTHER = frozenset(ANALYSIS_FAILURES) | {"syntax-error"}   # see _check_all
+TIMEOUT = "timeout"  # the batch ran past its limit: the worker was killed
+CRASH = "crash"  # the worker died, could not start, or raised
+NOT_CHECKED_FURTHER = frozenset(ANALYSIS_FAILURES) | {"syntax-error"}  # see _check_all
 
 
 @dataclass
 class LintOutcome:
     """Messages for each source in a batch, or why there are none."""
 
-    messages: list[list[dict]] | None   # per source, pylint messages as dicts (see lint.py); None on failure
-    failure: str | None = None          # TIMEOUT or CRASH when messages is None
-    detail: str = ""                    # what went wrong, for the finding's message
+    messages: list[list[dict]] | None  # per source, pylint messages as dicts (see lint.py); None on failure
+    failure: str | None = None  # TIMEOUT or CRASH when messages is None
+    detail: str = ""  # what went wrong, for the finding's message
 
 
 class LintWorker:
     """Client of one worker process; start() is non-blocking, lint() waits at most the timeout given."""
 
-    def __init__(self, messages: tuple[str, ...], start_timeout_s: float, max_batches: int,
-                 temp_dir: str | None = None, types: bool = False):
+    def __init__(
+        self,
+        messages: tuple[str, ...],
+        start_timeout_s: float,
+        max_batches: int,
+        temp_dir: str | None = None,
+        types: bool = False,
+    ):
         self._messages = messages
-        self._types = types          # also type-check each batch with mypy
-        self._type_cache: str | None = None   # mypy's incremental cache, owned by this client (removed at close)
+        self._types = types  # also type-check each batch with mypy
+        self._type_cache: str | None = None  # mypy's incremental cache, owned by this client (removed at close)
         self._temp_dir = temp_dir
         self._start_timeout_s = start_timeout_s
         self._max_batches = max_batches
         self._process: subprocess.Popen | None = None
-        self._pending = 0            # replies the worker still owes for start-up (ready, warm-up batch)
+        self._pending = 0  # replies the worker still owes for start-up (ready, warm-up batch)
         self._warm_folder: str | None = None
         self._batches = 0
         self._finalizer = None
@@ -59,8 +66,14 @@ class LintWorker:
         package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         bootstrap = f"import sys; sys.path.insert(0, {package_parent!r}); from static_eval.worker import main; main()"
         self._process = subprocess.Popen(
-            [sys.executable, "-E", "-s", "-c", bootstrap], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, cwd=tempfile.gettempdir(), bufsize=0, close_fds=True)
+            [sys.executable, "-E", "-s", "-c", bootstrap],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            cwd=tempfile.gettempdir(),
+            bufsize=0,
+            close_fds=True,
+        )
         self._batches = 0
         if self._types:
             self._type_cache = tempfile.mkdtemp(prefix="static_eval_mypy_", dir=self._temp_dir)
@@ -110,7 +123,7 @@ class LintWorker:
         self.close()
         try:
             self.start()
-        except OSError:        # could not spawn now: the next batch tries again
+        except OSError:  # could not spawn now: the next batch tries again
             self.close()
 
     def close(self) -> None:
@@ -183,7 +196,7 @@ def main() -> None:
     """Worker process: configure pylint (and mypy, given a cache folder), then check each batch of paths until stdin
     closes; a path's messages are pylint's, then mypy's."""
     output = os.fdopen(os.dup(1), "wb", buffering=0)
-    os.dup2(2, 1)                 # anything printed by pylint goes to stderr, never into the protocol
+    os.dup2(2, 1)  # anything printed by pylint goes to stderr, never into the protocol
     sys.stdout = sys.stderr
     source = sys.stdin.buffer
     from static_eval.lint import PylintChecker

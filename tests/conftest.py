@@ -1,4 +1,6 @@
-"""Shared fixtures of the engine tests: tiny random-weight Qwen2 models, the byte tokenizer, a reference greedy decoder."""
+"""Shared fixtures of the engine tests: tiny random-weight Qwen2 models, the byte tokenizer, a reference greedy
+decoder."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -9,8 +11,8 @@ import pytest
 import torch
 
 from engine import Engine, EngineSettings
-from engine.speculation.controller import ControllerSettings
 from engine.models.tiny import byte_tokenizer, tiny_model
+from engine.speculation.controller import ControllerSettings
 
 TINY_EOS = 256  # the byte tokenizer's EOS id, also the tiny models' eos_token_id
 
@@ -59,13 +61,20 @@ def make_engine(target, tokenizer):
     """Engine factory: make_engine(drafter, draft_model=None, cost_aware=True, model=target, acceptance="coupled",
     **controller)."""
 
-    def make(drafter: str = "none", draft_model=None, cost_aware: bool = True, model=None,
-             acceptance: str = "coupled", **controller) -> Engine:
+    def make(
+        drafter: str = "none",
+        draft_model=None,
+        cost_aware: bool = True,
+        model=None,
+        acceptance: str = "coupled",
+        **controller,
+    ) -> Engine:
         # Random-weight drafts are never confident, so the confidence stop would cut every model draft to one
         # token; it is off here unless a test asks for it (test_engine_greedy tests it on its own).
         controller.setdefault("min_draft_confidence", 0.0)
-        settings = EngineSettings(drafter=drafter, acceptance=acceptance,
-                                  controller=ControllerSettings(cost_aware=cost_aware, **controller))
+        settings = EngineSettings(
+            drafter=drafter, acceptance=acceptance, controller=ControllerSettings(cost_aware=cost_aware, **controller)
+        )
         return Engine(model if model is not None else target, tokenizer, draft_model, settings)
 
     return make
@@ -78,10 +87,15 @@ def hf_greedy(tokenizer):
     def greedy(model, prompt: str, max_new_tokens: int) -> list[int]:
         ids = tokenizer(prompt, add_special_tokens=False, return_tensors="pt").input_ids
         with torch.inference_mode():
-            out = model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False,
-                                 max_new_tokens=max_new_tokens, pad_token_id=TINY_EOS)
-        new = out[0, ids.shape[1]:].tolist()
-        return new[:new.index(TINY_EOS)] if TINY_EOS in new else new
+            out = model.generate(
+                ids,
+                attention_mask=torch.ones_like(ids),
+                do_sample=False,
+                max_new_tokens=max_new_tokens,
+                pad_token_id=TINY_EOS,
+            )
+        new = out[0, ids.shape[1] :].tolist()
+        return new[: new.index(TINY_EOS)] if TINY_EOS in new else new
 
     return greedy
 
@@ -94,7 +108,7 @@ def teacher_forced_logprobs(tokenizer):
         prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
         ids = torch.tensor([prompt_ids + token_ids])
         with torch.inference_mode():
-            logits = model(ids).logits[0, len(prompt_ids) - 1:-1].float()   # [n, V]
+            logits = model(ids).logits[0, len(prompt_ids) - 1 : -1].float()  # [n, V]
         return torch.log_softmax(logits, -1).gather(-1, torch.tensor(token_ids)[:, None]).squeeze(-1).tolist()
 
     return logprobs

@@ -1,4 +1,5 @@
 """The /generate and /stop endpoints through the real gradio_client, against the app with tiny random models."""
+
 from __future__ import annotations
 
 import logging
@@ -9,11 +10,11 @@ import pytest
 from gradio_client import Client
 from gradio_client.exceptions import AppError
 
-from app.local import launch_local
 from app.models import EngineHub, ModelChoice
 from app.requests import Limits
 from app.service import Pipeline
 from app.ui import build_demo
+from benchmarks.local_app import launch_local
 from engine import EngineSettings
 from static_eval import AnalyzerSettings, StaticAnalyzer
 
@@ -30,10 +31,20 @@ def served():
     analyzer = StaticAnalyzer(AnalyzerSettings())
     # regular decoding: with drafts (prompt lookup on the greedy rows' repeats) LONG ran 2048 tokens in 1.6 s, so
     # a Stop sent after the first streamed tokens sometimes came after the end (seen before and after issue 19)
-    hub = EngineHub([ModelChoice("tiny pair", "tiny:0", "tiny:1"), ModelChoice("tiny alone", "tiny:2"),
-                     ModelChoice("tiny broken", "tiny:3")], settings=EngineSettings(drafter="none"))
-    demo = build_demo(hub, Pipeline(analyzer=analyzer, idle_timeout_s=2.0), Limits(max_k=8, max_budget_s=20, max_new_tokens=2048),
-                      queue_size=3)
+    hub = EngineHub(
+        [
+            ModelChoice("tiny pair", "tiny:0", "tiny:1"),
+            ModelChoice("tiny alone", "tiny:2"),
+            ModelChoice("tiny broken", "tiny:3"),
+        ],
+        settings=EngineSettings(drafter="none"),
+    )
+    demo = build_demo(
+        hub,
+        Pipeline(analyzer=analyzer, idle_timeout_s=2.0),
+        Limits(max_k=8, max_budget_s=20, max_new_tokens=2048),
+        queue_size=3,
+    )
     url = launch_local(demo)
     yield hub, url, Client(url, verbose=False)
     demo.close()
@@ -68,14 +79,29 @@ def test_generate_returns_ranked_candidates(served):
     for c in candidates:
         assert isinstance(c["code"], str)
         assert c["finish_reason"] in ("stop", "length", "budget")
-        assert set(c["score_parts"]) == {"checks_passed", "consistency", "logprob_term", "static_penalty", "mean_logprob"}
+        assert set(c["score_parts"]) == {
+            "checks_passed",
+            "consistency",
+            "logprob_term",
+            "static_penalty",
+            "mean_logprob",
+        }
         assert all({"kind", "line", "message", "severity"} <= set(f) for f in c["findings"])
     matrix = result["similarity"]["matrix"]
     assert len(matrix) == len(candidates) and all(len(row) == len(candidates) for row in matrix)
     assert result["similarity"]["labels"] == [f"#{c['rank']}" for c in candidates]
     stats = result["stats"]
-    for key in ("wall_s", "tokens_per_s", "acceptance_rate", "mean_draft_length", "generation_s", "analysis_s",
-                "ranking_s", "total_s", "generated_tokens"):
+    for key in (
+        "wall_s",
+        "tokens_per_s",
+        "acceptance_rate",
+        "mean_draft_length",
+        "generation_s",
+        "analysis_s",
+        "ranking_s",
+        "total_s",
+        "generated_tokens",
+    ):
         assert key in stats
     assert stats["generation_s"] <= FAST["budget_s"] + 2.0
 
@@ -88,19 +114,22 @@ def test_defaults_apply_to_left_out_fields(served):
     assert result["model"]["choice"] == "tiny pair"
 
 
-@pytest.mark.parametrize("changes, message", [
-    ({"prompt": ""}, r"prompt is empty"),
-    ({"prompt": "   \n"}, r"prompt is empty"),
-    ({"prompt": "x" * 5000}, r"prompt is 5000 tokens.*context of 4096"),
-    ({"k": 0}, r"k=0 is out of range.*1\.\.8"),
-    ({"k": 99}, r"k=99 is out of range.*1\.\.8"),
-    ({"k": 2.5}, r"k=2\.5 is out of range"),
-    ({"budget_s": 0.5}, r"budget_s=0\.5 is out of range.*1\.\.20"),
-    ({"budget_s": 500}, r"budget_s=500 is out of range.*1\.\.20"),
-    ({"temperature": -1}, r"temperature=-1 is out of range"),
-    ({"max_new_tokens": 0}, r"max_new_tokens=0 is out of range"),
-    ({"model": "gpt-17"}, r"model='gpt-17' is not offered.*'tiny pair'"),
-])
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"prompt": ""}, r"prompt is empty"),
+        ({"prompt": "   \n"}, r"prompt is empty"),
+        ({"prompt": "x" * 5000}, r"prompt is 5000 tokens.*context of 4096"),
+        ({"k": 0}, r"k=0 is out of range.*1\.\.8"),
+        ({"k": 99}, r"k=99 is out of range.*1\.\.8"),
+        ({"k": 2.5}, r"k=2\.5 is out of range"),
+        ({"budget_s": 0.5}, r"budget_s=0\.5 is out of range.*1\.\.20"),
+        ({"budget_s": 500}, r"budget_s=500 is out of range.*1\.\.20"),
+        ({"temperature": -1}, r"temperature=-1 is out of range"),
+        ({"max_new_tokens": 0}, r"max_new_tokens=0 is out of range"),
+        ({"model": "gpt-17"}, r"model='gpt-17' is not offered.*'tiny pair'"),
+    ],
+)
 def test_bad_input_is_a_named_error_and_the_server_keeps_serving(served, changes, message):
     _, _, client = served
     fields = dict(prompt=PROMPT, **FAST, model="tiny pair") | changes
@@ -123,7 +152,7 @@ def call_raw(url: str, body: bytes) -> tuple[int, str]:
 
 def test_non_utf8_input_is_refused_and_the_server_keeps_serving(served):
     _, url, client = served
-    fields = '2, 2.0, 0.8, 8, 0.95, -1, "tiny pair", "", "", true'   # every input: suffix, checks, run_checks last
+    fields = '2, 2.0, 0.8, 8, 0.95, -1, "tiny pair", "", "", true'  # every input: suffix, checks, run_checks last
     status, events = call_raw(url, b'{"data": ["def f():\\n    x = \'\\ud800\'\\n", ' + fields.encode() + b"]}")
     assert status == 200 and "event: error" in events
     assert "prompt is not valid UTF-8 text: character 18 is" in events and "lone surrogate" in events
@@ -158,7 +187,7 @@ def test_stop_keeps_what_was_produced(served):
     assert result["stats"]["generation_s"] < LONG["budget_s"] - 5
     assert result["candidates"] and all(c["finish_reason"] in ("stop", "budget") for c in result["candidates"])
     assert sum(len(c["code"]) for c in result["candidates"]) > 0
-    assert hub.generation_lock.acquire(blocking=False)   # free again
+    assert hub.generation_lock.acquire(blocking=False)  # free again
     hub.generation_lock.release()
 
 
@@ -177,9 +206,9 @@ def test_cancelled_client_frees_the_engine(served):
 
 def test_lazy_loading_of_another_choice(served):
     hub, _, client = served
-    assert not hub.is_loaded("tiny alone")
+    assert hub.state("tiny alone") == ("not loaded", "")
     result = client.predict(prompt=PROMPT, **FAST, model="tiny alone", api_name="/generate")
-    assert hub.is_loaded("tiny alone")
+    assert hub.state("tiny alone") == ("ready", "")
     assert result["model"]["draft"] is None and result["status"] == "done"
 
 
@@ -214,5 +243,5 @@ def test_an_internal_failure_is_logged_and_shown_as_ours(served, caplog):
     assert "internal error" in message and "not of your input" in message and "expected sequence" in message
     error_id = message.split("internal error ")[1].split(":")[0]
     logged = [r for r in caplog.records if error_id in r.getMessage()]
-    assert logged and logged[0].exc_info is not None   # the traceback is in the log, under the id shown
+    assert logged and logged[0].exc_info is not None  # the traceback is in the log, under the id shown
     assert client.predict(prompt=PROMPT, **FAST, model="tiny pair", api_name="/generate")["status"] == "done"

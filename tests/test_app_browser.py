@@ -1,4 +1,5 @@
 """The page in a real browser: Debian's headless Chromium driven by Playwright against the app with tiny models."""
+
 from __future__ import annotations
 
 import shutil
@@ -7,22 +8,30 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
-from app.local import launch_local
 from app.models import EngineHub, ModelChoice
 from app.requests import Defaults, Limits
 from app.service import Pipeline
 from app.ui import build_demo
+from benchmarks.local_app import launch_local
 from static_eval import AnalyzerSettings, StaticAnalyzer
 
 pytestmark = pytest.mark.browser
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
 XSS = '<script>window.__xss=1</script><img src=x onerror="window.__xss=2">'
 PROMPT = f"# {XSS}\ndef greet(name):\n    return"
-LONG_PROMPT = "total = 0\nfor i in range(10):\n"   # a script: no function body ends it
+LONG_PROMPT = "total = 0\nfor i in range(10):\n"  # a script: no function body ends it
 
 
 @pytest.fixture(scope="module")
@@ -32,8 +41,12 @@ def app_url():
     analyzer = StaticAnalyzer(AnalyzerSettings())
     hub = EngineHub([ModelChoice("tiny pair", "tiny:0", "tiny:1")])
     # greedy tiny:0 on LONG_PROMPT runs to 2048 tokens (~10 s): runs end by the budget or the Stop button
-    demo = build_demo(hub, Pipeline(analyzer=analyzer), Limits(max_k=4, max_budget_s=30, max_new_tokens=2048),
-                      Defaults(k=3, budget_s=2, temperature=0.0, max_new_tokens=2048))
+    demo = build_demo(
+        hub,
+        Pipeline(analyzer=analyzer),
+        Limits(max_k=4, max_budget_s=30, max_new_tokens=2048),
+        Defaults(k=3, budget_s=2, temperature=0.0, max_new_tokens=2048),
+    )
     url = launch_local(demo)
     yield url
     demo.close()
@@ -47,8 +60,7 @@ def page(app_url):
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         page = browser.new_page(viewport={"width": 1400, "height": 1800})
         # loopback only: anything else the page asks for (web fonts...) is refused at once
-        page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(app_url)
-                   else route.abort())
+        page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(app_url) else route.abort())
         page.goto(app_url, wait_until="domcontentloaded")
         page.locator("#generate").wait_for(timeout=30_000)
         yield page
@@ -78,9 +90,9 @@ def test_generate_shows_ranked_candidates_and_prompt_html_stays_text(page):
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "app_browser.png"), full_page=True)
 
-    assert XSS in echo.inner_text()                      # the payload is shown as text...
+    assert XSS in echo.inner_text()  # the payload is shown as text...
     assert XSS in page.locator("#prompt .cm-content").inner_text()
-    assert page.evaluate("window.__xss") is None          # ...and never ran
+    assert page.evaluate("window.__xss") is None  # ...and never ran
     assert page.locator('img[src="x"]').count() == 0
 
 
@@ -98,8 +110,10 @@ def test_stop_button_stops_and_keeps_the_partial_ranking(page):
     expect(page.locator(".rd-slot").first.locator(".rd-cand")).to_contain_text("#1 · score")
 
 
-METHOD_PROMPT = ('class Stack:\n    """A last-in, first-out stack."""\n\n    def __init__(self):\n        self.items = []\n\n'
-                 '    def pop(self):\n        """Remove and return the top item; raise IndexError when empty."""\n')
+METHOD_PROMPT = (
+    'class Stack:\n    """A last-in, first-out stack."""\n\n    def __init__(self):\n        self.items = []\n\n'
+    '    def pop(self):\n        """Remove and return the top item; raise IndexError when empty."""\n'
+)
 
 
 @pytest.fixture(scope="module")
@@ -107,11 +121,16 @@ def bundled_url():
     if not Path(CHROMIUM).exists():
         pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)")
     from app.models import FAST_LABEL, menu
+
     analyzer = StaticAnalyzer(AnalyzerSettings())
     hub = EngineHub([c for c in menu() if c.label == FAST_LABEL])
     hub.preload().join()
-    demo = build_demo(hub, Pipeline(analyzer=analyzer), Limits(max_k=4, max_budget_s=60, max_new_tokens=96),
-                      Defaults(k=3, budget_s=60, temperature=0.8, max_new_tokens=96, seed=0))
+    demo = build_demo(
+        hub,
+        Pipeline(analyzer=analyzer),
+        Limits(max_k=4, max_budget_s=60, max_new_tokens=96),
+        Defaults(k=3, budget_s=60, temperature=0.8, max_new_tokens=96, seed=0),
+    )
     yield launch_local(demo)
     demo.close()
     analyzer.close()
@@ -147,26 +166,28 @@ def test_the_copied_top_candidate_is_whole_runnable_code(bundled_url):
         page.screenshot(path=str(ARTIFACTS / "copy_1_initial.png"), full_page=True)
         page.locator("#generate").click()
         expect(page.locator("#status")).to_contain_text("Generating", timeout=30_000)
-        expect(page.locator("#heatmap")).to_have_text("")          # the last run's parts are not shown
+        expect(page.locator("#heatmap")).to_have_text("")  # the last run's parts are not shown
         page.screenshot(path=str(ARTIFACTS / "copy_2_generating.png"), full_page=True)
         page.locator("#status", has_text="Done").wait_for(timeout=120_000)
         page.screenshot(path=str(ARTIFACTS / "copy_3_final.png"), full_page=True)
 
         completion = clipboard_of_copy_button(page, "#candidate-0")
-        assert completion.startswith("        ")                  # the method body's indentation, intact
+        assert completion.startswith("        ")  # the method body's indentation, intact
         page.locator(".rd-slot").first.get_by_text("Whole code").click()
         whole = clipboard_of_copy_button(page, "#whole-0")
         assert whole == METHOD_PROMPT + completion
         header = page.locator(".rd-slot").first.locator(".rd-cand").inner_text()
         if "does not parse" not in header:
-            ast.parse(whole)                                        # pasted as is, it is valid Python
-        assert "def push" not in completion                         # the method ended where its body ended
+            ast.parse(whole)  # pasted as is, it is valid Python
+        assert "def push" not in completion  # the method ended where its body ended
         browser.close()
 
 
-SAVE_PREFIX = ('import json\n\n\nclass Settings:\n    def __init__(self, path):\n        self.path = path\n'
-               '        self.values = {}\n\n    def save(self):\n        """Write the values to the file as JSON."""\n')
-LOAD_SUFFIX = ('\n    def load(self):\n        with open(self.path) as f:\n            self.values = json.load(f)\n')
+SAVE_PREFIX = (
+    "import json\n\n\nclass Settings:\n    def __init__(self, path):\n        self.path = path\n"
+    '        self.values = {}\n\n    def save(self):\n        """Write the values to the file as JSON."""\n'
+)
+LOAD_SUFFIX = "\n    def load(self):\n        with open(self.path) as f:\n            self.values = json.load(f)\n"
 
 
 @pytest.mark.bundled
@@ -174,7 +195,7 @@ def test_code_after_the_cursor_makes_middles_shown_in_place(bundled_url):
     """The page's suffix box: the candidates are middles, and the whole code to copy is prompt + middle + suffix."""
     with sync_playwright() as playwright:
         browser, page = ready_page(playwright, bundled_url)
-        enter_prompt(page, SAVE_PREFIX + "        ")         # the cursor in save's body, indented
+        enter_prompt(page, SAVE_PREFIX + "        ")  # the cursor in save's body, indented
         enter_prompt(page, LOAD_SUFFIX, "#suffix")
         page.locator("#generate").click()
         page.locator("#status", has_text="Done").wait_for(timeout=120_000)
@@ -182,8 +203,8 @@ def test_code_after_the_cursor_makes_middles_shown_in_place(bundled_url):
         page.screenshot(path=str(ARTIFACTS / "infill_final.png"), full_page=True)
         middle = clipboard_of_copy_button(page, "#candidate-0")
         page.locator(".rd-slot").first.get_by_text("Whole code").click()
-        whole = clipboard_of_copy_button(page, "#whole-0")      # the middle in its place, between the two
+        whole = clipboard_of_copy_button(page, "#whole-0")  # the middle in its place, between the two
         assert whole.startswith(SAVE_PREFIX + "        ") and whole.endswith(LOAD_SUFFIX)
-        assert whole[len(SAVE_PREFIX) + 8:len(whole) - len(LOAD_SUFFIX)].rstrip() == middle.rstrip()
-        assert "def load" not in middle                     # the middle stopped before the code after the cursor
+        assert whole[len(SAVE_PREFIX) + 8 : len(whole) - len(LOAD_SUFFIX)].rstrip() == middle.rstrip()
+        assert "def load" not in middle  # the middle stopped before the code after the cursor
         browser.close()

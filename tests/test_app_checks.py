@@ -1,5 +1,6 @@
 """The pipeline with checks: the prompt's examples and the user's asserts run on every candidate, the ranking puts
 the candidates that pass first, the result says what each check gave, and nothing runs when checks are off."""
+
 from __future__ import annotations
 
 import pytest
@@ -21,8 +22,9 @@ class Replay:
         self.texts = texts
 
     def generate(self, request, on_update=None, should_stop=None):
-        return GenerationResult([Candidate(text, [1] * 3, [-0.1] * 3, FINISH_STOP) for text in self.texts],
-                                GenerationStats())
+        return GenerationResult(
+            [Candidate(text, [1] * 3, [-0.1] * 3, FINISH_STOP) for text in self.texts], GenerationStats()
+        )
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +39,7 @@ def _request():
 
 
 def test_the_candidate_that_passes_the_examples_ranks_first(checker):
-    source = Replay([WRONG, WRONG.replace("+ 0", "+ 0 "), RIGHT])   # the two wrong ones agree with each other
+    source = Replay([WRONG, WRONG.replace("+ 0", "+ 0 "), RIGHT])  # the two wrong ones agree with each other
     without = Pipeline(checker=None).run(source, _request())
     assert without["candidates"][0]["code"] != RIGHT
     result = Pipeline(checker=checker).run(source, _request())

@@ -1,4 +1,5 @@
 """The UI's HTML fragments show every piece of text escaped: markup in candidates or findings never renders."""
+
 from __future__ import annotations
 
 from app import render
@@ -7,9 +8,17 @@ XSS = '<script>window.__xss=1</script><img src=x onerror="window.__xss=2">'
 
 
 def entry(**changes) -> dict:
-    base = {"rank": 1, "code": XSS, "count": 2, "score": 0.5, "demoted": False, "finish_reason": "stop",
-            "score_parts": {"consistency": 0.6, "logprob_term": 0.0, "static_penalty": 0.1, "mean_logprob": -0.4},
-            "parses": False, "findings": [{"kind": XSS, "line": 3, "column": 0, "message": XSS, "severity": "error"}]}
+    base = {
+        "rank": 1,
+        "code": XSS,
+        "count": 2,
+        "score": 0.5,
+        "demoted": False,
+        "finish_reason": "stop",
+        "score_parts": {"consistency": 0.6, "logprob_term": 0.0, "static_penalty": 0.1, "mean_logprob": -0.4},
+        "parses": False,
+        "findings": [{"kind": XSS, "line": 3, "column": 0, "message": XSS, "severity": "error"}],
+    }
     return base | changes
 
 
@@ -32,8 +41,7 @@ def test_heatmap_escapes_labels_and_formats_numbers():
 
 
 def test_status_and_notes_escape_names():
-    state = {"status": "done", "model": {"choice": XSS}, "candidates": [], "stats": {"total_s": 1.0},
-             "stopped": XSS}
+    state = {"status": "done", "model": {"choice": XSS}, "candidates": [], "stats": {"total_s": 1.0}, "stopped": XSS}
     assert "<script" not in render.status_html(state)
     assert "<script" not in render.notes_html([XSS])
     assert "<script" not in render.stats_html({"drafter_choices": {XSS: 1}, "total_s": 2.0})
@@ -46,6 +54,7 @@ def test_every_finish_reason_of_the_engine_has_words_and_a_protocol_name():
     from engine.types import CUT_REASONS, FINISH_REASONS
 
     assert set(render.REASONS) == set(FINISH_REASONS) | {None}
-    assert {r: protocol_finish(r) for r in FINISH_REASONS} == {r: "length" if r in CUT_REASONS else "stop"
-                                                               for r in FINISH_REASONS}
+    assert {r: protocol_finish(r) for r in FINISH_REASONS} == {
+        r: "length" if r in CUT_REASONS else "stop" for r in FINISH_REASONS
+    }
     assert CUT_REASONS < set(FINISH_REASONS) and "stop" not in CUT_REASONS

@@ -1,4 +1,5 @@
 """The app's pipeline without a server: input validation, run/stream with a tiny engine, stopping, the model menu."""
+
 from __future__ import annotations
 
 import threading
@@ -40,21 +41,24 @@ def test_valid_fields_become_a_request():
     assert request(seed=7).seed == 7
 
 
-@pytest.mark.parametrize("changes, message", [
-    ({"prompt": None}, "prompt must be text"),
-    ({"prompt": " \t\n"}, "prompt is empty"),
-    ({"prompt": "x = '\udcff'"}, r"not valid UTF-8 text: character 5 is '\\udcff'"),
-    ({"k": 0}, r"k=0 is out of range: it must be an integer in 1\.\.8"),
-    ({"k": 9}, r"k=9 is out of range"),
-    ({"k": True}, r"k=True is out of range"),
-    ({"k": "3"}, r"k='3' is out of range"),
-    ({"budget_s": 0}, r"budget_s=0 is out of range: it must be a number in 1\.\.30"),
-    ({"budget_s": float("nan")}, r"budget_s=nan is out of range"),
-    ({"temperature": 2.5}, r"temperature=2\.5 is out of range: it must be a number in 0\.\.2"),
-    ({"top_p": 0}, r"top_p=0.0 is out of range: it must be in \(0, 1\]"),   # the engine's check and message
-    ({"max_new_tokens": 5000}, r"max_new_tokens=5000 is out of range: it must be an integer in 1\.\.1024"),
-    ({"seed": -2}, r"seed=-2 is out of range"),
-])
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"prompt": None}, "prompt must be text"),
+        ({"prompt": " \t\n"}, "prompt is empty"),
+        ({"prompt": "x = '\udcff'"}, r"not valid UTF-8 text: character 5 is '\\udcff'"),
+        ({"k": 0}, r"k=0 is out of range: it must be an integer in 1\.\.8"),
+        ({"k": 9}, r"k=9 is out of range"),
+        ({"k": True}, r"k=True is out of range"),
+        ({"k": "3"}, r"k='3' is out of range"),
+        ({"budget_s": 0}, r"budget_s=0 is out of range: it must be a number in 1\.\.30"),
+        ({"budget_s": float("nan")}, r"budget_s=nan is out of range"),
+        ({"temperature": 2.5}, r"temperature=2\.5 is out of range: it must be a number in 0\.\.2"),
+        ({"top_p": 0}, r"top_p=0.0 is out of range: it must be in \(0, 1\]"),  # the engine's check and message
+        ({"max_new_tokens": 5000}, r"max_new_tokens=5000 is out of range: it must be an integer in 1\.\.1024"),
+        ({"seed": -2}, r"seed=-2 is out of range"),
+    ],
+)
 def test_bad_fields_are_named_with_their_range(changes, message):
     with pytest.raises(ValueError, match=message):
         request(**changes)
@@ -78,7 +82,7 @@ def test_run_ranks_and_reports(engine, analyzer):
 
 def test_greedy_computes_one_candidate_and_says_why(engine, analyzer):
     made = request(k=6, temperature=0)
-    assert made.k == 1   # k greedy rows would be one answer computed k times
+    assert made.k == 1  # k greedy rows would be one answer computed k times
     result = Pipeline(analyzer=analyzer).run(engine, made)
     assert result["request"]["k"] == 1 and len(result["candidates"]) == 1
     assert result["notes"] == [results.GREEDY_NOTE] and "one answer" in results.GREEDY_NOTE
@@ -88,7 +92,7 @@ def test_the_heatmap_leaves_the_diagonal_empty_and_scores_name_only_used_parts(e
     result = Pipeline(analyzer=analyzer).run(engine, request(k=6, max_new_tokens=4))
     matrix = result["similarity"]["matrix"]
     assert all(matrix[i][i] is None for i in range(len(matrix)))
-    assert all(c["score_parts"]["logprob_term"] is None for c in result["candidates"])   # gsc uses none
+    assert all(c["score_parts"]["logprob_term"] is None for c in result["candidates"])  # gsc uses none
 
 
 def test_equal_scores_say_how_the_tie_was_broken():
@@ -114,8 +118,9 @@ def test_a_consumer_that_stops_reading_stops_the_engine():
 
 def test_closing_the_stream_stops_the_run_and_frees_the_lock(engine):
     lock, control = threading.Lock(), RunControl()
-    stream = Pipeline(update_interval_s=0.05).stream(request(budget_s=30, max_new_tokens=1024), lambda: engine, lock,
-                                                     control, {"choice": "tiny"})
+    stream = Pipeline(update_interval_s=0.05).stream(
+        request(budget_s=30, max_new_tokens=1024), lambda: engine, lock, control, {"choice": "tiny"}
+    )
     for state in stream:
         if state["progress"]["generated_tokens"] > 0:
             break
@@ -145,8 +150,9 @@ def test_registry_stops_only_the_sessions_own_run():
 def test_menu_puts_the_command_line_choice_first():
     assert [c.label for c in menu()] == [DEFAULT_LABEL, FAST_LABEL]
     given = menu("org/model-7b", "org/model-0.5b")
-    assert given[0] == ModelChoice("command line: org/model-7b + org/model-0.5b draft", "org/model-7b",
-                                   "org/model-0.5b")
+    assert given[0] == ModelChoice(
+        "command line: org/model-7b + org/model-0.5b draft", "org/model-7b", "org/model-0.5b"
+    )
     assert [c.label for c in menu(DEFAULT_DRAFT)] == [FAST_LABEL, DEFAULT_LABEL]  # already offered: moved first
     assert menu(None, DEFAULT_DRAFT)[0].target == DEFAULT_TARGET
 
@@ -157,10 +163,11 @@ def test_hub_loads_on_first_use_and_shares_models():
     def counting_loader(spec, cache_dir, dtype="auto"):
         loads.append(spec)
         from engine import load_any
+
         return load_any(spec, cache_dir)
 
     hub = EngineHub([ModelChoice("pair", "tiny:0", "tiny:1"), ModelChoice("alone", "tiny:1")], loader=counting_loader)
-    assert loads == [] and not hub.is_loaded("pair")
+    assert loads == [] and hub.state("pair") == ("not loaded", "")
     assert hub.engine("pair") is hub.engine(None)
     hub.engine("alone")
     assert loads == ["tiny:0", "tiny:1"]  # tiny:1 serves as draft and as target, loaded once
@@ -189,9 +196,11 @@ def test_help_reads_the_engines_choices_without_importing_torch():
     from engine.settings import DRAFTER_CHOICES, WEIGHT_FORMATS
 
     root = Path(__file__).resolve().parents[1]
-    probe = ("import runpy, sys; sys.argv = ['app.py', '--help']\n"
-             "try:\n    runpy.run_path('app.py', run_name='__main__')\nexcept SystemExit:\n    pass\n"
-             "print('LOADED', sorted(m for m in ('torch', 'transformers', 'gradio') if m in sys.modules))")
+    probe = (
+        "import runpy, sys; sys.argv = ['app.py', '--help']\n"
+        "try:\n    runpy.run_path('app.py', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+        "print('LOADED', sorted(m for m in ('torch', 'transformers', 'gradio') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", probe], cwd=root, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert "LOADED []" in out.stdout
@@ -202,8 +211,10 @@ def test_help_reads_the_engines_choices_without_importing_torch():
 def test_drafter_model_without_a_draft_falls_back_to_auto_and_keeps_the_other_settings():
     from engine import EngineSettings
 
-    hub = EngineHub([ModelChoice("pair", "tiny:0", "tiny:1"), ModelChoice("alone", "tiny:1")],
-                    settings=EngineSettings(drafter="model", acceptance="residual"))
+    hub = EngineHub(
+        [ModelChoice("pair", "tiny:0", "tiny:1"), ModelChoice("alone", "tiny:1")],
+        settings=EngineSettings(drafter="model", acceptance="residual"),
+    )
     assert hub.engine("pair").settings.drafter == "model"
     alone = hub.engine("alone").settings
     assert alone.drafter == "auto" and alone.acceptance == "residual"
@@ -218,14 +229,14 @@ def test_a_busy_port_is_refused_in_the_apps_words(entry_point):
         port = taken.getsockname()[1]
         with pytest.raises(SystemExit, match=f"--port {port} on 127.0.0.1 is not available.*--port N"):
             entry_point.check_port("127.0.0.1", port)
-    entry_point.check_port("127.0.0.1", None)   # no --port: Gradio picks a free one
+    entry_point.check_port("127.0.0.1", None)  # no --port: Gradio picks a free one
 
 
 def test_preload_prepares_the_default_in_the_background_and_says_so():
     hub = EngineHub([ModelChoice("tiny", "tiny:0"), ModelChoice("broken", "tiny:x")])
     assert hub.state() == ("not loaded", "")
     hub.preload().join(timeout=60)
-    assert hub.state() == ("ready", "") and hub.is_loaded("tiny")
+    assert hub.state() == ("ready", "") and hub.state("tiny") == ("ready", "")
     hub.preload("broken").join(timeout=60)
     state, detail = hub.state("broken")
-    assert state == "failed" and "tiny:<seed>" in detail   # the loader's message, which names the fix
+    assert state == "failed" and "tiny:<seed>" in detail  # the loader's message, which names the fix

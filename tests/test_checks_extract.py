@@ -1,4 +1,5 @@
 """Extraction of checks from the examples people write, and from the user's own assert lines."""
+
 from __future__ import annotations
 
 import pytest
@@ -12,13 +13,17 @@ def _pairs(prompt: str) -> list[tuple[str, str]]:
 
 
 def test_doctest_examples_with_their_lines_and_setup():
-    prompt = ('from typing import List\n\n\ndef total(xs: List[int]) -> int:\n    """Sum.\n'
-              '    >>> total([1, 2])\n    3\n    >>> data = [4,\n    ...         5]\n    >>> total(data)\n    9\n'
-              '    >>> total([])  # nothing\n    0\n    """\n')
+    prompt = (
+        'from typing import List\n\n\ndef total(xs: List[int]) -> int:\n    """Sum.\n'
+        "    >>> total([1, 2])\n    3\n    >>> data = [4,\n    ...         5]\n    >>> total(data)\n    9\n"
+        '    >>> total([])  # nothing\n    0\n    """\n'
+    )
     found = checks_for_prompt(prompt)
     assert [(c.line, c.expression, c.expected, c.origin) for c in found] == [
-        (6, "total([1, 2])", "3", "doctest"), (10, "total(data)", "9", "doctest"),
-        (12, "total([])  # nothing", "0", "doctest")]
+        (6, "total([1, 2])", "3", "doctest"),
+        (10, "total(data)", "9", "doctest"),
+        (12, "total([])  # nothing", "0", "doctest"),
+    ]
     assert found[1].setup == ("data = [4,\n5]",)
 
 
@@ -28,31 +33,38 @@ def test_doctest_output_that_is_not_a_literal_is_compared_as_text():
     assert check.compare == OUTPUT and check.expected == "Point(x=2)"
 
 
-@pytest.mark.parametrize("line, expected", [
-    ("add(2, 3) == 5", ("add(2, 3)", "5")),
-    ("add(2, 3) -> 5", ("add(2, 3)", "5")),
-    ("add(2, 3) => 5", ("add(2, 3)", "5")),
-    ("add(2, 3) ==> 5", ("add(2, 3)", "5")),
-    ("add(2, 3) ➞ 5", ("add(2, 3)", "5")),
-    ("for example, add(3, 4) gives 7.", ("add(3, 4)", "7")),
-    ("add(1, 1) should return 2, and add(0, 0) returns 0", ("add(1, 1)", "2")),
-    ("add(1, 1)   # returns 2", ("add(1, 1)", "2")),
-    ("add(5, 5) => true", ("add(5, 5)", "True")),
-])
+@pytest.mark.parametrize(
+    "line, expected",
+    [
+        ("add(2, 3) == 5", ("add(2, 3)", "5")),
+        ("add(2, 3) -> 5", ("add(2, 3)", "5")),
+        ("add(2, 3) => 5", ("add(2, 3)", "5")),
+        ("add(2, 3) ==> 5", ("add(2, 3)", "5")),
+        ("add(2, 3) ➞ 5", ("add(2, 3)", "5")),
+        ("for example, add(3, 4) gives 7.", ("add(3, 4)", "7")),
+        ("add(1, 1) should return 2, and add(0, 0) returns 0", ("add(1, 1)", "2")),
+        ("add(1, 1)   # returns 2", ("add(1, 1)", "2")),
+        ("add(5, 5) => true", ("add(5, 5)", "True")),
+    ],
+)
 def test_inline_forms(line, expected):
     prompt = f'def add(a, b):\n    """Add.\n    {line}\n    """\n'
     assert _pairs(prompt)[0] == expected
 
 
 def test_phrases_and_input_output_pairs_name_the_enclosing_function():
-    prompt = ('def rev(s):\n    """Reverse.\n    Given \'ab\' the result is \'ba\'.\n'
-              '    Input: s = "xyz"\n    Output: "zyx"\n    """\n')
+    prompt = (
+        "def rev(s):\n    \"\"\"Reverse.\n    Given 'ab' the result is 'ba'.\n"
+        '    Input: s = "xyz"\n    Output: "zyx"\n    """\n'
+    )
     assert _pairs(prompt) == [("rev('ab')", "'ba'"), ('rev(s = "xyz")', '"zyx"')]
 
 
 def test_a_table_of_inputs_and_outputs():
-    prompt = ('def square(n):\n    """\n    | input | output |\n    |-------|--------|\n    | 2     | 4      |\n'
-              '    | -3    | 9      |\n    """\n')
+    prompt = (
+        'def square(n):\n    """\n    | input | output |\n    |-------|--------|\n    | 2     | 4      |\n'
+        '    | -3    | 9      |\n    """\n'
+    )
     assert _pairs(prompt) == [("square(2)", "4"), ("square(-3)", "9")]
 
 
@@ -61,15 +73,18 @@ def test_examples_in_comments_are_found():
     assert _pairs(prompt) == [("add(2, 3)", "5")]
 
 
-@pytest.mark.parametrize("docstring", [
-    "add(x, y) == z",                   # names no value
-    "add(2, 3) is the sum",             # no expected value
-    "Traceback:\n    >>> add(1, 'a')\n    Traceback (most recent call last):\n    TypeError",
-    ">>> add(2, 3)\n    5...",          # ellipsis
-    "other(2) == 3",                    # not a function of this code
-    "self.add(2, 3) == 5",              # a method call
-    "add(2, 3) == 5, 6",                # a bare tuple is prose, not a value: only 5 is read
-])
+@pytest.mark.parametrize(
+    "docstring",
+    [
+        "add(x, y) == z",  # names no value
+        "add(2, 3) is the sum",  # no expected value
+        "Traceback:\n    >>> add(1, 'a')\n    Traceback (most recent call last):\n    TypeError",
+        ">>> add(2, 3)\n    5...",  # ellipsis
+        "other(2) == 3",  # not a function of this code
+        "self.add(2, 3) == 5",  # a method call
+        "add(2, 3) == 5, 6",  # a bare tuple is prose, not a value: only 5 is read
+    ],
+)
 def test_what_cannot_be_read_is_left_out(docstring):
     prompt = f'def add(a, b):\n    """\n    {docstring}\n    """\n'
     found = _pairs(prompt)
@@ -84,8 +99,10 @@ def test_literal_prefix_reads_values_not_sentences():
 
 
 def test_infill_reads_the_function_at_the_cursor_only():
-    prefix = ('def a(x):\n    """\n    >>> a(1)\n    2\n    """\n    return x + 1\n\n\n'
-              'def b(x):\n    """\n    >>> b(2)\n    4\n    """\n    return ')
+    prefix = (
+        'def a(x):\n    """\n    >>> a(1)\n    2\n    """\n    return x + 1\n\n\n'
+        'def b(x):\n    """\n    >>> b(2)\n    4\n    """\n    return '
+    )
     suffix = '\n\n\ndef c(x):\n    """\n    >>> c(3)\n    9\n    """\n'
     assert [(c.expression, c.line) for c in checks_for_infill(prefix, suffix)] == [("b(2)", 11)]
 
@@ -93,8 +110,10 @@ def test_infill_reads_the_function_at_the_cursor_only():
 def test_user_checks_are_assert_lines():
     found = parse_user_checks("assert add(2, 3) == 5\n\n# a comment\nadd(0, 0) == 0\nassert is_even(4)\n")
     assert [(c.line, c.expression, c.expected, c.compare, c.origin) for c in found] == [
-        (1, "add(2, 3)", "5", VALUE, "assert"), (4, "add(0, 0)", "0", VALUE, "assert"),
-        (5, "is_even(4)", "", TRUTHY, "assert")]
+        (1, "add(2, 3)", "5", VALUE, "assert"),
+        (4, "add(0, 0)", "0", VALUE, "assert"),
+        (5, "is_even(4)", "", TRUTHY, "assert"),
+    ]
 
 
 def test_a_user_check_that_is_not_python_is_refused_with_its_line():
@@ -138,11 +157,12 @@ def test_held_out_phrasings():
 
 def test_odd_docstrings_cost_little_and_raise_nothing():
     import time
+
     started = time.monotonic()
     assert checks_for_prompt('def f(a):\n    """for a' + " " * 400 + 'b the result is 3"""\n') == []
-    assert time.monotonic() - started < 1.0                      # no backtracking blow-up on runs of blanks
-    deep = "def f(x):\n    \"\"\"\n    >>> f(" + "-" * 5000 + "1)\n    1\n    \"\"\"\n"
-    assert checks_for_prompt(deep) == []                         # nested past what ast walks: left out
+    assert time.monotonic() - started < 1.0  # no backtracking blow-up on runs of blanks
+    deep = 'def f(x):\n    """\n    >>> f(' + "-" * 5000 + '1)\n    1\n    """\n'
+    assert checks_for_prompt(deep) == []  # nested past what ast walks: left out
     with pytest.raises(ValueError, match="check line 1"):
         parse_user_checks("assert " + "not " * 450 + "x")
 

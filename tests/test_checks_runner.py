@@ -1,4 +1,5 @@
 """Checks run against candidates in the sandbox: outcomes as data, and the ranking they give."""
+
 from __future__ import annotations
 
 import pytest
@@ -24,8 +25,18 @@ def _statuses(result):
 def test_outcomes_say_what_came_back(runner):
     checks = checks_for_prompt(PROMPT)
     right, wrong, raising, looping, broken = runner.run(
-        [PROMPT + body for body in ("    return a + b\n", "    return a * b\n", "    return a + c\n",
-                                    "    while a == 2:\n        pass\n    return a + b\n", "    return a +\n")], checks)
+        [
+            PROMPT + body
+            for body in (
+                "    return a + b\n",
+                "    return a * b\n",
+                "    return a + c\n",
+                "    while a == 2:\n        pass\n    return a + b\n",
+                "    return a +\n",
+            )
+        ],
+        checks,
+    )
     assert _statuses(right) == [("passed", "5"), ("passed", "0")] and right.passed == 2
     assert _statuses(wrong) == [("failed", "6"), ("failed", "-1")] and wrong.passed == 0
     assert [s for s, _ in _statuses(raising)] == ["error", "error"]
@@ -38,8 +49,8 @@ def test_floats_compare_within_a_tolerance_and_bools_strictly(runner):
     prompt = 'def half(x):\n    """\n    >>> half(1)\n    0.5\n    >>> half(0) == False\n    """\n'
     checks = checks_for_prompt(prompt)
     close, integer = runner.run([prompt + "    return x / 2 + 1e-12\n", prompt + "    return x // 2\n"], checks)
-    assert close.passed == 1                       # 0.500000000001 is 0.5; 0.0 == False is not a bool
-    assert integer.passed == 0                     # 0 is not 0.5, and the int 0 is not False
+    assert close.passed == 1  # 0.500000000001 is 0.5; 0.0 == False is not a bool
+    assert integer.passed == 0  # 0 is not 0.5, and the int 0 is not False
 
 
 def test_printed_doctest_output_is_compared_as_text(runner):
@@ -53,8 +64,9 @@ def test_printed_doctest_output_is_compared_as_text(runner):
 def test_a_doctest_of_a_function_that_prints_compares_what_it_printed(runner):
     prompt = 'def show(a, b):\n    """\n    >>> show(2, 3)\n    5\n    """\n'
     checks = checks_for_prompt(prompt)
-    printing, returning, wrong = runner.run([prompt + "    print(a + b)\n", prompt + "    return a + b\n",
-                                             prompt + "    print(a * b)\n"], checks)
+    printing, returning, wrong = runner.run(
+        [prompt + "    print(a + b)\n", prompt + "    return a + b\n", prompt + "    print(a * b)\n"], checks
+    )
     assert (printing.passed, returning.passed, wrong.passed) == (1, 1, 0)
 
 
@@ -67,8 +79,8 @@ def test_user_asserts_run_too(runner):
 def test_checks_rank_first_and_a_check_all_fail_decides_nothing():
     texts = ["    return a * b\n", "    return a * b\n", "    return a + b\n"]
     plain = rank(texts)
-    assert plain[0].text == texts[0]                       # two copies agree: consistency picks the wrong one
-    assert rank(texts, check_passes=[0, 0, 0])[0].text == texts[0]   # every candidate fails: nothing moves
+    assert plain[0].text == texts[0]  # two copies agree: consistency picks the wrong one
+    assert rank(texts, check_passes=[0, 0, 0])[0].text == texts[0]  # every candidate fails: nothing moves
     ranked = rank(texts, check_passes=[0, 0, 2])
     assert ranked[0].text == texts[2] and ranked[0].checks_passed == 2
     assert [r.text for r in rank(texts, check_passes=None)] == [r.text for r in plain]

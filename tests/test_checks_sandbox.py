@@ -1,5 +1,6 @@
 """The sandbox is a boundary: hostile candidates are contained and reported as their own failures, as root and as
 an ordinary user; where no sandbox can be set up, nothing runs."""
+
 from __future__ import annotations
 
 import json
@@ -19,8 +20,8 @@ from checks import sandbox as sandbox_module
 sys.path.insert(0, str(Path(__file__).parent))
 import hostile_suite  # noqa: E402  pylint: disable=wrong-import-position
 
-ORDINARY_UID = 4321   # an unprivileged id with no account: what a user's process would be
-CONTAINED_WITHIN_S = 12.0   # 11 hostile programs, two at a time, each stopped by its own limits (3 s wall at most)
+ORDINARY_UID = 4321  # an unprivileged id with no account: what a user's process would be
+CONTAINED_WITHIN_S = 12.0  # 11 hostile programs, two at a time, each stopped by its own limits (3 s wall at most)
 
 
 def _assert_contained(result: dict, planted: Path) -> None:
@@ -48,7 +49,7 @@ def test_hostile_candidates_are_contained_as_this_user(tmp_path):
     before = _tasks_of(runner_uid)
     result = hostile_suite.run_suite(str(tmp_path))
     _assert_contained(result, tmp_path)
-    assert result["as_nobody"] == (os.geteuid() == 0)   # root hands the programs to nobody, whose limits hold
+    assert result["as_nobody"] == (os.geteuid() == 0)  # root hands the programs to nobody, whose limits hold
     deadline = time.monotonic() + 5
     while _tasks_of(runner_uid) > before and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -58,7 +59,7 @@ def test_hostile_candidates_are_contained_as_this_user(tmp_path):
 @pytest.mark.skipif(os.geteuid() != 0, reason="this run is already an ordinary user's (the test above)")
 def test_hostile_candidates_are_contained_as_an_ordinary_user():
     """The same suite in a process of an unprivileged user id: bwrap needs no privilege of ours."""
-    base = Path(tempfile.mkdtemp(prefix="hostile-"))   # under /tmp: pytest's own tmp_path is root's alone
+    base = Path(tempfile.mkdtemp(prefix="hostile-"))  # under /tmp: pytest's own tmp_path is root's alone
     try:
         _contained_as(ORDINARY_UID, base)
     finally:
@@ -70,11 +71,20 @@ def _contained_as(uid: int, base: Path) -> None:
     planted = base / "planted"
     planted.mkdir()
     hostile_suite.plant(str(planted))
-    code = _readable_copy(base / "code")   # the checkout and its venv may sit where that user cannot read
+    code = _readable_copy(base / "code")  # the checkout and its venv may sit where that user cannot read
     env = {"PATH": "/usr/bin:/bin", "HOME": str(planted), "TMPDIR": str(planted), "PYTHONPATH": str(code)}
-    proc = subprocess.run(["/usr/bin/python3", str(code / "hostile_suite.py"), str(planted)],
-                          env=env, user=uid, group=uid, extra_groups=[], capture_output=True,
-                          text=True, timeout=120, check=False, cwd=str(planted))
+    proc = subprocess.run(
+        ["/usr/bin/python3", str(code / "hostile_suite.py"), str(planted)],
+        env=env,
+        user=uid,
+        group=uid,
+        extra_groups=[],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=str(planted),
+    )
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     _assert_contained(result, planted)
@@ -110,24 +120,32 @@ def test_a_hung_candidate_costs_only_its_own_limit():
 
 def test_programs_see_no_host_files_and_no_network():
     sandbox = Sandbox.create()
-    program = ("import os, socket\nprint(sorted(os.listdir('/')))\nprint(os.getuid(), os.getcwd())\n"
-               "print(sorted(i[1] for i in socket.if_nameindex()))\n")
+    program = (
+        "import os, socket\nprint(sorted(os.listdir('/')))\nprint(os.getuid(), os.getcwd())\n"
+        "print(sorted(i[1] for i in socket.if_nameindex()))\n"
+    )
     result = sandbox.run_many([program])[0]
     assert result.returncode == 0, result.output
     listing, ids, interfaces = result.output.strip().splitlines()
     assert "root" not in listing and "home" not in listing and "work" not in listing and "etc" not in listing
     assert ids == "65534 /sandbox"
     assert interfaces == "['lo']"
-    writes = sandbox.run_many(["import os\nfor path in ('/x', '/dev/x', '/dev/shm/' + 'x' * 8):\n    try:\n"
-                               "        open(path, 'w').write('y' * (2 << 20))\n        print(path, 'written')\n"
-                               "    except OSError as err:\n        print(path, err.errno)\n"])[0]
-    assert "written" not in writes.output, writes.output   # the root and /dev are read-only, /dev/shm holds 1 MB
+    writes = sandbox.run_many(
+        [
+            "import os\nfor path in ('/x', '/dev/x', '/dev/shm/' + 'x' * 8):\n    try:\n"
+            "        open(path, 'w').write('y' * (2 << 20))\n        print(path, 'written')\n"
+            "    except OSError as err:\n        print(path, err.errno)\n"
+        ]
+    )[0]
+    assert "written" not in writes.output, writes.output  # the root and /dev are read-only, /dev/shm holds 1 MB
 
 
 def test_without_a_sandbox_nothing_runs(monkeypatch, tmp_path):
     """Where bwrap cannot be found the runner says why and refuses to run anything (no fallback to unconfined)."""
+
     def missing():
         raise SandboxUnavailable("bubblewrap is not installed (test)")
+
     monkeypatch.setattr(sandbox_module, "_bwrap_binary", missing)
     runner = CheckRunner.create()
     assert not runner.available and "bubblewrap is not installed" in runner.reason

@@ -1,4 +1,5 @@
 """The packed attention computes transformers' SDPA attention, for any number of query tokens and ragged rows."""
+
 import pytest
 import torch
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
@@ -30,16 +31,17 @@ def test_packed_attention_equals_sdpa(q_len, groups):
     batch, kv_heads, total, dim = 3, 2, 40, 16
     query = torch.randn(batch, kv_heads * groups, q_len, dim)
     key, value = torch.randn(batch, kv_heads, total, dim), torch.randn(batch, kv_heads, total, dim)
-    lengths = torch.tensor([total - q_len, total - q_len - 7, 3])     # rows of different lengths
+    lengths = torch.tensor([total - q_len, total - q_len - 7, 3])  # rows of different lengths
     mask = _ragged_mask(batch, q_len, total, lengths)
     module = _Module(groups)
-    expected, _ = sdpa_attention_forward(module, query, key, value, mask, scaling=dim ** -0.5)
-    got, _ = packed_sdpa_forward(module, query, key, value, mask, scaling=dim ** -0.5)
+    expected, _ = sdpa_attention_forward(module, query, key, value, mask, scaling=dim**-0.5)
+    got, _ = packed_sdpa_forward(module, query, key, value, mask, scaling=dim**-0.5)
     assert got.shape == expected.shape == (batch, q_len, kv_heads * groups, dim)
     torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
     # a different mask changes the output: the mask is read, not ignored
-    other, _ = packed_sdpa_forward(module, query, key, value, _ragged_mask(batch, q_len, total, lengths - 2),
-                                   scaling=dim ** -0.5)
+    other, _ = packed_sdpa_forward(
+        module, query, key, value, _ragged_mask(batch, q_len, total, lengths - 2), scaling=dim**-0.5
+    )
     assert not torch.allclose(other, expected)
 
 
@@ -58,18 +60,23 @@ def _logits(model, q_len: int, packed: bool) -> torch.Tensor:
     ids = torch.randint(0, 256, (3, q_len), generator=torch.Generator().manual_seed(0))
     if packed:
         return forward(model, cache, ids)
-    with torch.inference_mode():                     # transformers' own sdpa path, as loaded
-        return model(input_ids=ids, attention_mask=cache.attention_mask(q_len, model.dtype),
-                     position_ids=cache.position_ids(q_len), use_cache=True,
-                     **{_cache_argument(type(model)): cache}).logits
+    with torch.inference_mode():  # transformers' own sdpa path, as loaded
+        return model(
+            input_ids=ids,
+            attention_mask=cache.attention_mask(q_len, model.dtype),
+            position_ids=cache.position_ids(q_len),
+            use_cache=True,
+            **{_cache_argument(type(model)): cache},
+        ).logits
 
 
 @pytest.mark.parametrize("q_len", [1, 4])
 def test_engine_forward_with_packed_attention_gives_the_models_logits(q_len):
-    model = tiny_model()   # 4 query heads over 2 key/value heads
+    model = tiny_model()  # 4 query heads over 2 key/value heads
     assert model.config._attn_implementation == "sdpa"
-    torch.testing.assert_close(_logits(model, q_len, packed=True), _logits(model, q_len, packed=False),
-                               atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(
+        _logits(model, q_len, packed=True), _logits(model, q_len, packed=False), atol=1e-5, rtol=1e-5
+    )
 
 
 def test_packed_attention_is_for_the_call_only():
@@ -92,7 +99,7 @@ def test_a_mask_transformers_builds_itself_is_still_applied_under_packed_attenti
     model = tiny_model()
     ids = torch.randint(0, 256, (2, 9))
     mask = torch.ones(2, 9, dtype=torch.long)
-    mask[1, :3] = 0                                  # row 1 is left-padded
+    mask[1, :3] = 0  # row 1 is left-padded
     with torch.inference_mode():
         expected = model(input_ids=ids, attention_mask=mask).logits
         with packed_attention(model):
@@ -103,8 +110,9 @@ def test_a_mask_transformers_builds_itself_is_still_applied_under_packed_attenti
 def _calls(model) -> list[tuple[int, ...]]:
     """The input_ids shapes of the model's forwards from now on."""
     shapes: list[tuple[int, ...]] = []
-    model.register_forward_pre_hook(lambda _m, _a, kwargs: shapes.append(tuple(kwargs["input_ids"].shape)),
-                                    with_kwargs=True)
+    model.register_forward_pre_hook(
+        lambda _m, _a, kwargs: shapes.append(tuple(kwargs["input_ids"].shape)), with_kwargs=True
+    )
     return shapes
 
 
@@ -124,8 +132,9 @@ def _verify_against_padded(model, calls: list[tuple[int, ...]], token_rows: int)
     for cache in (padded_cache, ragged_cache):
         cache.commit(counts)
     after = torch.tensor([[7], [8], [9]])
-    torch.testing.assert_close(forward(model, ragged_cache, after), forward(model, padded_cache, after),
-                               atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(
+        forward(model, ragged_cache, after), forward(model, padded_cache, after), atol=1e-5, rtol=1e-5
+    )
 
 
 def test_a_ragged_verify_is_one_packed_call_with_each_rows_logits_and_cache():
@@ -149,8 +158,13 @@ def test_a_packed_call_without_its_packed_rows_is_refused():
     model = tiny_model()
     cache = _ragged_cache(model)
     with pytest.raises(RuntimeError, match="packed call"), torch.inference_mode():
-        model(input_ids=torch.tensor([[1, 2, 3]]), attention_mask=cache.attention_mask(1, model.dtype),
-              position_ids=torch.tensor([[20, 16, 11]]), use_cache=True, **{_cache_argument(type(model)): cache})
+        model(
+            input_ids=torch.tensor([[1, 2, 3]]),
+            attention_mask=cache.attention_mask(1, model.dtype),
+            position_ids=torch.tensor([[20, 16, 11]]),
+            use_cache=True,
+            **{_cache_argument(type(model)): cache},
+        )
 
 
 def test_a_model_whose_attention_keeps_the_forwards_keywords_from_the_cache_is_verified_padded():
@@ -160,7 +174,13 @@ def test_a_model_whose_attention_keeps_the_forwards_keywords_from_the_cache_is_v
     from transformers import GPTNeoXConfig, GPTNeoXForCausalLM
 
     torch.manual_seed(0)
-    config = GPTNeoXConfig(vocab_size=257, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                           intermediate_size=64, max_position_embeddings=256)
+    config = GPTNeoXConfig(
+        vocab_size=257,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=256,
+    )
     config._attn_implementation = "sdpa"
     _verify_against_padded(GPTNeoXForCausalLM(config).eval(), calls=[(1, 7), (3, 4)], token_rows=12)

@@ -1,46 +1,90 @@
 """The end of the function body (engine/text/blocks.py) and end-of-text tokens: what ends a row besides length."""
+
 import pytest
 import torch
 
 from engine import Engine, EngineSettings, GenerationRequest
-from engine.text.blocks import BodyEnd, scan_lines
 from engine.generate import end_of_text_ids
 from engine.models.tiny import byte_tokenizer, tiny_model
+from engine.text.blocks import BodyEnd, scan_lines
 from engine.types import FINISH_STOP
 
-STACK = ('class Stack:\n    def __init__(self):\n        self.items = []\n\n    def pop(self):\n'
-         '        """Remove and return the top item."""\n')
+STACK = (
+    "class Stack:\n    def __init__(self):\n        self.items = []\n\n    def pop(self):\n"
+    '        """Remove and return the top item."""\n'
+)
 TOP_LEVEL = 'import math\n\n\ndef area(r):\n    """Area of a circle of radius r."""\n'
 
 CASES = [  # (name, prompt, completion, the kept completion or None when the body goes on)
-    ("method stops before the next method", STACK,
-     "        return self.items.pop()\n\n    def push(self, item):\n        self.items.append(item)\n",
-     "        return self.items.pop()\n\n"),
-    ("top-level function stops at an import", TOP_LEVEL, "    return math.pi * r * r\nimport unittest\n",
-     "    return math.pi * r * r\n"),
-    ("a call at column 0", TOP_LEVEL, "    return math.pi * r ** 2\n\n\nprint(area(2))", "    return math.pi * r ** 2\n\n\n"),
+    (
+        "method stops before the next method",
+        STACK,
+        "        return self.items.pop()\n\n    def push(self, item):\n        self.items.append(item)\n",
+        "        return self.items.pop()\n\n",
+    ),
+    (
+        "top-level function stops at an import",
+        TOP_LEVEL,
+        "    return math.pi * r * r\nimport unittest\n",
+        "    return math.pi * r * r\n",
+    ),
+    (
+        "a call at column 0",
+        TOP_LEVEL,
+        "    return math.pi * r ** 2\n\n\nprint(area(2))",
+        "    return math.pi * r ** 2\n\n\n",
+    ),
     ("a comment at column 0", TOP_LEVEL, "    return 1\n# Check the function\n", "    return 1\n"),
     ("a multi-line string at column 0 stays inside", TOP_LEVEL, '    text = """\nleft\n"""\n    return 1\n', None),
     ("a bracket continued at column 0 stays inside", TOP_LEVEL, "    values = [1,\n2]\n    return values\n", None),
     ("a backslash continuation stays inside", TOP_LEVEL, "    x = 1 + \\\n2\n    return x\n", None),
-    ("a quote inside a comment opens no string", TOP_LEVEL, "    # it's fine\n    return 1\nx = 2\n",
-     "    # it's fine\n    return 1\n"),
-    ("nested def: its parent's next line ends it", 'def outer():\n    def inner(x):\n        """Twice x."""\n',
-     "        return 2 * x\n    return inner\n", "        return 2 * x\n"),
+    (
+        "a quote inside a comment opens no string",
+        TOP_LEVEL,
+        "    # it's fine\n    return 1\nx = 2\n",
+        "    # it's fine\n    return 1\n",
+    ),
+    (
+        "nested def: its parent's next line ends it",
+        'def outer():\n    def inner(x):\n        """Twice x."""\n',
+        "        return 2 * x\n    return inner\n",
+        "        return 2 * x\n",
+    ),
     ("blank lines inside the body", TOP_LEVEL, "    a = 1\n\n    return a\n", None),
     ("a prompt ending mid-line", "def f(x):\n    return x +", " 1\n\nf(2)\n", " 1\n\n"),
-    ("a prompt without a function never ends a body", "import os\nfiles = os.listdir('.')\n",
-     "print(files)\nimport sys\n", None),
+    (
+        "a prompt without a function never ends a body",
+        "import os\nfiles = os.listdir('.')\n",
+        "print(files)\nimport sys\n",
+        None,
+    ),
     ("an empty body ends at once", TOP_LEVEL, "\nx = 1\n", "\n"),
-    ("after a finished function, the next one the model writes", "import os\n\ndef f():\n    return 1\n\n",
-     "def g():\n    return 2\n\ndef h():\n", "def g():\n    return 2\n\n"),
-    ("after a finished method, the next method", "class A:\n    def f(self):\n        return 1\n\n    ",
-     "def g(self):\n        return 2\n\n    def h(self):\n", "def g(self):\n        return 2\n\n"),
+    (
+        "after a finished function, the next one the model writes",
+        "import os\n\ndef f():\n    return 1\n\n",
+        "def g():\n    return 2\n\ndef h():\n",
+        "def g():\n    return 2\n\n",
+    ),
+    (
+        "after a finished method, the next method",
+        "class A:\n    def f(self):\n        return 1\n\n    ",
+        "def g(self):\n        return 2\n\n    def h(self):\n",
+        "def g(self):\n        return 2\n\n",
+    ),
     ("after a finished function, a statement: nothing to end", "def f():\n    return 1\n\n", "print(f())\n", None),
     ("CRLF backslash continuation stays inside", "def f():\r\n", "    x = 1 + \\\r\n2\r\n    return x\r\n", None),
-    ("CRLF escape inside a string stays inside", "def f():\r\n", "    s = 'a\\\r\nb'\r\n    return s\r\nx = 1\r\n",
-     "    s = 'a\\\r\nb'\r\n    return s\r\n"),
-    ("tabs count as Python counts them", "if True:\n\tdef f():\n\t\tpass\n", "\t\treturn 1\n\tdef g():\n", "\t\treturn 1\n"),
+    (
+        "CRLF escape inside a string stays inside",
+        "def f():\r\n",
+        "    s = 'a\\\r\nb'\r\n    return s\r\nx = 1\r\n",
+        "    s = 'a\\\r\nb'\r\n    return s\r\n",
+    ),
+    (
+        "tabs count as Python counts them",
+        "if True:\n\tdef f():\n\t\tpass\n",
+        "\t\treturn 1\n\tdef g():\n",
+        "\t\treturn 1\n",
+    ),
 ]
 
 
@@ -77,17 +121,18 @@ def test_scanning_in_pieces_finds_the_same_lines_as_at_once():
 def test_the_engine_stops_a_row_at_the_end_of_the_body(make_engine, tokenizer):
     """Tiny random models rarely indent; whatever they write, a row stopped by the body rule holds no logical line at
     or below the def's indentation, and the rule off lets the same samples run to max_new_tokens."""
-    prompt = "def f(x):\n   "   # the model writes the rest of the first body line
+    prompt = "def f(x):\n   "  # the model writes the rest of the first body line
     on = make_engine("none").generate(GenerationRequest(prompt, k=8, max_new_tokens=40, seed=3, temperature=1.0))
-    off = make_engine("none").generate(GenerationRequest(prompt, k=8, max_new_tokens=40, seed=3, temperature=1.0,
-                                                         stop_at_body_end=False))
+    off = make_engine("none").generate(
+        GenerationRequest(prompt, k=8, max_new_tokens=40, seed=3, temperature=1.0, stop_at_body_end=False)
+    )
     rule = BodyEnd.of(prompt)
     ended = 0
     for kept, full in zip(on.candidates, off.candidates):
-        assert full.token_ids[:len(kept.token_ids)] == kept.token_ids     # the same sample, cut
+        assert full.token_ids[: len(kept.token_ids)] == kept.token_ids  # the same sample, cut
         assert full.text.startswith(kept.text)
         if rule.cut(full.text) is not None and kept.finish_reason == FINISH_STOP and kept.text != full.text:
-            assert kept.text == full.text[:rule.cut(full.text)]
+            assert kept.text == full.text[: rule.cut(full.text)]
             ended += 1
     assert ended > 0
 
@@ -99,7 +144,7 @@ def special_token_model():
     tokenizer.add_special_tokens({"additional_special_tokens": ["<|im_end|>"]})
     model = tiny_model(0, vocab_size=258)
     with torch.no_grad():
-        model.lm_head.weight[257] = model.lm_head.weight[ord("a")]   # 257 is as likely as "a"
+        model.lm_head.weight[257] = model.lm_head.weight[ord("a")]  # 257 is as likely as "a"
         model.lm_head.weight[ord("a")] = -model.lm_head.weight[ord("a")]
     return model, tokenizer
 

@@ -2,6 +2,7 @@
 
 Marked `bundled` (CI runs them): the first use on a fresh machine converts the GGUF once (about a minute).
 """
+
 import time
 
 import pytest
@@ -11,7 +12,7 @@ import engine
 from engine import EngineSettings, GenerationRequest
 from engine.generate import end_of_text_ids, forward
 from engine.kv_cache import RaggedKVCache
-from engine.types import FINISH_BUDGET, FINISH_STOP, FUNCTION_END_STOPS
+from engine.types import FINISH_BUDGET, FINISH_STOP
 
 pytestmark = pytest.mark.bundled
 
@@ -24,6 +25,10 @@ HUMANEVAL_LIKE = (
     "    False\n"
     '    """\n'
 )
+
+# HumanEval's usual stop sequences: what a function's end looks like in text. The engine ends a function by
+# indentation (engine/text/blocks.py); its candidates must not run past one into the next top-level statement.
+FUNCTION_END_STOPS = ("\ndef ", "\nclass ", "\nif __name__", "\nif ", "\nprint(", "\n#", "\n@", "\nassert ")
 
 
 @pytest.fixture(scope="module")
@@ -40,14 +45,20 @@ def make(bundled, drafter="auto"):
 def test_greedy_rows_equal_transformers_greedy(bundled):
     model, tokenizer = bundled
     built = make(bundled)
-    request = GenerationRequest(HUMANEVAL_LIKE, k=3, max_new_tokens=24, temperature=0, budget_s=600, stop=(),
-                                stop_at_body_end=False)
-    ids = torch.tensor([built._prompt_ids(request)])   # the prompt as the engine reads it (the chat form: auto)
+    request = GenerationRequest(
+        HUMANEVAL_LIKE, k=3, max_new_tokens=24, temperature=0, budget_s=600, stop=(), stop_at_body_end=False
+    )
+    ids = torch.tensor([built._prompt_ids(request)])  # the prompt as the engine reads it (the chat form: auto)
     assert built.chat is not None and ids.shape[1] > 2 * len(tokenizer(HUMANEVAL_LIKE).input_ids)
     with torch.inference_mode():
-        out = model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=24,
-                             pad_token_id=tokenizer.eos_token_id)
-    expected = out[0, ids.shape[1]:].tolist()
+        out = model.generate(
+            ids,
+            attention_mask=torch.ones_like(ids),
+            do_sample=False,
+            max_new_tokens=24,
+            pad_token_id=tokenizer.eos_token_id,
+        )
+    expected = out[0, ids.shape[1] :].tolist()
     result = built.generate(request)
     assert len(expected) == 24
     for candidate in result.candidates:
@@ -62,8 +73,18 @@ def test_a_fixed_seed_reproduces_samples(bundled):
     built = make(bundled, drafter="none")
 
     def sample(seed):
-        result = built.generate(GenerationRequest(HUMANEVAL_LIKE, k=2, max_new_tokens=10, temperature=0.8,
-                                                  seed=seed, budget_s=600, stop=(), stop_at_body_end=False))
+        result = built.generate(
+            GenerationRequest(
+                HUMANEVAL_LIKE,
+                k=2,
+                max_new_tokens=10,
+                temperature=0.8,
+                seed=seed,
+                budget_s=600,
+                stop=(),
+                stop_at_body_end=False,
+            )
+        )
         return [c.token_ids for c in result.candidates]
 
     first = sample(7)
@@ -77,12 +98,13 @@ def test_the_deadline_is_honoured(bundled):
     forward(model, cache, torch.zeros(2, 64, dtype=torch.long))
     cache.commit(torch.full((2,), 64))
     started = time.perf_counter()
-    forward(model, cache, torch.zeros(2, 9, dtype=torch.long))     # the widest verify: pending + an 8-token lookup
+    forward(model, cache, torch.zeros(2, 9, dtype=torch.long))  # the widest verify: pending + an 8-token lookup
     forward_s = time.perf_counter() - started
     budget = 1.5
     started = time.perf_counter()
-    result = make(bundled).generate(GenerationRequest(HUMANEVAL_LIKE, k=2, max_new_tokens=1024, temperature=0.8,
-                                                      seed=0, budget_s=budget, stop=()))
+    result = make(bundled).generate(
+        GenerationRequest(HUMANEVAL_LIKE, k=2, max_new_tokens=1024, temperature=0.8, seed=0, budget_s=budget, stop=())
+    )
     wall = time.perf_counter() - started
     assert wall <= budget + forward_s + 0.5, (wall, forward_s)
     unfinished = [c for c in result.candidates if c.finish_reason == FINISH_BUDGET]
@@ -90,8 +112,10 @@ def test_the_deadline_is_honoured(bundled):
 
 
 def test_a_new_top_level_def_ends_the_candidate(bundled):
-    prompt = ('def add(a: int, b: int) -> int:\n    """Return a plus b."""\n    return a + b\n\n\n'
-              'def subtract(a: int, b: int) -> int:\n    """Return a minus b."""\n')
+    prompt = (
+        'def add(a: int, b: int) -> int:\n    """Return a plus b."""\n    return a + b\n\n\n'
+        'def subtract(a: int, b: int) -> int:\n    """Return a minus b."""\n'
+    )
     result = make(bundled).generate(GenerationRequest(prompt, k=2, max_new_tokens=48, temperature=0, budget_s=600))
     for candidate in result.candidates:
         assert candidate.finish_reason == FINISH_STOP
@@ -110,18 +134,27 @@ def test_qwens_end_of_text_tokens_end_a_row(bundled):
 
 def test_a_method_stops_before_the_next_method(bundled):
     """Regression (issue 10): methods never stopped (every candidate went on to invent push/peek)."""
-    prompt = ('class Stack:\n    def __init__(self):\n        self.items = []\n\n    def pop(self):\n'
-              '        """Remove and return the top item."""\n')
-    result = make(bundled).generate(GenerationRequest(prompt, k=3, max_new_tokens=96, temperature=0.8, seed=1,
-                                                      budget_s=600))
+    prompt = (
+        "class Stack:\n    def __init__(self):\n        self.items = []\n\n    def pop(self):\n"
+        '        """Remove and return the top item."""\n'
+    )
+    result = make(bundled).generate(
+        GenerationRequest(prompt, k=3, max_new_tokens=96, temperature=0.8, seed=1, budget_s=600)
+    )
     for candidate in result.candidates:
         assert candidate.finish_reason == FINISH_STOP, candidate
         assert "def " not in candidate.text and len(candidate.token_ids) < 96
 
 
-GGUF_TO_HF = {"attn_q": "self_attn.q_proj", "attn_k": "self_attn.k_proj", "attn_v": "self_attn.v_proj",
-              "attn_output": "self_attn.o_proj", "ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj",
-              "ffn_down": "mlp.down_proj"}
+GGUF_TO_HF = {
+    "attn_q": "self_attn.q_proj",
+    "attn_k": "self_attn.k_proj",
+    "attn_v": "self_attn.v_proj",
+    "attn_output": "self_attn.o_proj",
+    "ffn_gate": "mlp.gate_proj",
+    "ffn_up": "mlp.up_proj",
+    "ffn_down": "mlp.down_proj",
+}
 
 
 def test_int4_weights_go_exactly_to_the_layers_the_gguf_stores_in_4_bits():
@@ -135,20 +168,20 @@ def test_int4_weights_go_exactly_to_the_layers_the_gguf_stores_in_4_bits():
     gguf = bundled_gguf(BUNDLED["qwen2.5-coder-0.5b"], default_cache_dir(), progress=False)
     four_bit = set()
     for tensor in GGUFReader(str(gguf)).tensors:
-        parts = tensor.name.split(".")                       # blk.<i>.<kind>.weight
+        parts = tensor.name.split(".")  # blk.<i>.<kind>.weight
         if tensor.tensor_type.name == "Q4_K" and parts[0] == "blk" and parts[2] in GGUF_TO_HF:
             four_bit.add(f"model.layers.{parts[1]}.{GGUF_TO_HF[parts[2]]}")
     model = quantize_int4(engine.load_any("bundled:qwen2.5-coder-0.5b", progress=False)[0])
     int4 = {name for name, module in model.named_modules() if isinstance(module, Int4Linear)}
     int8 = {name for name, module in model.named_modules() if isinstance(module, Int8Linear)}
-    assert four_bit and int4 == four_bit                    # 12 of the 24 ffn_down tensors
+    assert four_bit and int4 == four_bit  # 12 of the 24 ffn_down tensors
     assert len(int4) + len(int8) == 24 * 7 + 1
     torch.manual_seed(0)
     layer = dict(model.named_modules())[sorted(int4)[0]]
     x = torch.randn(4, layer.in_features, dtype=layer.dense_weight().dtype)
     with torch.inference_mode():
         dense, small = torch.nn.functional.linear(x, layer.dense_weight()).float(), layer._small(x).float()
-    assert (small - dense).abs().max() <= 2 ** -6 * dense.abs().max()   # the same layer, up to bf16 rounding
+    assert (small - dense).abs().max() <= 2**-6 * dense.abs().max()  # the same layer, up to bf16 rounding
 
 
 def test_w8a8_and_int4_rank_the_next_token_of_real_code_first_as_the_loaded_weights_do(bundled):
@@ -173,7 +206,17 @@ def test_w8a8_and_int4_rank_the_next_token_of_real_code_first_as_the_loaded_weig
         return torch.cat(picks, dim=1)
 
     loaded = first_choices(model)
-    agreement = {fmt: float((first_choices(apply_weight_format(
-        engine.load_any("bundled:qwen2.5-coder-0.5b", progress=False)[0], fmt)) == loaded).float().mean())
-        for fmt in ("int4", "w8a8")}
+    agreement = {
+        fmt: float(
+            (
+                first_choices(
+                    apply_weight_format(engine.load_any("bundled:qwen2.5-coder-0.5b", progress=False)[0], fmt)
+                )
+                == loaded
+            )
+            .float()
+            .mean()
+        )
+        for fmt in ("int4", "w8a8")
+    }
     assert agreement["int4"] >= 0.97 and agreement["w8a8"] >= 0.9, agreement

@@ -1,4 +1,5 @@
 """RaggedKVCache: a batched forward over rows of different lengths gives each row's own uncached logits."""
+
 import pytest
 import torch
 
@@ -29,21 +30,21 @@ def any_attention(request):
     return model
 
 
-@pytest.mark.parametrize("capacity", [256, 4])   # 4: the buffers must grow (and keep their contents) mid-run
+@pytest.mark.parametrize("capacity", [256, 4])  # 4: the buffers must grow (and keep their contents) mid-run
 def test_ragged_rows_match_each_row_alone(any_attention, capacity):
     target = any_attention
     torch.manual_seed(0)
     rows = torch.randint(0, 256, (3, 12)).tolist()
-    kept = torch.tensor([5, 12, 2])                       # rows keep different prefixes: ragged lengths 5, 12, 2
+    kept = torch.tensor([5, 12, 2])  # rows keep different prefixes: ragged lengths 5, 12, 2
     cache = new_cache(target, 3, capacity)
-    forward(target, cache, torch.tensor(rows))            # equal lengths (all 0): the contiguous write path
-    cache.commit(kept)                                    # the rest is stale, as after rejected drafts
+    forward(target, cache, torch.tensor(rows))  # equal lengths (all 0): the contiguous write path
+    cache.commit(kept)  # the rest is stale, as after rejected drafts
     assert cache.lengths.tolist() == [5, 12, 2]
 
-    step = torch.randint(0, 256, (3, 4))                  # 4 new tokens per row, written at each row's own positions
-    logits = forward(target, cache, step)                 # [3, 4, V]
+    step = torch.randint(0, 256, (3, 4))  # 4 new tokens per row, written at each row's own positions
+    logits = forward(target, cache, step)  # [3, 4, V]
     for b in range(3):
-        history = rows[b][:int(kept[b])] + step[b].tolist()
+        history = rows[b][: int(kept[b])] + step[b].tolist()
         expected = alone(target, history)[-4:]
         torch.testing.assert_close(logits[b], expected, atol=ATOL, rtol=0)
 
@@ -52,14 +53,14 @@ def test_ragged_rows_match_each_row_alone(any_attention, capacity):
     more = torch.randint(0, 256, (3, 2))
     logits = forward(target, cache, more)
     for b, n in enumerate([1, 4, 3]):
-        history = rows[b][:int(kept[b])] + step[b, :n].tolist() + more[b].tolist()
+        history = rows[b][: int(kept[b])] + step[b, :n].tolist() + more[b].tolist()
         torch.testing.assert_close(logits[b], alone(target, history)[-2:], atol=ATOL, rtol=0)
 
 
 def test_keep_last_returns_the_last_positions(target):
     prompt = [3, 1, 4, 1, 5, 9, 2, 6]
     cache = new_cache(target, 1)
-    logits = forward(target, cache, torch.tensor([prompt]), keep_last=1)        # [1, 1, V]
+    logits = forward(target, cache, torch.tensor([prompt]), keep_last=1)  # [1, 1, V]
     assert logits.shape[1] == 1
     torch.testing.assert_close(logits[0, -1], alone(target, prompt)[-1], atol=ATOL, rtol=0)
 
@@ -70,11 +71,11 @@ def test_fan_out_and_dropping_rows_keep_each_rows_history(target):
     cache = new_cache(target, 1)
     forward(target, cache, torch.tensor([prompt]))
     cache.commit(torch.tensor([len(prompt)]))
-    cache.select_rows(torch.zeros(4, dtype=torch.long))                          # fan out to 4 rows
+    cache.select_rows(torch.zeros(4, dtype=torch.long))  # fan out to 4 rows
     first = torch.tensor([[1, 2], [3, 4], [5, 6], [7, 8]])
     forward(target, cache, first)
-    cache.commit(torch.tensor([2, 1, 2, 0]))                                     # ragged again
-    cache.select_rows(torch.tensor([1, 3]))                                      # rows 0 and 2 finished
+    cache.commit(torch.tensor([2, 1, 2, 0]))  # ragged again
+    cache.select_rows(torch.tensor([1, 3]))  # rows 0 and 2 finished
     assert cache.lengths.tolist() == [len(prompt) + 1, len(prompt)]
     last = torch.tensor([[11], [12]])
     logits = forward(target, cache, last)[:, -1]
@@ -86,16 +87,17 @@ def test_attention_mask_and_positions_follow_each_rows_length():
     cache = RaggedKVCache(1, 2, torch.device("cpu"))
     cache.set_lengths(torch.tensor([1, 3]))
     assert cache.position_ids(2).tolist() == [[1, 2], [3, 4]]
-    mask = cache.attention_mask(2) == 0                                          # [B, 1, q, max_len + q]
+    mask = cache.attention_mask(2) == 0  # [B, 1, q, max_len + q]
     assert mask.shape == (2, 1, 2, 5)
-    assert mask[0, 0].long().tolist() == [[1, 1, 0, 0, 0], [1, 1, 1, 0, 0]]       # row 0 never sees stale 2..4
+    assert mask[0, 0].long().tolist() == [[1, 1, 0, 0, 0], [1, 1, 1, 0, 0]]  # row 0 never sees stale 2..4
     assert mask[1, 0].long().tolist() == [[1, 1, 1, 1, 0], [1, 1, 1, 1, 1]]
 
 
 def test_an_attention_implementation_that_ignores_the_mask_is_refused(tokenizer):
     from engine import Engine
+
     model = tiny_model(0)
-    model.config._attn_implementation = "flash_attention_2"   # what a GPU user may load a Hugging Face id with
+    model.config._attn_implementation = "flash_attention_2"  # what a GPU user may load a Hugging Face id with
     with pytest.raises(ValueError, match="attn_implementation='sdpa'"):
         Engine(model, tokenizer)
 

@@ -1,18 +1,21 @@
 """The chat form of continuations on a tiny model with a chat template: which models get it, the prompt's layout, the
 user's code read as text, and the closing fence that ends a row."""
+
 from __future__ import annotations
 
 import pytest
 import torch
 
 from engine import Engine, EngineSettings, GenerationRequest
+from engine.models.tiny import byte_tokenizer, tiny_model
 from engine.text.chat import CLOSING_FENCE, ChatForm, chat_form_for
 from engine.text.stopping import RowState, StopRules
-from engine.models.tiny import byte_tokenizer, tiny_model
 
-TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
-            "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
-PROMPT = "def add(a: int, b: int) -> int:\n    \"\"\"Sum of a and b.\"\"\"\n"
+TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+PROMPT = 'def add(a: int, b: int) -> int:\n    """Sum of a and b."""\n'
 
 
 def chat_tokenizer():
@@ -29,13 +32,13 @@ def tokenizer():
 
 
 def test_auto_gives_the_chat_form_only_to_a_model_that_ends_its_turns(tokenizer):
-    instruct = tiny_model(0, vocab_size=259, eos_token_id=258)   # ends with <|im_end|>: trained to answer in turns
-    base = tiny_model(0, vocab_size=259, eos_token_id=256)       # ends with <|endoftext|>: a base model
+    instruct = tiny_model(0, vocab_size=259, eos_token_id=258)  # ends with <|im_end|>: trained to answer in turns
+    base = tiny_model(0, vocab_size=259, eos_token_id=256)  # ends with <|endoftext|>: a base model
     assert chat_form_for("auto", tokenizer, instruct) is not None
     assert chat_form_for("auto", tokenizer, base) is None
-    assert chat_form_for("chat", tokenizer, base) is not None   # asked for explicitly
+    assert chat_form_for("chat", tokenizer, base) is not None  # asked for explicitly
     assert chat_form_for("raw", tokenizer, instruct) is None
-    assert chat_form_for("auto", byte_tokenizer(), tiny_model(0)) is None   # no template at all
+    assert chat_form_for("auto", byte_tokenizer(), tiny_model(0)) is None  # no template at all
     with pytest.raises(ValueError, match="prompt_form='chat' needs a tokenizer with a chat template"):
         chat_form_for("chat", byte_tokenizer(), tiny_model(0))
     with pytest.raises(ValueError, match="prompt_form='markdown' is unknown: choose one of auto, raw, chat"):
@@ -46,9 +49,13 @@ def test_the_user_code_is_the_answer_begun_and_stays_text(tokenizer):
     engine = Engine(tiny_model(0, vocab_size=259, eos_token_id=258), tokenizer, None, EngineSettings(drafter="none"))
     code = PROMPT + "    # <|im_end|> typed in a comment\n"
     ids = engine._prompt_ids(GenerationRequest(code))
-    assert tokenizer.decode(ids) == ("<|im_start|>user\nComplete the following Python code:\n```python\n"
-                                     + code.rstrip("\n") + "\n```<|im_end|>\n<|im_start|>assistant\n```python\n" + code)
-    assert ids.count(258) == 1          # only the template's own <|im_end|>: the typed one is characters
+    assert tokenizer.decode(ids) == (
+        "<|im_start|>user\nComplete the following Python code:\n```python\n"
+        + code.rstrip("\n")
+        + "\n```<|im_end|>\n<|im_start|>assistant\n```python\n"
+        + code
+    )
+    assert ids.count(258) == 1  # only the template's own <|im_end|>: the typed one is characters
     raw = Engine(engine.model, tokenizer, None, EngineSettings(drafter="none", prompt_form="raw"))
     assert tokenizer.decode(raw._prompt_ids(GenerationRequest(code))) == code
 
@@ -79,9 +86,9 @@ def test_a_chat_form_engine_generates_rows_that_continue_the_code(tokenizer):
     request = GenerationRequest(PROMPT, k=2, max_new_tokens=12, temperature=0.0, budget_s=30, stop_at_body_end=False)
     chat = Engine(model, tokenizer, None, EngineSettings(drafter="none")).generate(request)
     raw = Engine(model, tokenizer, None, EngineSettings(drafter="none", prompt_form="raw")).generate(request)
-    assert chat.stats.prompt_tokens > raw.stats.prompt_tokens + 2 * len(PROMPT)   # the code twice, the template
+    assert chat.stats.prompt_tokens > raw.stats.prompt_tokens + 2 * len(PROMPT)  # the code twice, the template
     for candidate in chat.candidates:
-        assert candidate.finished and candidate.text == tokenizer.decode(candidate.token_ids)[:len(candidate.text)]
+        assert candidate.finished and candidate.text == tokenizer.decode(candidate.token_ids)[: len(candidate.text)]
 
 
 def test_a_template_that_cannot_render_one_user_turn_gives_no_form():
@@ -97,7 +104,7 @@ def test_a_chat_form_row_cannot_begin_with_the_closing_fence_or_an_end_token(tok
     from engine.text.chat import answer_enders
 
     tokenizer = chat_tokenizer()
-    tokenizer.add_tokens(["```", " ``", "a`b"])   # whole-fence tokens, as real vocabularies have them
+    tokenizer.add_tokens(["```", " ``", "a`b"])  # whole-fence tokens, as real vocabularies have them
     vocab = tokenizer.get_vocab()
     banned = answer_enders(tokenizer, frozenset({258}))
     assert {vocab["```"], vocab[" ``"], vocab["`"], 258} <= set(banned)
@@ -106,10 +113,10 @@ def test_a_chat_form_row_cannot_begin_with_the_closing_fence_or_an_end_token(tok
     engine = Engine(model, tokenizer, None, EngineSettings(drafter="none"))
     request = GenerationRequest(PROMPT, k=1, max_new_tokens=4, temperature=0.0, budget_s=30, stop_at_body_end=False)
     first = engine.generate(request).candidates[0].token_ids[0]
-    with torch.no_grad():   # the model now prefers its end token where it wrote `first`: it would end at once
+    with torch.no_grad():  # the model now prefers its end token where it wrote `first`: it would end at once
         model.lm_head.weight[258] = 2 * model.lm_head.weight[first]
     ended = Engine(model, tokenizer, None, EngineSettings(drafter="none"))
-    ended.not_first = None                   # what the engine did before the ban: the row ends empty
+    ended.not_first = None  # what the engine did before the ban: the row ends empty
     assert ended.generate(request).candidates[0].text == ""
     kept = Engine(model, tokenizer, None, EngineSettings(drafter="none")).generate(request).candidates[0]
     assert kept.token_ids and kept.token_ids[0] not in banned and kept.text
@@ -123,6 +130,6 @@ def test_the_chat_form_serves_models_in_the_low_byte_formats(tokenizer, weights)
 
     model = apply_weight_format(tiny_model(0, vocab_size=259, eos_token_id=258), weights)
     engine = Engine(model, tokenizer, None, EngineSettings(drafter="none"))
-    assert engine.text.chat is not None and engine.not_first is not None
+    assert engine.chat is not None and engine.not_first is not None
     result = engine.generate(GenerationRequest(PROMPT, k=2, max_new_tokens=4, temperature=0.0, budget_s=30))
     assert all(c.finished for c in result.candidates)

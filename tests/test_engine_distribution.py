@@ -11,27 +11,28 @@ sum_t1 w(t1) w(t2 | t1), with w the target's temperature/top-p distribution, com
 forwards; the engine's empirical marginal over many seeded rows must fit it. Seeds are fixed, so each test is
 deterministic: at ALPHA a correct engine would fail one of these (fixed) draws with probability ALPHA.
 """
+
 import pytest
 import torch
+from conftest import TINY_EOS
 from scipy import stats
 
-from conftest import TINY_EOS
 from engine import GenerationRequest
 from engine.speculation.drafters import Draft
 
-ALPHA = 1e-3          # significance of each goodness-of-fit test
-K, CALLS = 32, 60     # 1920 samples per drafter
-ENDED = -1            # category: EOS came first or second, so there is no 2nd token
+ALPHA = 1e-3  # significance of each goodness-of-fit test
+K, CALLS = 32, 60  # 1920 samples per drafter
+ENDED = -1  # category: EOS came first or second, so there is no 2nd token
 
 
 def prompt_with_every_byte() -> str:
     """About 240 characters whose UTF-8 bytes cover 245 of the 256 byte values: whatever the 1st token is, the
     prompt-lookup and sibling drafters find it in the prompt and propose (point-mass drafts at the 2nd token)."""
-    chars = [chr(i) for i in range(1, 128)]                       # ASCII
-    chars += [chr(0x80 + i) for i in range(64)]                   # lead C2 with every continuation byte 80..BF
-    chars += [chr((lead - 0xC0) * 64) for lead in range(0xC3, 0xE0)]   # the other 2-byte leads
-    chars += [chr(0x1000 * j + 0x800 * (j == 0)) for j in range(16)]   # 3-byte leads E0..EF
-    chars += [chr(max(0x10000, 0x40000 * j)) for j in range(5)]         # 4-byte leads F0..F4
+    chars = [chr(i) for i in range(1, 128)]  # ASCII
+    chars += [chr(0x80 + i) for i in range(64)]  # lead C2 with every continuation byte 80..BF
+    chars += [chr((lead - 0xC0) * 64) for lead in range(0xC3, 0xE0)]  # the other 2-byte leads
+    chars += [chr(0x1000 * j + 0x800 * (j == 0)) for j in range(16)]  # 3-byte leads E0..EF
+    chars += [chr(max(0x10000, 0x40000 * j)) for j in range(5)]  # 4-byte leads F0..F4
     return "".join(chars)
 
 
@@ -53,14 +54,14 @@ def warp(logits: torch.Tensor, temperature: float, top_p: float) -> torch.Tensor
 def exact_second_token(model, tokenizer, temperature, top_p) -> dict[int, float]:
     """{token: P(2nd token = token)} plus {ENDED: P(no 2nd token)}."""
     ids = tokenizer(PROMPT, add_special_tokens=False)["input_ids"]
-    with torch.inference_mode():   # transformers' own DynamicCache, fanned out to every possible 1st token
+    with torch.inference_mode():  # transformers' own DynamicCache, fanned out to every possible 1st token
         out = model(torch.tensor([ids]), use_cache=True)
-        first = warp(out.logits[0, -1:], temperature, top_p)[0]                            # [V]
+        first = warp(out.logits[0, -1:], temperature, top_p)[0]  # [V]
         vocab = first.shape[0]
         out.cache.batch_repeat_interleave(vocab)
-        logits = model(torch.arange(vocab)[:, None], cache=out.cache).logits[:, -1]       # [V(t1), V]
-        second = warp(logits, temperature, top_p)                                          # [V(t1), V(t2)]
-    joint = first[:, None] * second                                                         # [t1, t2]
+        logits = model(torch.arange(vocab)[:, None], cache=out.cache).logits[:, -1]  # [V(t1), V]
+        second = warp(logits, temperature, top_p)  # [V(t1), V(t2)]
+    joint = first[:, None] * second  # [t1, t2]
     joint[TINY_EOS] = 0
     marginal = joint.sum(0)
     exact = {t: p for t, p in enumerate(marginal.tolist()) if t != TINY_EOS and p > 0}
@@ -71,8 +72,11 @@ def exact_second_token(model, tokenizer, temperature, top_p) -> dict[int, float]
 def sampled_second_token(engine, temperature, top_p):
     tokens, proposed, accepted = [], 0, 0
     for seed in range(CALLS):
-        result = engine.generate(GenerationRequest(PROMPT, k=K, max_new_tokens=2, temperature=temperature,
-                                                   top_p=top_p, seed=seed, budget_s=60, stop=()))
+        result = engine.generate(
+            GenerationRequest(
+                PROMPT, k=K, max_new_tokens=2, temperature=temperature, top_p=top_p, seed=seed, budget_s=60, stop=()
+            )
+        )
         tokens += [c.token_ids[1] if len(c.token_ids) == 2 else ENDED for c in result.candidates]
         proposed, accepted = proposed + result.stats.proposed_tokens, accepted + result.stats.accepted_tokens
     return tokens, proposed, accepted
@@ -88,20 +92,20 @@ def goodness_of_fit(samples: list[int], exact: dict[int, float]) -> float:
     big = [t for t in exact if exact[t] * n >= 5]
     observed = [counts[t] for t in big] + [sum(counts[t] for t in exact if t not in big)]
     expected = [exact[t] * n for t in big] + [sum(exact[t] for t in exact if t not in big) * n]
-    if expected[-1] < 5:        # fold the lump into the smallest big category
+    if expected[-1] < 5:  # fold the lump into the smallest big category
         smallest = min(range(len(big)), key=lambda i: expected[i])
         observed[smallest] += observed.pop()
         expected[smallest] += expected.pop()
-    expected = [e * sum(observed) / sum(expected) for e in expected]   # exact sums to 1 up to float rounding
+    expected = [e * sum(observed) / sum(expected) for e in expected]  # exact sums to 1 up to float rounding
     return stats.chisquare(observed, expected).pvalue
 
 
-DRAFTERS = [   # (name, drafter, draft fixture, acceptance rule): those whose tokens are not regular decoding's
+DRAFTERS = [  # (name, drafter, draft fixture, acceptance rule): those whose tokens are not regular decoding's
     ("none", "none", None, "coupled"),
     ("model residual, different weights", "model", "other_draft", "residual"),
     ("model residual, same weights", "model", "same_draft", "residual"),
 ]
-COUPLED = [    # (name, drafter, draft fixture): seeded, they must give regular decoding's tokens
+COUPLED = [  # (name, drafter, draft fixture): seeded, they must give regular decoding's tokens
     ("model, different weights", "model", "other_draft"),
     ("model, same weights", "model", "same_draft"),
     ("sibling", "sibling", None),
@@ -118,12 +122,13 @@ def exact(target, tokenizer):
 
 @pytest.mark.parametrize(("temperature", "top_p"), WARPS, ids=[f"T{t}-top_p{p}" for t, p in WARPS])
 @pytest.mark.parametrize(("name", "drafter", "draft", "acceptance"), DRAFTERS, ids=[d[0] for d in DRAFTERS])
-def test_second_token_marginal_is_the_targets(request, make_engine, exact, name, drafter, draft, acceptance,
-                                              temperature, top_p):
+def test_second_token_marginal_is_the_targets(
+    request, make_engine, exact, name, drafter, draft, acceptance, temperature, top_p
+):
     draft_model = request.getfixturevalue(draft) if draft else None
     engine = make_engine(drafter, draft_model, cost_aware=False, acceptance=acceptance)
     samples, proposed, accepted = sampled_second_token(engine, temperature, top_p)
-    if drafter != "none":   # speculation really happened, with rejections (except a same-weights draft)
+    if drafter != "none":  # speculation really happened, with rejections (except a same-weights draft)
         assert proposed > len(samples) // 2
         assert 0 < accepted < proposed or "same weights" in name
     p_value = goodness_of_fit(samples, exact[(temperature, top_p)])
@@ -152,28 +157,31 @@ class ArgmaxOracleDrafter:
     resampling from p_target instead of the residual in the earlier accept-with-p(x) rule (p = 1e-38)."""
 
     name, uses_model = "prompt", False
-    passes = setup_passes = 0   # the Drafter protocol: no model, no forwards
-    setup_s = 0.0
 
     def __init__(self, model):
         self.model = model
 
     def propose(self, context):
-        with torch.inference_mode():   # row by row: rows hold different numbers of tokens
-            guess = torch.stack([self.model(torch.tensor([context.prompt_ids + context.generated[r]])).logits[0, -1]
-                                 .argmax() for r in context.active_rows])                   # [B]
+        with torch.inference_mode():  # row by row: rows hold different numbers of tokens
+            guess = torch.stack(
+                [
+                    self.model(torch.tensor([context.prompt_ids + context.generated[r]])).logits[0, -1].argmax()
+                    for r in context.active_rows
+                ]
+            )  # [B]
         return Draft(guess[:, None], torch.ones(len(guess), dtype=torch.long))
 
 
-LATER_PROMPT = "abcabcabcabc abc abcabc"   # repetitive: lookups find drafts at every position
+LATER_PROMPT = "abcabcabcabc abc abcabc"  # repetitive: lookups find drafts at every position
 
 
 def tokens_of(engine, prompt: str, seeds, max_new_tokens: int, **fields):
     """Every row's tokens over seeded calls, and the draft tokens proposed and accepted."""
     tokens, proposed, accepted = [], 0, 0
     for seed in seeds:
-        result = engine.generate(GenerationRequest(prompt, k=K, max_new_tokens=max_new_tokens, seed=seed,
-                                                   budget_s=60, stop=(), **fields))
+        result = engine.generate(
+            GenerationRequest(prompt, k=K, max_new_tokens=max_new_tokens, seed=seed, budget_s=60, stop=(), **fields)
+        )
         tokens += [c.token_ids for c in result.candidates]
         proposed, accepted = proposed + result.stats.proposed_tokens, accepted + result.stats.accepted_tokens
     return tokens, proposed, accepted
@@ -187,7 +195,7 @@ def test_coupled_drafts_give_regular_decodings_tokens(request, make_engine, name
     expected, _, _ = tokens_of(make_engine("none"), LATER_PROMPT, range(8), 12, **fields)
     engine = make_engine(drafter, draft_model, cost_aware=False)
     got, proposed, accepted = tokens_of(engine, LATER_PROMPT, range(8), 12, **fields)
-    assert proposed > 0 and (accepted < proposed or "same weights" in name)   # drafts were made and judged
+    assert proposed > 0 and (accepted < proposed or "same weights" in name)  # drafts were made and judged
     assert got == expected
 
 
@@ -197,8 +205,8 @@ def test_likely_point_mass_drafts_give_regular_decodings_tokens(monkeypatch, mak
     temperature, top_p = WARPS[1]
     expected, _, _ = tokens_of(make_engine("none"), PROMPT, range(6), 8, temperature=temperature, top_p=top_p)
     monkeypatch.setattr("engine.generate.prompt_lookup_drafter", lambda: ArgmaxOracleDrafter(target))
-    got, proposed, accepted = tokens_of(make_engine("prompt", cost_aware=False), PROMPT, range(6), 8,
-                                        temperature=temperature, top_p=top_p)
+    got, proposed, accepted = tokens_of(
+        make_engine("prompt", cost_aware=False), PROMPT, range(6), 8, temperature=temperature, top_p=top_p
+    )
     assert 0.2 * proposed < accepted < proposed
     assert got == expected
-

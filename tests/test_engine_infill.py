@@ -1,16 +1,17 @@
 """Fill-in-the-middle and prompt reuse on tiny models: the FIM layout from the tokenizer, a suffix refused by a model
 without FIM, middles that stop before the code after the cursor, and a prefix cache that changes no token."""
+
 from __future__ import annotations
 
 import pytest
 import torch
 
 from engine import ContextFile, Engine, EngineSettings, GenerationRequest, InvalidRequest
-from engine.text.infill import FimFormat, split_fim_prompt
 from engine.kv_cache import RaggedKVCache
-from engine.prefix_cache import PrefixCache
-from engine.text.stopping import StopRules, SuffixEcho
 from engine.models.tiny import byte_tokenizer, tiny_model
+from engine.prefix_cache import PrefixCache
+from engine.text.infill import FimFormat, split_fim_prompt
+from engine.text.stopping import StopRules, SuffixEcho
 
 PREFIX = "class Store:\n    def __init__(self, path):\n        self.path = path\n\n    def save(self):\n        "
 SUFFIX = "\n\n    def load(self):\n        return open(self.path).read()\n"
@@ -36,10 +37,12 @@ def test_the_fim_layout_comes_from_the_tokenizer(fim_tokenizer):
     request = GenerationRequest("def f():\n    ret", suffix="b", extra=(ContextFile("x.py", "X = 1\n"),))
     ids = fim.prompt_ids(request, encode)
     text = fim_tokenizer.decode(ids)
-    assert text == ("<|repo_name|>project\n<|file_sep|>x.py\nX = 1\n<|file_sep|>current_file\n"
-                    "<|fim_prefix|>def f():\n<|fim_suffix|>b<|fim_middle|>    ret")   # the typed line begins the middle
-    marker = fim.prompt_ids(GenerationRequest("<|fim_middle|>", suffix="z"), encode)   # typed text stays text
-    assert marker.count(fim.ids["<|fim_middle|>"]) == 1   # only the real marker; the typed one is characters
+    assert text == (
+        "<|repo_name|>project\n<|file_sep|>x.py\nX = 1\n<|file_sep|>current_file\n"
+        "<|fim_prefix|>def f():\n<|fim_suffix|>b<|fim_middle|>    ret"
+    )  # the typed line begins the middle
+    marker = fim.prompt_ids(GenerationRequest("<|fim_middle|>", suffix="z"), encode)  # typed text stays text
+    assert marker.count(fim.ids["<|fim_middle|>"]) == 1  # only the real marker; the typed one is characters
     assert FimFormat.of(byte_tokenizer()) is None
 
 
@@ -56,36 +59,37 @@ def test_a_prompt_with_fim_markers_is_read_as_prefix_and_suffix():
     prompt = "<|repo_name|>r\n<|file_sep|>a.py\nA = 1\n<|file_sep|>b.py\n<|fim_prefix|>x<|fim_suffix|>y<|fim_middle|>"
     assert split_fim_prompt(prompt) == ("x", "y", (ContextFile("a.py", "A = 1\n"),))
     assert split_fim_prompt("<fim_prefix>p<fim_suffix>s<fim_middle>") == ("p", "s", ())
-    assert split_fim_prompt("<|fim_suffix|>s<|fim_prefix|>p<|fim_middle|>") is None         # not a template: text
-    assert split_fim_prompt('MARKER = "<|fim_middle|>"\n') is None                          # code that names one
+    assert split_fim_prompt("<|fim_suffix|>s<|fim_prefix|>p<|fim_middle|>") is None  # not a template: text
+    assert split_fim_prompt('MARKER = "<|fim_middle|>"\n') is None  # code that names one
 
 
 def test_a_middle_ends_where_it_repeats_the_code_after_the_cursor():
     echo = SuffixEcho.of(PREFIX, SUFFIX)
-    assert echo.line == "def load(self):" and echo.first_is_whole    # only indentation before the cursor
+    assert echo.line == "def load(self):" and echo.first_is_whole  # only indentation before the cursor
     middle = "with open(self.path, 'w') as f:\n            f.write('x')\n\n    def load(self):\n        return 1\n"
-    assert echo.cut(middle) == middle.index("\n\n    def load") + 1   # the blank line goes too: the suffix has one
-    rules = StopRules.of(GenerationRequest(PREFIX, suffix=SUFFIX), frozenset())       # the engine's and remote's rule
+    assert echo.cut(middle) == middle.index("\n\n    def load") + 1  # the blank line goes too: the suffix has one
+    rules = StopRules.of(GenerationRequest(PREFIX, suffix=SUFFIX), frozenset())  # the engine's and remote's rule
     assert rules.cut(middle, final=True) == echo.cut(middle)
-    assert echo.cut("x = 1\n    def load(self)") is None          # an unfinished line may still become another
+    assert echo.cut("x = 1\n    def load(self)") is None  # an unfinished line may still become another
     assert echo.cut("x = 1\n    def load(self):", final=True) == len("x = 1\n")
     assert echo.cut("def load(self):\n") == 0
-    typed = SuffixEcho.of(PREFIX + "x = ", SUFFIX)                  # text before the cursor: the middle's first line
-    assert typed.cut("def load(self):\n") is None                  # finishes the cursor's line, it is not a line
+    typed = SuffixEcho.of(PREFIX + "x = ", SUFFIX)  # text before the cursor: the middle's first line
+    assert typed.cut("def load(self):\n") is None  # finishes the cursor's line, it is not a line
     assert SuffixEcho.of("x = 1\n", "\n\n   \n") is None
 
 
 def test_a_middle_from_the_engine_has_its_stop_rules_and_reports_its_prompt(fim_model, fim_tokenizer):
     engine = fim_engine(fim_model, fim_tokenizer)
-    result = engine.generate(GenerationRequest(PREFIX, suffix=SUFFIX, k=3, max_new_tokens=40, temperature=1.0,
-                                               seed=1, stop=()))
+    result = engine.generate(
+        GenerationRequest(PREFIX, suffix=SUFFIX, k=3, max_new_tokens=40, temperature=1.0, seed=1, stop=())
+    )
     head, _, typed = PREFIX.rpartition("\n")
     fim_text = "<|fim_prefix|>" + head + "\n<|fim_suffix|>" + SUFFIX + "<|fim_middle|>" + typed
     assert result.stats.prompt_tokens == len(fim_tokenizer(fim_text, add_special_tokens=False)["input_ids"])
     echo = SuffixEcho.of(PREFIX, SUFFIX)
     for candidate in result.candidates:
         assert candidate.finish_reason in ("stop", "length")
-        assert echo.cut(candidate.text, final=True) is None       # no middle runs into the suffix's first line
+        assert echo.cut(candidate.text, final=True) is None  # no middle runs into the suffix's first line
 
 
 def seeded(prompt: str, suffix: str = "", **changes) -> GenerationRequest:
@@ -101,19 +105,25 @@ def test_a_cached_prompt_gives_the_same_tokens_and_says_what_it_reused(fim_model
     warm = fim_engine(fim_model, fim_tokenizer)
     first = warm.generate(seeded(PREFIX, suffix))
     assert first.stats.cached_prompt_tokens == 0
-    assert [c.token_ids for c in first.candidates] == [c.token_ids for c in fresh.generate(seeded(PREFIX, suffix)).candidates]
-    longer = PREFIX + "with open(self.path) as f:"   # typed on the same line
+    assert [c.token_ids for c in first.candidates] == [
+        c.token_ids for c in fresh.generate(seeded(PREFIX, suffix)).candidates
+    ]
+    longer = PREFIX + "with open(self.path) as f:"  # typed on the same line
     again = warm.generate(seeded(longer, suffix))
     reference = fresh.generate(seeded(longer, suffix))
     assert [c.token_ids for c in again.candidates] == [c.token_ids for c in reference.candidates]
-    if suffix:   # the first had only indentation on the cursor line (kept in the prefix), the second has text,
+    if suffix:  # the first had only indentation on the cursor line (kept in the prefix), the second has text,
         # which goes after the middle marker: the whole lines before the cursor are shared
-        shared = len(fim_tokenizer("<|fim_prefix|>" + PREFIX.rpartition("\n")[0] + "\n",
-                                   add_special_tokens=False)["input_ids"])
+        shared = len(
+            fim_tokenizer("<|fim_prefix|>" + PREFIX.rpartition("\n")[0] + "\n", add_special_tokens=False)["input_ids"]
+        )
     else:
         shared = len(fim_tokenizer(PREFIX, add_special_tokens=False)["input_ids"])
-    assert again.stats.cached_prompt_tokens >= shared - 1      # the old prefix was reused, the rest computed
-    assert reference.stats.cached_prompt_tokens == 0 and reference.stats.prompt_read_tokens == reference.stats.prompt_tokens
+    assert again.stats.cached_prompt_tokens >= shared - 1  # the old prefix was reused, the rest computed
+    assert (
+        reference.stats.cached_prompt_tokens == 0
+        and reference.stats.prompt_read_tokens == reference.stats.prompt_tokens
+    )
 
 
 def test_a_prompt_read_in_chunks_gives_the_tokens_of_one_read(fim_model, fim_tokenizer):
@@ -147,16 +157,16 @@ def test_the_prefix_cache_keeps_within_its_bound_least_recently_used_out():
         cache.commit(torch.tensor([tokens]))
         return cache
 
-    per_token = 2 * 2 * 4 * 4                          # keys and values, 2 heads of 4 floats
+    per_token = 2 * 2 * 4 * 4  # keys and values, 2 heads of 4 floats
     store = PrefixCache(max_bytes=25 * per_token)
     store.store(list(range(10)), cache_of(10))
     store.store([50 + i for i in range(10)], cache_of(10))
     assert store.longest_prefix(list(range(5)) + [99]) == (5, tuple(range(10)))
-    store.store(list(range(12)), cache_of(12))         # extends the first: replaces it
+    store.store(list(range(12)), cache_of(12))  # extends the first: replaces it
     assert len(store) == 2 and store.nbytes == 22 * per_token
-    store.store([90 + i for i in range(10)], cache_of(10))   # over the bound: the least recently used goes
+    store.store([90 + i for i in range(10)], cache_of(10))  # over the bound: the least recently used goes
     assert len(store) == 2 and store.longest_prefix([50, 51])[0] == 0
-    store.store(list(range(30)), cache_of(30))          # larger than the bound alone: not kept
+    store.store(list(range(30)), cache_of(30))  # larger than the bound alone: not kept
     assert store.longest_prefix(list(range(30)))[0] == 12
 
 
@@ -164,17 +174,17 @@ def test_a_budget_after_the_prompt_starts_once_the_prompt_is_read(fim_model, fim
     """llama.cpp's t_max_predict_ms: with budget_after_prompt the deadline does not cut the prompt's reading."""
     engine = fim_engine(fim_model, fim_tokenizer, prefix_cache_mb=0, prefill_chunk=8)
     counted = engine.generate(seeded(PREFIX, SUFFIX, budget_s=1e-6))
-    assert counted.stats.prompt_read_tokens < counted.stats.prompt_tokens            # the budget cut the reading
+    assert counted.stats.prompt_read_tokens < counted.stats.prompt_tokens  # the budget cut the reading
     after = engine.generate(seeded(PREFIX, SUFFIX, budget_s=1e-6, budget_after_prompt=True))
     assert after.stats.prompt_read_tokens == after.stats.prompt_tokens
-    assert all(c.finish_reason == "budget" for c in after.candidates)                   # then the budget ran out
+    assert all(c.finish_reason == "budget" for c in after.candidates)  # then the budget ran out
 
 
 def test_typing_on_a_line_reuses_all_of_the_prompt_before_the_typed_text(fim_model, fim_tokenizer):
     engine = fim_engine(fim_model, fim_tokenizer)
     engine.generate(seeded(PREFIX + "with", SUFFIX))
     typed_more = engine.generate(seeded(PREFIX + "with open(", SUFFIX))
-    assert typed_more.stats.cached_prompt_tokens == typed_more.stats.prompt_tokens - len(" open(")   # bytes here
+    assert typed_more.stats.cached_prompt_tokens == typed_more.stats.prompt_tokens - len(" open(")  # bytes here
 
 
 def test_past_the_budget_the_clock_cuts_no_line(fim_model, fim_tokenizer):
@@ -190,33 +200,38 @@ def test_past_the_budget_the_clock_cuts_no_line(fim_model, fim_tokenizer):
     assert all(c.finish_reason == "budget" for c in cut.candidates)
 
 
-@pytest.mark.parametrize("text, mark, end", [
-    ("return x", 0, None), ("return x\n", 0, 9), ("a\nb\nc", 2, 4), ("a\nbc", 2, None), ("\n", 0, 1)])
+@pytest.mark.parametrize(
+    "text, mark, end",
+    [("return x", 0, None), ("return x\n", 0, 9), ("a\nb\nc", 2, 4), ("a\nbc", 2, None), ("\n", 0, 1)],
+)
 def test_a_row_past_the_budget_ends_after_the_first_newline_past_its_mark(text, mark, end):
     from engine.text.stopping import line_end_after
+
     assert line_end_after(text, mark) == end
 
 
 def test_n_indent_ends_a_middle_before_a_line_indented_less():
     from engine.text.stopping import IndentEnd
+
     rule = IndentEnd(8)
     assert rule.cut("x = 1\n        y = 2\n    return y\n") == len("x = 1\n        y = 2\n")
-    assert rule.cut("x = 1\n        y = 2\n    ") is None          # only indentation so far: not judged yet
-    assert rule.cut("    x = 1\n\n        y\n") is None            # the first line and blank lines do not count
+    assert rule.cut("x = 1\n        y = 2\n    ") is None  # only indentation so far: not judged yet
+    assert rule.cut("    x = 1\n\n        y\n") is None  # the first line and blank lines do not count
 
 
 def test_the_local_context_keeps_whole_lines_within_its_tokens():
     from engine.text.infill import files_within, lines_within
-    encode = lambda text: list(text.encode())   # one token per byte
-    text = "".join(f"line {i}\n" for i in range(10))        # 7 bytes a line
+
+    encode = lambda text: list(text.encode())  # one token per byte
+    text = "".join(f"line {i}\n" for i in range(10))  # 7 bytes a line
     assert text.endswith(lines_within(text, 21, encode, from_end=True))
-    assert len(lines_within(text, 21, encode, from_end=True)) >= 21        # at least the budget's lines
+    assert len(lines_within(text, 21, encode, from_end=True)) >= 21  # at least the budget's lines
     assert lines_within(text, 20, encode) == "line 0\nline 1\n"
     assert lines_within(text, 1000, encode) == text
     assert lines_within(text, 0, encode, from_end=True) == "" == lines_within(text, -5, encode)
     files = (ContextFile("a.py", "A = 1\n"), ContextFile("b.py", "B = 2\nC = 3\n"))
     assert files_within(files, 1000, encode) == files
-    assert files_within(files, len("b.py\nB = 2\nC = 3\n") + 1, encode) == files[1:]   # the nearest the end first
+    assert files_within(files, len("b.py\nB = 2\nC = 3\n") + 1, encode) == files[1:]  # the nearest the end first
     assert files_within(files, len("b.py\nC = 3\n") + 1, encode) == (ContextFile("b.py", "C = 3\n"),)
 
 
@@ -224,11 +239,12 @@ def test_a_bounded_prefix_begins_where_the_next_requests_window_begins():
     """The cursor a few lines further down, the editor's window shifted with it: the kept lines begin at the same
     line of the file, so the prefix cache holds all of them up to the old cursor."""
     from engine.text.infill import lines_within
+
     encode = lambda text: list(text.encode())
     lines = [f"value_{i} = compute({i}, {i * 7 % 13})\n" for i in range(400)]
     starts = []
     for cursor in (300, 303, 306, 310):
-        kept = lines_within("".join(lines[cursor - 256:cursor]), 4800, encode, from_end=True)
+        kept = lines_within("".join(lines[cursor - 256 : cursor]), 4800, encode, from_end=True)
         starts.append(lines.index(kept.splitlines(keepends=True)[0]))
     assert len(set(starts)) == 1, starts
 

@@ -1,4 +1,5 @@
 """Model loading: specs, bundled part files, joining and checking the GGUF, the cache directory, vocabulary checks."""
+
 import json
 from collections import namedtuple
 from pathlib import Path
@@ -54,9 +55,9 @@ def test_real_bundled_parts_are_found_through_the_installed_distributions(name, 
     parts = loading.bundled_part_files(BUNDLED[name])
     assert len(parts) == n_parts == BUNDLED[name].n_parts
     assert all(p.is_file() and p.stat().st_size > 0 for p in parts)
-    assert [p.name for p in parts] == [f"part{i:02d}.bin" for i in range(1, n_parts + 1)]   # numeric order
+    assert [p.name for p in parts] == [f"part{i:02d}.bin" for i in range(1, n_parts + 1)]  # numeric order
     with open(parts[0], "rb") as handle:
-        assert handle.read(4) == loading.GGUF_MAGIC                                        # the file starts here
+        assert handle.read(4) == loading.GGUF_MAGIC  # the file starts here
 
 
 # --- joining and checking ------------------------------------------------------------------------------------
@@ -96,7 +97,7 @@ def test_a_truncated_cached_gguf_is_rebuilt(tmp_path, monkeypatch):
     monkeypatch.setattr(loading, "bundled_part_files", lambda model: parts)
     model = BundledModel("fake", "fake-part", 3)
     path = loading.bundled_gguf(model, tmp_path / "cache", progress=False)
-    path.write_bytes(path.read_bytes()[:6])                                   # a crash mid-copy, say
+    path.write_bytes(path.read_bytes()[:6])  # a crash mid-copy, say
     assert loading.bundled_gguf(model, tmp_path / "cache", progress=False) == path
     assert path.read_bytes() == b"".join(FAKE)
 
@@ -132,17 +133,21 @@ def converted(cache: Path, name: str, marker: dict | None, files=("model.safeten
 
 
 def test_a_valid_converted_copy_is_used_without_converting_again(tmp_path, monkeypatch):
-    directory = converted(tmp_path, "qwen2.5-coder-0.5b",
-                          {"format": loading.CONVERTED_FORMAT, "files": ["model.safetensors"]})
+    directory = converted(
+        tmp_path, "qwen2.5-coder-0.5b", {"format": loading.CONVERTED_FORMAT, "files": ["model.safetensors"]}
+    )
     monkeypatch.setattr(loading, "convert_gguf", lambda *a: pytest.fail("converted again"))
     assert loading.resolve_spec("bundled:qwen2.5-coder-0.5b", tmp_path) == str(directory)
 
 
-@pytest.mark.parametrize("marker, files", [
-    (None, ["model.safetensors"]),                                               # interrupted before the marker
-    ({"format": loading.CONVERTED_FORMAT + 1, "files": []}, []),                  # an older/newer layout
-    ({"format": loading.CONVERTED_FORMAT, "files": ["model.safetensors"]}, []),   # a file went missing
-])
+@pytest.mark.parametrize(
+    "marker, files",
+    [
+        (None, ["model.safetensors"]),  # interrupted before the marker
+        ({"format": loading.CONVERTED_FORMAT + 1, "files": []}, []),  # an older/newer layout
+        ({"format": loading.CONVERTED_FORMAT, "files": ["model.safetensors"]}, []),  # a file went missing
+    ],
+)
 def test_an_incomplete_converted_copy_is_not_trusted(tmp_path, marker, files):
     directory = converted(tmp_path, "x", marker, files)
     assert not loading._converted_is_valid(directory)
@@ -152,7 +157,7 @@ def test_an_incomplete_converted_copy_is_not_trusted(tmp_path, marker, files):
 def test_check_same_vocabulary_refuses_a_different_tokenizer(tokenizer):
     from engine.models.tiny import byte_tokenizer
 
-    engine.check_same_vocabulary(tokenizer, byte_tokenizer(), "tiny:0", "tiny:1")   # same vocabulary: fine
+    engine.check_same_vocabulary(tokenizer, byte_tokenizer(), "tiny:0", "tiny:1")  # same vocabulary: fine
     other = byte_tokenizer()
     other.add_tokens(["<extra>"])
     with pytest.raises(ModelSetupError) as err:

@@ -1,4 +1,5 @@
 """Request validation: every bad value raises ValueError naming the value (and its field); edge values pass."""
+
 import math
 from dataclasses import replace
 
@@ -10,13 +11,34 @@ from engine.types import FINISH_LENGTH, FINISH_STOP, InvalidRequest
 PROMPT = "def add(a, b):\n"
 
 BAD_VALUES = [
-    ("k", 0), ("k", 33), ("k", -1), ("k", 2.0), ("k", "8"), ("k", True), ("k", None),
-    ("max_new_tokens", 0), ("max_new_tokens", 2049), ("max_new_tokens", 16.0),
-    ("budget_s", 0), ("budget_s", -1), ("budget_s", math.nan), ("budget_s", math.inf), ("budget_s", "5"),
-    ("temperature", -1), ("temperature", -1e-9), ("temperature", math.nan), ("temperature", math.inf),
-    ("top_p", 0), ("top_p", 1.5), ("top_p", -0.5), ("top_p", math.nan),
-    ("seed", -1), ("seed", 1.5), ("seed", True),
-    ("stop", ("",)), ("stop", ("\ndef ", 3)),
+    ("k", 0),
+    ("k", 33),
+    ("k", -1),
+    ("k", 2.0),
+    ("k", "8"),
+    ("k", True),
+    ("k", None),
+    ("max_new_tokens", 0),
+    ("max_new_tokens", 2049),
+    ("max_new_tokens", 16.0),
+    ("budget_s", 0),
+    ("budget_s", -1),
+    ("budget_s", math.nan),
+    ("budget_s", math.inf),
+    ("budget_s", "5"),
+    ("temperature", -1),
+    ("temperature", -1e-9),
+    ("temperature", math.nan),
+    ("temperature", math.inf),
+    ("top_p", 0),
+    ("top_p", 1.5),
+    ("top_p", -0.5),
+    ("top_p", math.nan),
+    ("seed", -1),
+    ("seed", 1.5),
+    ("seed", True),
+    ("stop", ("",)),
+    ("stop", ("\ndef ", 3)),
 ]
 
 
@@ -29,10 +51,16 @@ def test_bad_value_raises_value_error_naming_field_and_value(field, value):
     assert field in message and repr(value) in message
 
 
-@pytest.mark.parametrize(("field", "value", "allowed"), [
-    ("k", 33, "1..32"), ("max_new_tokens", 2049, "1..2048"), ("budget_s", 0, "> 0"),
-    ("temperature", -1, ">= 0"), ("top_p", 1.5, "(0, 1]"),
-])
+@pytest.mark.parametrize(
+    ("field", "value", "allowed"),
+    [
+        ("k", 33, "1..32"),
+        ("max_new_tokens", 2049, "1..2048"),
+        ("budget_s", 0, "> 0"),
+        ("temperature", -1, ">= 0"),
+        ("top_p", 1.5, "(0, 1]"),
+    ],
+)
 def test_message_states_the_allowed_range(field, value, allowed):
     with pytest.raises(ValueError) as err:
         GenerationRequest(PROMPT, **{field: value}).validate()
@@ -51,11 +79,28 @@ def test_prompt_that_is_not_text_raises(prompt):
         GenerationRequest(prompt).validate()
 
 
-@pytest.mark.parametrize("changes", [
-    {"k": 1}, {"k": 32}, {"max_new_tokens": 1}, {"max_new_tokens": 2048}, {"budget_s": 1e-3}, {"budget_s": 1},
-    {"temperature": 0}, {"temperature": 0.0}, {"temperature": 5}, {"top_p": 1}, {"top_p": 1e-6},
-    {"seed": 0}, {"seed": None}, {"seed": 2**62}, {"stop": ()}, {"stop": ("\n",)}, {"stop": ["\ndef "]},
-])
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"k": 1},
+        {"k": 32},
+        {"max_new_tokens": 1},
+        {"max_new_tokens": 2048},
+        {"budget_s": 1e-3},
+        {"budget_s": 1},
+        {"temperature": 0},
+        {"temperature": 0.0},
+        {"temperature": 5},
+        {"top_p": 1},
+        {"top_p": 1e-6},
+        {"seed": 0},
+        {"seed": None},
+        {"seed": 2**62},
+        {"stop": ()},
+        {"stop": ("\n",)},
+        {"stop": ["\ndef "]},
+    ],
+)
 def test_edge_values_pass(changes):
     GenerationRequest(PROMPT, **changes).validate()
 
@@ -69,7 +114,7 @@ def test_engine_validates_before_any_work(make_engine):
 
 
 def test_prompt_longer_than_the_context_raises_naming_its_length(make_engine, target):
-    context = target.config.max_position_embeddings          # 4096 on the tiny model
+    context = target.config.max_position_embeddings  # 4096 on the tiny model
     engine = make_engine("none")
     with pytest.raises(ValueError) as err:
         engine.generate(GenerationRequest("a" * (context + 10), max_new_tokens=1, stop=()))
@@ -91,7 +136,7 @@ def test_prompt_plus_new_tokens_must_fit_the_context(make_engine, target):
 def test_edge_request_generates(make_engine):
     result = make_engine("sibling").generate(GenerationRequest(PROMPT, k=32, max_new_tokens=1, seed=0, stop=()))
     assert len(result.candidates) == 32
-    for candidate in result.candidates:      # one token each: the length limit, or EOS drawn first
+    for candidate in result.candidates:  # one token each: the length limit, or EOS drawn first
         assert len(candidate.token_ids) == 1 or (candidate.token_ids == [] and candidate.finish_reason == FINISH_STOP)
         assert candidate.finish_reason == (FINISH_LENGTH if candidate.token_ids else FINISH_STOP)
 
@@ -111,30 +156,38 @@ def test_stats_time_the_prefill_apart_from_the_decoding(make_engine, target, slo
     """prefill_s is the prompt's forward (here slowed to 0.3 s), which gives every row its first token."""
     engine = make_engine("none")
     slow_down(target, 0.3)
-    result = engine.generate(GenerationRequest(PROMPT, k=2, max_new_tokens=3, temperature=0, budget_s=30, stop=(),
-                                               stop_at_body_end=False))
-    assert result.stats.forward_passes == 3                   # the prefill and two plain steps
+    result = engine.generate(
+        GenerationRequest(PROMPT, k=2, max_new_tokens=3, temperature=0, budget_s=30, stop=(), stop_at_body_end=False)
+    )
+    assert result.stats.forward_passes == 3  # the prefill and two plain steps
     assert 0.3 <= result.stats.prefill_s < 0.3 * 1.5 < 0.6 <= result.stats.wall_s
 
 
-@pytest.mark.parametrize(("drafter", "draft", "acceptance"), [("none", None, "coupled"),
-                                                              ("model", "other_draft", "coupled"),
-                                                              ("model", "other_draft", "residual"),
-                                                              ("sibling", None, "coupled")])
-def test_greedy_first_makes_row_0_the_greedy_row_and_leaves_the_others(make_engine, request, drafter, draft,
-                                                                        acceptance):
+@pytest.mark.parametrize(
+    ("drafter", "draft", "acceptance"),
+    [
+        ("none", None, "coupled"),
+        ("model", "other_draft", "coupled"),
+        ("model", "other_draft", "residual"),
+        ("sibling", None, "coupled"),
+    ],
+)
+def test_greedy_first_makes_row_0_the_greedy_row_and_leaves_the_others(
+    make_engine, request, drafter, draft, acceptance
+):
     """Row 0 of a greedy_first request is the greedy answer, whatever the drafter (speculative sampling is exact
     for a one-hot target too); the other rows are the seed's samples, as without it (rows draw their own numbers)."""
     draft_model = request.getfixturevalue(draft) if draft else None
     engine = make_engine(drafter, draft_model, cost_aware=False, acceptance=acceptance)
-    base = GenerationRequest("def f(x):\n", k=3, max_new_tokens=24, temperature=1.0, seed=11, budget_s=60,
-                             stop_at_body_end=False)
+    base = GenerationRequest(
+        "def f(x):\n", k=3, max_new_tokens=24, temperature=1.0, seed=11, budget_s=60, stop_at_body_end=False
+    )
     anchored = engine.generate(replace(base, greedy_first=True)).candidates
     greedy = make_engine().generate(replace(base, k=1, temperature=0.0)).candidates[0]
     assert anchored[0].token_ids == greedy.token_ids
-    if acceptance == "coupled":   # the residual rule may resample other tokens for another plan (documented)
+    if acceptance == "coupled":  # the residual rule may resample other tokens for another plan (documented)
         sampled = make_engine().generate(base).candidates
         assert [c.token_ids for c in anchored[1:]] == [c.token_ids for c in sampled[1:]]
-        assert sampled[0].token_ids != greedy.token_ids   # the seed's own row 0 was another text
+        assert sampled[0].token_ids != greedy.token_ids  # the seed's own row 0 was another text
     with pytest.raises(InvalidRequest, match="greedy_first='yes' is invalid"):
         engine.generate(replace(base, greedy_first="yes"))

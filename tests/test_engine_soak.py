@@ -1,6 +1,7 @@
 """The differential soak (benchmarks/soak.py) on the bundled 0.5B, as target and as draft model, in fp32: real prompts
 (HumanEval, a method inside a class, a script, a prompt ending mid-line), every drafter, both acceptance rules, a
 short budget, one group on a busy CPU; every promise the engine makes must hold (0 violations)."""
+
 import pytest
 
 import engine
@@ -34,7 +35,7 @@ def test_the_checks_catch_what_they_look_for(tokenizer):
     good = candidate("        return 1", "stop")
     assert soak.check_candidate(request, good, 1.0, body, special, tokenizer.decode) == []
     assert soak.differ(good, candidate("        return 2", "stop"))
-    assert not soak.differ(candidate("        ret", "budget"), good)   # a budget cut: a prefix is enough
+    assert not soak.differ(candidate("        ret", "budget"), good)  # a budget cut: a prefix is enough
 
 
 @pytest.fixture(scope="module")
@@ -48,11 +49,17 @@ def fp32_pair():
 def test_soak_finds_no_broken_promise(fp32_pair):
     model, tokenizer, draft = fp32_pair
     prompts = soak.soak_prompts(2)
-    picked = prompts[:5]   # round-robin order: HumanEval, a method, a script, a mid-line prompt, HumanEval
-    settings = soak.SoakSettings(model="bundled:qwen2.5-coder-0.5b", draft="bundled:qwen2.5-coder-0.5b", k=4,
-                                 max_new_tokens=40, humaneval=2, busy_every=4)
+    picked = prompts[:5]  # round-robin order: HumanEval, a method, a script, a mid-line prompt, HumanEval
+    settings = soak.SoakSettings(
+        model="bundled:qwen2.5-coder-0.5b",
+        draft="bundled:qwen2.5-coder-0.5b",
+        k=4,
+        max_new_tokens=40,
+        humaneval=2,
+        busy_every=4,
+    )
     tallies = soak.run_soak(model, tokenizer, draft, settings, picked, log=lambda line: None)
     summary = soak.report(tallies, settings)
     assert summary["requests"] == len(picked) * (1 + len(soak.VARIANTS))
     assert summary["total_violations"] == 0, summary["examples"]
-    assert tallies["auto short-budget"].tokens < tallies["auto"].tokens   # the deadline really cut rows
+    assert tallies["auto short-budget"].tokens < tallies["auto"].tokens  # the deadline really cut rows

@@ -1,4 +1,5 @@
 """The execution sandbox and the HumanEval harness, on real problems with known-good and known-bad candidates."""
+
 import gzip
 import json
 from dataclasses import dataclass, field
@@ -26,8 +27,10 @@ def test_sandbox_times_out_an_infinite_loop():
 def test_sandbox_stops_a_memory_bomb():
     at_once = run_program("x = [None] * (4 * 1024 ** 3)\n", FAST)  # 32 GB of pointers
     assert at_once.status == FAILED and "MemoryError" in at_once.detail
-    growing = run_program("blocks = []\nwhile True:\n    blocks.append(bytearray(16 * 1024 * 1024))\n",
-                          SandboxSettings(timeout_s=20.0, memory_mb=256))
+    growing = run_program(
+        "blocks = []\nwhile True:\n    blocks.append(bytearray(16 * 1024 * 1024))\n",
+        SandboxSettings(timeout_s=20.0, memory_mb=256),
+    )
     assert growing.status == FAILED and "MemoryError" in growing.detail
 
 
@@ -55,12 +58,18 @@ def _write_samples(path, problems):
     good1 = problems[1]["canonical_solution"]
     loop1 = "    while True:\n        pass\n"
     records = [
-        {"task_id": problems[0]["task_id"], "prompt": problems[0]["prompt"],
-         "candidates": [_cand(good0), _cand(good0), _cand(good0 + "\n"), _cand(bad0, -0.01)],
-         "greedy": _cand(bad0)},
-        {"task_id": problems[1]["task_id"], "prompt": problems[1]["prompt"],
-         "candidates": [_cand(loop1, -0.01), _cand(good1), _cand(good1), _cand("    return []\n")],
-         "greedy": _cand(good1)},
+        {
+            "task_id": problems[0]["task_id"],
+            "prompt": problems[0]["prompt"],
+            "candidates": [_cand(good0), _cand(good0), _cand(good0 + "\n"), _cand(bad0, -0.01)],
+            "greedy": _cand(bad0),
+        },
+        {
+            "task_id": problems[1]["task_id"],
+            "prompt": problems[1]["prompt"],
+            "candidates": [_cand(loop1, -0.01), _cand(good1), _cand(good1), _cand("    return []\n")],
+            "greedy": _cand(good1),
+        },
     ]
     with gzip.open(path, "wt", encoding="utf-8") as handle:
         for record in records:
@@ -75,8 +84,20 @@ def test_harness_scores_known_good_and_bad_candidates(tmp_path, capsys):
     problems = _problems()
     samples = tmp_path / "samples.jsonl.gz"
     _write_samples(samples, problems)
-    summary = harness.main(["--samples", str(samples), "--end", "2", "--timeout", "2", "--bootstrap", "200",
-                            "--results", str(tmp_path / "rows.jsonl")])
+    summary = harness.main(
+        [
+            "--samples",
+            str(samples),
+            "--end",
+            "2",
+            "--timeout",
+            "2",
+            "--bootstrap",
+            "200",
+            "--results",
+            str(tmp_path / "rows.jsonl"),
+        ]
+    )
     lines = capsys.readouterr().out.strip().splitlines()
     assert json.loads(lines[-1]) == json.loads(json.dumps(summary))  # the JSON line is last
     assert any("Pass@First" in line for line in lines)
@@ -155,8 +176,9 @@ def test_budget_snapshots_are_what_the_stream_held_at_each_budget(tmp_path):
 
     engine = Engine(tiny_model(0), byte_tokenizer(), settings=EngineSettings(drafter="none"))
     problems = _problems()
-    gen = harness.GenerationSettings(model="tiny:0", drafter="none", k=2, max_new_tokens=600, greedy=False,
-                                      stop_at_body_end=False)   # random weights rarely indent a body
+    gen = harness.GenerationSettings(
+        model="tiny:0", drafter="none", k=2, max_new_tokens=600, greedy=False, stop_at_body_end=False
+    )  # random weights rarely indent a body
     paths = {0.05: str(tmp_path / "b0.05.jsonl.gz"), 30.0: str(tmp_path / "b30.jsonl.gz")}
     harness.generate_budget_snapshots(problems, gen, paths, engine)
     short, full = harness.read_samples(paths[0.05]), harness.read_samples(paths[30.0])
@@ -164,14 +186,15 @@ def test_budget_snapshots_are_what_the_stream_held_at_each_budget(tmp_path):
     for task_id in full:
         assert short[task_id]["settings"]["budget_s"] == 0.05 and full[task_id]["settings"]["budget_s"] == 30.0
         for early, late in zip(short[task_id]["candidates"], full[task_id]["candidates"]):
-            assert late["token_ids"][:len(early["token_ids"])] == early["token_ids"]   # the same sample, earlier
+            assert late["token_ids"][: len(early["token_ids"])] == early["token_ids"]  # the same sample, earlier
             assert early["finish_reason"] in ("stop", "length", "budget") and late["finish_reason"] != "budget"
         short_tokens = sum(len(c["token_ids"]) for c in short[task_id]["candidates"])
         assert short[task_id]["stats"]["generated_tokens"] == short_tokens
         assert short[task_id]["stats"]["wall_s"] <= full[task_id]["stats"]["wall_s"]
-    assert sum(len(c["token_ids"]) for r in short.values() for c in r["candidates"]) < \
-        sum(len(c["token_ids"]) for r in full.values() for c in r["candidates"])
-    harness.generate_budget_snapshots(problems, gen, paths, engine=None)   # resumes: nothing left, nothing loaded
+    assert sum(len(c["token_ids"]) for r in short.values() for c in r["candidates"]) < sum(
+        len(c["token_ids"]) for r in full.values() for c in r["candidates"]
+    )
+    harness.generate_budget_snapshots(problems, gen, paths, engine=None)  # resumes: nothing left, nothing loaded
 
 
 def test_a_torn_sample_file_keeps_what_was_written(tmp_path):
@@ -185,15 +208,18 @@ def test_a_torn_sample_file_keeps_what_was_written(tmp_path):
 
 def test_exec_cache_round_trips(tmp_path):
     from benchmarks.sandbox import ExecResult
+
     path = tmp_path / "exec.jsonl"
-    results = {"abc": ExecResult(PASSED, "", 0.1, network_isolated=True),
-               "def": ExecResult(TIMEOUT, "timed out", 2.0, network_isolated=False),
-               "ghi": ExecResult(FAILED, "AssertionError", 0.2, network_isolated=True)}
+    results = {
+        "abc": ExecResult(PASSED, "", 0.1, network_isolated=True),
+        "def": ExecResult(TIMEOUT, "timed out", 2.0, network_isolated=False),
+        "ghi": ExecResult(FAILED, "AssertionError", 0.2, network_isolated=True),
+    }
     for key, result in results.items():
         harness._append_exec_cache(path, key, result)
     with open(path, "a", encoding="utf-8") as handle:
-        handle.write('{"key": "torn", "sta')   # an interrupted append is skipped
-    assert harness._read_exec_cache(path) == results   # every entry, not only the last
+        handle.write('{"key": "torn", "sta')  # an interrupted append is skipped
+    assert harness._read_exec_cache(path) == results  # every entry, not only the last
 
 
 def test_harness_applies_the_static_policy_to_candidates_cut_off(tmp_path, capsys):
@@ -202,13 +228,30 @@ def test_harness_applies_the_static_policy_to_candidates_cut_off(tmp_path, capsy
     problems = _problems()
     good0 = problems[0]["canonical_solution"]
     cut = dict(_cand(good0.rstrip()[:-12]), finish_reason="budget")
-    record = {"task_id": problems[0]["task_id"], "prompt": problems[0]["prompt"],
-              "candidates": [cut, cut, cut, _cand(good0)], "greedy": None}
+    record = {
+        "task_id": problems[0]["task_id"],
+        "prompt": problems[0]["prompt"],
+        "candidates": [cut, cut, cut, _cand(good0)],
+        "greedy": None,
+    }
     samples = tmp_path / "samples.jsonl.gz"
     with gzip.open(samples, "wt", encoding="utf-8") as handle:
         handle.write(json.dumps(record) + "\n")
-    summary = harness.main(["--samples", str(samples), "--end", "1", "--timeout", "2", "--bootstrap", "50",
-                            "--static", "--rankers", "gsc/ngram_overlap/1-1/bin"])
+    summary = harness.main(
+        [
+            "--samples",
+            str(samples),
+            "--end",
+            "1",
+            "--timeout",
+            "2",
+            "--bootstrap",
+            "50",
+            "--static",
+            "--rankers",
+            "gsc/ngram_overlap/1-1/bin",
+        ]
+    )
     capsys.readouterr()
     assert summary["static_policy"] is True and summary["random_pick"]["mean"] == 0.25
     assert summary["rankers"]["gsc/ngram_overlap/1-1/bin"]["mean"] == 1.0
@@ -221,27 +264,35 @@ def test_bench_prefill_reads_prompts_of_the_asked_lengths(capsys):
     rows = summary["results"]
     assert [(r["method"], r["length"], r["prompt_tokens"]) for r in rows] == [("ours", 300, 300), ("ours", 700, 700)]
     assert all(r["seconds"] > 0 and r["tokens_per_s"] > 0 for r in rows)
-    assert summary["llama"].startswith("not run")      # no --llama-server: only ours, and it says so
+    assert summary["llama"].startswith("not run")  # no --llama-server: only ours, and it says so
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == summary
-
-
-def test_the_harness_offers_the_engines_weight_formats():
-    from benchmarks.eval_humaneval import WEIGHTS
-    from engine.quant.weights import WEIGHT_FORMATS
-
-    assert WEIGHTS == WEIGHT_FORMATS
 
 
 def test_bench_e2e_times_every_method_and_says_why_a_peer_did_not_run(capsys):
     from benchmarks import bench_e2e
 
-    summary = bench_e2e.main(["--model", "tiny:0", "--draft", "tiny:1", "--k", "2", "--temperature", "0.8",
-                              "--prompts", "1", "--max-new-tokens", "6",
-                              "--methods", "ours_none,ours_auto,llama,llama+chat"])
+    summary = bench_e2e.main(
+        [
+            "--model",
+            "tiny:0",
+            "--draft",
+            "tiny:1",
+            "--k",
+            "2",
+            "--temperature",
+            "0.8",
+            "--prompts",
+            "1",
+            "--max-new-tokens",
+            "6",
+            "--methods",
+            "ours_none,ours_auto,llama,llama+chat",
+        ]
+    )
     methods = summary["results"][0]["methods"]
-    assert methods["ours_none"]["prompts"] == methods["ours_auto"]["prompts"] == 3   # 1 HumanEval, a method, mid-line
+    assert methods["ours_none"]["prompts"] == methods["ours_auto"]["prompts"] == 3  # 1 HumanEval, a method, mid-line
     assert methods["ours_none"]["speedup_vs_ours_none"] == 1.0
     assert methods["ours_auto"]["tokens"] > 0 and methods["ours_auto"]["mean_s_per_prompt"] > 0
-    for peer in ("llama", "llama+chat"):   # no --llama-server: not timed, and the note says so
+    for peer in ("llama", "llama+chat"):  # no --llama-server: not timed, and the note says so
         assert methods[peer]["prompts"] == 0 and methods[peer]["note"].startswith("not run")
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == summary

@@ -1,6 +1,7 @@
 """POST /infill with the request bodies llama.vim and llama.vscode send (read from their sources: llama.vim
 a1c8e6e4 autoload/llama.vim, llama.vscode 0.0.63 src/llama-server.ts), and OpenAI `suffix` / FIM-marked prompts, on a
 tiny FIM model through the real server."""
+
 from __future__ import annotations
 
 import http.client
@@ -13,35 +14,93 @@ import openai
 import pytest
 
 from app.infill_api import mount_infill
-from app.local import launch_local
 from app.models import EngineHub, ModelChoice
 from app.openai_api import mount_completions
 from app.requests import Limits
 from app.service import Pipeline
 from app.ui import build_demo
+from benchmarks.local_app import launch_local
 from static_eval import AnalyzerSettings, StaticAnalyzer
 
 LIMITS = Limits(max_k=6, max_budget_s=20, max_new_tokens=256)
-PREFIX = ('import math\n\n\ndef area(radius):\n    """Return the area of a circle."""\n    return math.pi * radius ** 2'
-          '\n\n\ndef circumference(radius):\n')
+PREFIX = (
+    'import math\n\n\ndef area(radius):\n    """Return the area of a circle."""\n    return math.pi * radius ** 2'
+    "\n\n\ndef circumference(radius):\n"
+)
 SUFFIX = '\n\n\nif __name__ == "__main__":\n    print(area(1.0), circumference(1.0))\n'
-EXTRA = [{"text": "TAU = 6.283185307179586\nGOLDEN = 1.618033988749895\n", "time": [1738312345, 123456],
-          "filename": "geometry/constants.py"}]
-FIELDS = ["content", "timings/prompt_n", "timings/prompt_ms", "timings/prompt_per_token_ms", "timings/prompt_per_second",
-          "timings/predicted_n", "timings/predicted_ms", "timings/predicted_per_token_ms",
-          "timings/predicted_per_second", "truncated", "tokens_cached"]
-LLAMA_VIM = {"id_slot": 0, "input_prefix": PREFIX, "input_suffix": SUFFIX, "input_extra": EXTRA,
-             "prompt": "    return 2 * math.pi", "n_predict": 128, "stop": [], "n_indent": 4, "top_k": 40, "top_p": 0.9,
-             "samplers": ["top_k", "top_p", "infill"], "stream": False, "cache_prompt": True, "t_max_prompt_ms": 500,
-             "t_max_predict_ms": 250, "response_fields": FIELDS, "model": ""}
-LLAMA_VIM_WARM_UP = {"id_slot": 0, "input_prefix": "", "input_suffix": "", "input_extra": EXTRA, "prompt": "",
-                     "n_predict": 0, "temperature": 0.0, "samplers": [], "stream": False, "cache_prompt": True,
-                     "t_max_prompt_ms": 1, "t_max_predict_ms": 1, "response_fields": [""], "model": ""}
-LLAMA_VSCODE = {"id_slot": 0, "input_prefix": PREFIX, "input_suffix": SUFFIX,
-                "input_extra": [dict(EXTRA[0], time=1738312345123, filename="/home/user/proj/geometry/constants.py")],
-                "prompt": "    return 2 * math.pi", "n_predict": 128, "n_cmpl": 3, "top_k": 40, "top_p": 0.99,
-                "stream": False, "samplers": ["top_k", "top_p", "infill"], "cache_prompt": True, "n_indent": 4,
-                "t_max_prompt_ms": 500, "t_max_predict_ms": 500, "model": "google/gemini-2.5-flash"}
+EXTRA = [
+    {
+        "text": "TAU = 6.283185307179586\nGOLDEN = 1.618033988749895\n",
+        "time": [1738312345, 123456],
+        "filename": "geometry/constants.py",
+    }
+]
+FIELDS = [
+    "content",
+    "timings/prompt_n",
+    "timings/prompt_ms",
+    "timings/prompt_per_token_ms",
+    "timings/prompt_per_second",
+    "timings/predicted_n",
+    "timings/predicted_ms",
+    "timings/predicted_per_token_ms",
+    "timings/predicted_per_second",
+    "truncated",
+    "tokens_cached",
+]
+LLAMA_VIM = {
+    "id_slot": 0,
+    "input_prefix": PREFIX,
+    "input_suffix": SUFFIX,
+    "input_extra": EXTRA,
+    "prompt": "    return 2 * math.pi",
+    "n_predict": 128,
+    "stop": [],
+    "n_indent": 4,
+    "top_k": 40,
+    "top_p": 0.9,
+    "samplers": ["top_k", "top_p", "infill"],
+    "stream": False,
+    "cache_prompt": True,
+    "t_max_prompt_ms": 500,
+    "t_max_predict_ms": 250,
+    "response_fields": FIELDS,
+    "model": "",
+}
+LLAMA_VIM_WARM_UP = {
+    "id_slot": 0,
+    "input_prefix": "",
+    "input_suffix": "",
+    "input_extra": EXTRA,
+    "prompt": "",
+    "n_predict": 0,
+    "temperature": 0.0,
+    "samplers": [],
+    "stream": False,
+    "cache_prompt": True,
+    "t_max_prompt_ms": 1,
+    "t_max_predict_ms": 1,
+    "response_fields": [""],
+    "model": "",
+}
+LLAMA_VSCODE = {
+    "id_slot": 0,
+    "input_prefix": PREFIX,
+    "input_suffix": SUFFIX,
+    "input_extra": [dict(EXTRA[0], time=1738312345123, filename="/home/user/proj/geometry/constants.py")],
+    "prompt": "    return 2 * math.pi",
+    "n_predict": 128,
+    "n_cmpl": 3,
+    "top_k": 40,
+    "top_p": 0.99,
+    "stream": False,
+    "samplers": ["top_k", "top_p", "infill"],
+    "cache_prompt": True,
+    "n_indent": 4,
+    "t_max_prompt_ms": 500,
+    "t_max_predict_ms": 500,
+    "model": "google/gemini-2.5-flash",
+}
 
 
 @pytest.fixture(scope="module")
@@ -59,16 +118,21 @@ def server():
 
 
 def post(url: str, body: dict, headers: dict | None = None) -> httpx.Response:
-    return httpx.post(url + "infill", content=json.dumps(body), timeout=60,
-                      headers={"Content-Type": "application/json"} | (headers or {}))
+    return httpx.post(
+        url + "infill",
+        content=json.dumps(body),
+        timeout=60,
+        headers={"Content-Type": "application/json"} | (headers or {}),
+    )
 
 
 def post_as_curl(url: str, body: dict) -> tuple[int, str]:
     """As llama.vim's curl sends it: `Authorization: Bearer ` with an empty key (httpx refuses to send that header)."""
     parts = urllib.parse.urlsplit(url)
     connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
-    connection.request("POST", "/infill", json.dumps(body),
-                       {"Content-Type": "application/json", "Authorization": "Bearer "})
+    connection.request(
+        "POST", "/infill", json.dumps(body), {"Content-Type": "application/json", "Authorization": "Bearer "}
+    )
     response = connection.getresponse()
     return response.status, response.read().decode()
 
@@ -78,15 +142,15 @@ def test_llama_vim_gets_one_ranked_middle_in_the_shape_it_reads(server):
     assert status == 200 and json.loads(text) == {}
     status, text = post_as_curl(server, LLAMA_VIM)
     assert status == 200
-    assert re.match(r"^\s*{", text) and re.search(r'"content"\s*:"', text)   # llama.vim's own test of an answer
+    assert re.match(r"^\s*{", text) and re.search(r'"content"\s*:"', text)  # llama.vim's own test of an answer
     result = json.loads(text)
-    assert set(result) == set(FIELDS)                                  # flat "timings/prompt_n" keys, as asked
+    assert set(result) == set(FIELDS)  # flat "timings/prompt_n" keys, as asked
     assert isinstance(result["content"], str) and result["timings/prompt_n"] > 0
 
 
 def test_llama_vscode_gets_its_alternatives_best_first(server):
     post(server, LLAMA_VSCODE)
-    answer = post(server, LLAMA_VSCODE)           # the same request again, as the next keystroke nearly is
+    answer = post(server, LLAMA_VSCODE)  # the same request again, as the next keystroke nearly is
     assert answer.status_code == 200
     results = answer.json()
     assert isinstance(results, list) and len(results) == 3
@@ -95,10 +159,10 @@ def test_llama_vscode_gets_its_alternatives_best_first(server):
     for result in results:
         assert isinstance(result["content"], str) and result["stop"] is True
         timings = result["timings"]
-        assert timings["prompt_n"] == 0 and timings["cache_n"] > 0    # the same request: all of it from the cache
+        assert timings["prompt_n"] == 0 and timings["cache_n"] > 0  # the same request: all of it from the cache
         assert result["tokens_evaluated"] == timings["cache_n"] + timings["prompt_n"]
     single = post(server, dict(LLAMA_VSCODE, n_cmpl=1)).json()
-    assert isinstance(single, dict) and "n_ctx" in single["generation_settings"]   # its status bar reads it
+    assert isinstance(single, dict) and "n_ctx" in single["generation_settings"]  # its status bar reads it
 
 
 def test_bad_values_are_a_400_in_llama_cpp_shape(server):
@@ -111,13 +175,20 @@ def test_bad_values_are_a_400_in_llama_cpp_shape(server):
 
 def test_openai_suffix_and_a_fim_marked_prompt_are_middles(server):
     client = openai.OpenAI(base_url=server + "v1", api_key="unused", max_retries=0)
-    with_suffix = client.completions.create(model="any", prompt=PREFIX, suffix=SUFFIX, n=2, max_tokens=8, seed=4,
-                                            temperature=0.9)
-    marked = client.completions.create(model="any", prompt=f"<|fim_prefix|>{PREFIX}<|fim_suffix|>{SUFFIX}<|fim_middle|>",
-                                       n=2, max_tokens=8, seed=4, temperature=0.9)
-    assert [c.text for c in with_suffix.choices] == [c.text for c in marked.choices]   # the same request, read twice
+    with_suffix = client.completions.create(
+        model="any", prompt=PREFIX, suffix=SUFFIX, n=2, max_tokens=8, seed=4, temperature=0.9
+    )
+    marked = client.completions.create(
+        model="any",
+        prompt=f"<|fim_prefix|>{PREFIX}<|fim_suffix|>{SUFFIX}<|fim_middle|>",
+        n=2,
+        max_tokens=8,
+        seed=4,
+        temperature=0.9,
+    )
+    assert [c.text for c in with_suffix.choices] == [c.text for c in marked.choices]  # the same request, read twice
     stats = with_suffix.model_extra["ranked_drafts"]["stats"]
-    assert stats["prompt_tokens"] > len(PREFIX) + len(SUFFIX)                # the FIM markers are in the prompt
+    assert stats["prompt_tokens"] > len(PREFIX) + len(SUFFIX)  # the FIM markers are in the prompt
 
 
 def test_greedy_alternatives_and_streams_come_in_llama_cpps_shape(server):
@@ -136,8 +207,16 @@ def test_a_newer_request_of_the_same_editor_supersedes_the_running_one(server):
     import threading
     import time
 
-    slow = dict(LLAMA_VIM, n_predict=256, n_cmpl=6, t_max_predict_ms=15000, temperature=1.0, n_indent=0,
-                response_fields=None, input_extra=[{"filename": "big.py", "text": "VALUE = 12345\n" * 290}])
+    slow = dict(
+        LLAMA_VIM,
+        n_predict=256,
+        n_cmpl=6,
+        t_max_predict_ms=15000,
+        temperature=1.0,
+        n_indent=0,
+        response_fields=None,
+        input_extra=[{"filename": "big.py", "text": "VALUE = 12345\n" * 290}],
+    )
     answers = {}
 
     def first():
@@ -146,7 +225,7 @@ def test_a_newer_request_of_the_same_editor_supersedes_the_running_one(server):
 
     thread = threading.Thread(target=first)
     thread.start()
-    time.sleep(0.3)   # the first is reading its 4k-token prompt, or generating
+    time.sleep(0.3)  # the first is reading its 4k-token prompt, or generating
     sent = time.monotonic()
     second = post(server, dict(slow, n_predict=4, input_extra=[]))
     thread.join(timeout=60)

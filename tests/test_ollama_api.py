@@ -1,5 +1,6 @@
 """Ollama's API (/api/generate, /api/show, /api/tags, /api/version) through the official `ollama` Python client and
 the request Continue's autocomplete sends (continuedev/continue core/llm/llms/Ollama.ts), on a tiny FIM model."""
+
 from __future__ import annotations
 
 import json
@@ -8,21 +9,33 @@ import httpx
 import ollama
 import pytest
 
-from app.local import launch_local
 from app.models import EngineHub, ModelChoice
 from app.ollama_api import mount_ollama
 from app.requests import Limits
 from app.service import Pipeline
 from app.ui import build_demo
+from benchmarks.local_app import launch_local
 
 LIMITS = Limits(max_k=4, max_budget_s=20, max_new_tokens=128)
 PREFIX = "def area(radius):\n    return 3.14159 * radius ** 2\n\n\ndef circumference(radius):\n    "
 SUFFIX = "\n\n\nprint(area(1.0))\n"
 # Continue's FIM body: prompt = prefix, suffix, raw, options from its completion options, keep_alive, stream
-CONTINUE = {"model": "qwen2.5-coder:1.5b", "prompt": PREFIX, "suffix": SUFFIX, "raw": True,
-            "options": {"temperature": 0.01, "top_p": None, "top_k": None, "num_predict": 24, "num_ctx": 8096,
-                        "stop": ["<|endoftext|>", "\n\n\n"]},
-            "keep_alive": 1800, "stream": True}
+CONTINUE = {
+    "model": "qwen2.5-coder:1.5b",
+    "prompt": PREFIX,
+    "suffix": SUFFIX,
+    "raw": True,
+    "options": {
+        "temperature": 0.01,
+        "top_p": None,
+        "top_k": None,
+        "num_predict": 24,
+        "num_ctx": 8096,
+        "stop": ["<|endoftext|>", "\n\n\n"],
+    },
+    "keep_alive": 1800,
+    "stream": True,
+}
 
 
 @pytest.fixture(scope="module")
@@ -38,20 +51,28 @@ def url():
 
 def test_the_official_client_gets_a_middle_streamed_and_whole(url):
     client = ollama.Client(host=url.rstrip("/"))
-    whole = client.generate(model="qwen2.5-coder:1.5b", prompt=PREFIX, suffix=SUFFIX,
-                            options={"num_predict": 16, "temperature": 0})
+    whole = client.generate(
+        model="qwen2.5-coder:1.5b", prompt=PREFIX, suffix=SUFFIX, options={"num_predict": 16, "temperature": 0}
+    )
     assert whole.done and whole.done_reason in ("stop", "length") and isinstance(whole.response, str)
     assert whole.eval_count is not None and whole.prompt_eval_count > 0
-    parts = list(client.generate(model="qwen2.5-coder:1.5b", prompt=PREFIX, suffix=SUFFIX,
-                                 options={"num_predict": 16, "temperature": 0}, stream=True))
+    parts = list(
+        client.generate(
+            model="qwen2.5-coder:1.5b",
+            prompt=PREFIX,
+            suffix=SUFFIX,
+            options={"num_predict": 16, "temperature": 0},
+            stream=True,
+        )
+    )
     assert parts[-1].done and not any(p.done for p in parts[:-1])
-    assert "".join(p.response for p in parts) == whole.response   # greedy: the same middle either way
+    assert "".join(p.response for p in parts) == whole.response  # greedy: the same middle either way
 
 
 def test_continue_sees_a_model_that_fills_in_the_middle(url):
     client = ollama.Client(host=url.rstrip("/"))
     shown = httpx.post(url + "api/show", json={"name": "qwen2.5-coder:1.5b"}, timeout=30).json()
-    assert ".Suffix" in shown["template"]        # Continue's test for FIM support
+    assert ".Suffix" in shown["template"]  # Continue's test for FIM support
     for line in shown["parameters"].split("\n"):  # Continue parses each line as `key value`
         assert len(line.split()) == 2
     assert "insert" in client.show("qwen2.5-coder:1.5b").capabilities
@@ -70,8 +91,11 @@ def test_continue_autocomplete_request_streams_lines_of_json(url):
 def test_a_load_request_and_bad_fields(url):
     loaded = httpx.post(url + "api/generate", json={"model": "qwen2.5-coder:1.5b", "stream": False}, timeout=60).json()
     assert loaded["done"] and loaded["done_reason"] == "load"
-    bad = httpx.post(url + "api/generate", json={"model": "m", "prompt": "x = ", "stream": False,
-                                                 "options": {"temperature": 9}}, timeout=30)
+    bad = httpx.post(
+        url + "api/generate",
+        json={"model": "m", "prompt": "x = ", "stream": False, "options": {"temperature": 9}},
+        timeout=30,
+    )
     assert bad.status_code == 400 and "temperature=9 is out of range" in bad.json()["error"]
     with pytest.raises(ollama.ResponseError):
         ollama.Client(host=url.rstrip("/")).generate(model="m", prompt="x = ", options={"num_predict": 0.5})

@@ -1,6 +1,7 @@
 """The OpenAI protocol on both sides, with tiny models: our /v1/completions called by the official `openai` client, and
 the remote candidate source (app/remote.py) against real servers: the app itself, and a small HTTP server that
 misbehaves on purpose (refusals, overload, a cut stream, malformed JSON) for the failures no healthy server shows."""
+
 from __future__ import annotations
 
 import http.server
@@ -11,15 +12,15 @@ import time
 import openai
 import pytest
 
-from app.local import free_port, launch_local
 from app.models import EngineHub, ModelChoice, remote_menu
 from app.openai_api import mount_completions
+from app.remote import RemoteClient, RemoteError, RemoteSettings
 from app.requests import Limits
 from app.service import Pipeline
 from app.ui import build_demo
+from benchmarks.local_app import free_port, launch_local
 from engine import GenerationRequest
 from engine.text.chat import CLOSING_FENCE, ChatForm
-from app.remote import RemoteEngine, RemoteError, RemoteSettings
 from engine.text.stopping import StopRules
 from engine.types import FINISH_BUDGET, FINISH_INTERRUPTED, FINISH_STOP
 from static_eval import AnalyzerSettings, StaticAnalyzer
@@ -53,8 +54,9 @@ def client(ours):
 
 # --- our endpoint, through the official client ----------------------------------------------------------------
 def test_choices_come_back_best_first_with_their_ranking(client):
-    completion = client.completions.create(model="tiny", prompt=SCRIPT, n=5, max_tokens=12, temperature=0.9, seed=3,
-                                           extra_body={"budget_s": 10})
+    completion = client.completions.create(
+        model="tiny", prompt=SCRIPT, n=5, max_tokens=12, temperature=0.9, seed=3, extra_body={"budget_s": 10}
+    )
     assert len(completion.choices) == 5
     ranks = [c.model_extra["ranked_drafts"]["rank"] for c in completion.choices]
     assert ranks == sorted(ranks) and ranks[0] == 1
@@ -72,14 +74,17 @@ def test_streaming_sends_the_ranked_choices(client):
     assert chunks[0].choices[0].model_extra["ranked_drafts"]["rank"] == 1
 
 
-@pytest.mark.parametrize(("fields", "message"), [
-    ({"n": 7}, r"n=7 is out of range: it must be an integer in 1\.\.6 \(the app's --max-k\)"),
-    ({"temperature": 5}, r"temperature=5 is out of range"),
-    ({"max_tokens": 0}, r"max_tokens=0 is out of range"),
-    ({"prompt": "   "}, r"prompt is empty"),
-    ({"stop": 5}, r"stop=5 is invalid"),
-    ({"model": ["x"]}, r"model=\['x'\] is invalid"),
-])
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"n": 7}, r"n=7 is out of range: it must be an integer in 1\.\.6 \(the app's --max-k\)"),
+        ({"temperature": 5}, r"temperature=5 is out of range"),
+        ({"max_tokens": 0}, r"max_tokens=0 is out of range"),
+        ({"prompt": "   "}, r"prompt is empty"),
+        ({"stop": 5}, r"stop=5 is invalid"),
+        ({"model": ["x"]}, r"model=\['x'\] is invalid"),
+    ],
+)
 def test_bad_fields_are_refused_in_openais_error_shape(client, fields, message):
     with pytest.raises(openai.BadRequestError, match=message) as refused:
         client.completions.create(**({"model": "tiny", "prompt": SCRIPT, "max_tokens": 4} | fields))
@@ -90,6 +95,7 @@ def test_a_client_that_disconnects_frees_the_engine(slow_down):
     """The first request could only end by its 20 s budget (every forward of its model takes 50 ms longer, so 2000
     tokens take far more); its client leaves after 1.5 s, and the next request is served at once."""
     import httpx
+
     hub = EngineHub([ModelChoice("tiny", "tiny:0")])
     slow_down(hub.engine("tiny").model, 0.05)
     demo, analyzer, url = serve(hub)
@@ -99,7 +105,7 @@ def test_a_client_that_disconnects_frees_the_engine(slow_down):
             httpx.post(url + "v1/completions", json=body | {"max_tokens": 2000}, timeout=1.5)
         started = time.monotonic()
         quick = httpx.post(url + "v1/completions", json=body | {"max_tokens": 4}, timeout=30)
-        assert quick.status_code == 200 and time.monotonic() - started < 10   # not the 20 s the first one asked for
+        assert quick.status_code == 200 and time.monotonic() - started < 10  # not the 20 s the first one asked for
     finally:
         demo.close()
         analyzer.close()
@@ -121,10 +127,19 @@ def test_remote_source_ranks_what_a_real_server_sends(ours):
 
 def test_function_body_stopping_applies_to_remote_text(ours):
     """One rule for local and remote rows: the text a server sends past the function's end is cut here."""
-    server = Misbehaving([_sse([{"index": 0, "text": "    return a + b\n"}, {"index": 0, "text": "print(add(1, 2))\n"},
-                                {"index": 0, "text": "", "finish_reason": "length"}])])
+    server = Misbehaving(
+        [
+            _sse(
+                [
+                    {"index": 0, "text": "    return a + b\n"},
+                    {"index": 0, "text": "print(add(1, 2))\n"},
+                    {"index": 0, "text": "", "finish_reason": "length"},
+                ]
+            )
+        ]
+    )
     with server:
-        result = RemoteEngine(RemoteSettings(server.url, "m")).generate(GenerationRequest(PROMPT, k=1, budget_s=10))
+        result = RemoteClient(RemoteSettings(server.url, "m")).generate(GenerationRequest(PROMPT, k=1, budget_s=10))
     candidate = result.candidates[0]
     assert candidate.text == "    return a + b\n" and candidate.finish_reason == FINISH_STOP
 
@@ -134,23 +149,30 @@ def test_rows_of_a_prompt_sent_in_another_form_end_by_the_rules_given():
     open twice in that text, so the rows end by the code's rules, which the caller gives."""
     code = "def clamp(x, low, high):\n    return max(low, min("
     chat = ChatForm("<|im_start|>user\n", "<|im_end|>\n<|im_start|>assistant\n").prompt_text(code)
-    sent = [{"index": 0, "text": "x, high))\n"}, {"index": 0, "text": "print(clamp(1, 2, 3))\n"},
-            {"index": 0, "text": "", "finish_reason": "length"}]
+    sent = [
+        {"index": 0, "text": "x, high))\n"},
+        {"index": 0, "text": "print(clamp(1, 2, 3))\n"},
+        {"index": 0, "text": "", "finish_reason": "length"},
+    ]
     texts = []
     for rules in (StopRules.of(GenerationRequest(code), frozenset(), (CLOSING_FENCE,)), None):
         with Misbehaving([_sse(sent)]) as server:
-            result = RemoteEngine(RemoteSettings(server.url, "m")).generate(GenerationRequest(chat, k=1, budget_s=10),
-                                                                            rules=rules)
+            result = RemoteClient(RemoteSettings(server.url, "m")).generate(
+                GenerationRequest(chat, k=1, budget_s=10), rules=rules
+            )
         texts.append(result.candidates[0].text)
-    assert texts == ["x, high))\n", "x, high))\nprint(clamp(1, 2, 3))\n"]   # the chat text's own rules miss the end
+    assert texts == ["x, high))\n", "x, high))\nprint(clamp(1, 2, 3))\n"]  # the chat text's own rules miss the end
 
 
 def test_choices_interleaved_by_index_fill_their_rows():
-    chunks = [{"index": 1, "text": "    return b"}, {"index": 0, "text": "    return a"},
-              {"index": 1, "text": " + a\n", "finish_reason": "stop"}, {"index": 0, "text": " + b\n",
-                                                                       "finish_reason": "eos"}]
+    chunks = [
+        {"index": 1, "text": "    return b"},
+        {"index": 0, "text": "    return a"},
+        {"index": 1, "text": " + a\n", "finish_reason": "stop"},
+        {"index": 0, "text": " + b\n", "finish_reason": "eos"},
+    ]
     with Misbehaving([_sse(chunks)]) as server:
-        result = RemoteEngine(RemoteSettings(server.url, "m")).generate(GenerationRequest(PROMPT, k=2, budget_s=10))
+        result = RemoteClient(RemoteSettings(server.url, "m")).generate(GenerationRequest(PROMPT, k=2, budget_s=10))
     assert [c.text for c in result.candidates] == ["    return a + b\n", "    return b + a\n"]
     assert [c.finish_reason for c in result.candidates] == [FINISH_STOP, FINISH_STOP]
 
@@ -159,7 +181,7 @@ def test_the_deadline_closes_the_stream_and_keeps_what_arrived():
     slow = _sse([{"index": 0, "text": "    x = 1\n"}], done=False) + [("sleep", 30)]
     with Misbehaving([slow]) as server:
         started = time.monotonic()
-        result = RemoteEngine(RemoteSettings(server.url, "m")).generate(GenerationRequest(PROMPT, k=1, budget_s=1.0))
+        result = RemoteClient(RemoteSettings(server.url, "m")).generate(GenerationRequest(PROMPT, k=1, budget_s=1.0))
         waited = time.monotonic() - started
     assert waited < 3
     assert result.candidates[0].text == "    x = 1\n" and result.candidates[0].finish_reason == FINISH_BUDGET
@@ -168,53 +190,56 @@ def test_the_deadline_closes_the_stream_and_keeps_what_arrived():
 def test_a_stream_cut_midway_keeps_what_arrived_and_marks_it():
     cut = _sse([{"index": 0, "text": "    y = 2\n"}], done=False) + [("close", 0)]
     with Misbehaving([cut]) as server:
-        result = RemoteEngine(RemoteSettings(server.url, "m")).generate(GenerationRequest(PROMPT, k=1, budget_s=10))
+        result = RemoteClient(RemoteSettings(server.url, "m")).generate(GenerationRequest(PROMPT, k=1, budget_s=10))
     assert result.candidates[0].text == "    y = 2\n"
     assert result.candidates[0].finish_reason == FINISH_INTERRUPTED
 
 
-@pytest.mark.parametrize(("status", "headers", "message"), [
-    (401, {}, r"refused the request \(401\).*\(api_key\)"),
-    (404, {}, r"does not serve model 'm'.*\(model\) and base_url"),
-    (429, {"Retry-After": "7"}, r"overloaded \(429\); retry after 7 s"),
-    (503, {}, r"overloaded \(503\); retry in a moment"),
-])
+@pytest.mark.parametrize(
+    ("status", "headers", "message"),
+    [
+        (401, {}, r"refused the request \(401\).*\(api_key\)"),
+        (404, {}, r"does not serve model 'm'.*\(model\) and base_url"),
+        (429, {"Retry-After": "7"}, r"overloaded \(429\); retry after 7 s"),
+        (503, {}, r"overloaded \(503\); retry in a moment"),
+    ],
+)
 def test_refusals_are_said_in_words_that_name_the_fix(status, headers, message):
     with Misbehaving([[("status", status, headers)]]) as server:
         with pytest.raises(RemoteError, match=message):
-            RemoteEngine(RemoteSettings(server.url, "m")).generate(GenerationRequest(PROMPT, k=1, budget_s=10))
+            RemoteClient(RemoteSettings(server.url, "m")).generate(GenerationRequest(PROMPT, k=1, budget_s=10))
 
 
 def test_a_server_that_ignores_n_is_named():
     one = _sse([{"index": 0, "text": "    return 1\n", "finish_reason": "stop"}])
     with Misbehaving([one]) as server:
         with pytest.raises(RemoteError, match="sent 1 of the 3 choices.*fan_out='requests'"):
-            RemoteEngine(RemoteSettings(server.url, "m")).generate(GenerationRequest(PROMPT, k=3, budget_s=10))
+            RemoteClient(RemoteSettings(server.url, "m")).generate(GenerationRequest(PROMPT, k=3, budget_s=10))
 
 
 @pytest.mark.parametrize("payload", [b"data: null\n\n", b"data: []\n\n", b'data: {"choices": [{"index": null}]}\n\n'])
 def test_chunks_of_an_unknown_shape_are_named(payload):
     with Misbehaving([[("raw", payload)]]) as server:
         with pytest.raises(RemoteError, match="server at .* sent"):
-            RemoteEngine(RemoteSettings(server.url, "m")).generate(GenerationRequest(PROMPT, k=1, budget_s=10))
+            RemoteClient(RemoteSettings(server.url, "m")).generate(GenerationRequest(PROMPT, k=1, budget_s=10))
 
 
 def test_malformed_json_is_named():
     with Misbehaving([[("raw", b"data: {not json\n\n")]]) as server:
         with pytest.raises(RemoteError, match="malformed JSON"):
-            RemoteEngine(RemoteSettings(server.url, "m")).generate(GenerationRequest(PROMPT, k=1, budget_s=10))
+            RemoteClient(RemoteSettings(server.url, "m")).generate(GenerationRequest(PROMPT, k=1, budget_s=10))
 
 
 def test_a_server_that_is_not_there_is_named():
     url = f"http://127.0.0.1:{free_port()}/v1"
     with pytest.raises(RemoteError, match="no server answers at .*is it running"):
-        RemoteEngine(RemoteSettings(url, "m")).generate(GenerationRequest(PROMPT, k=1, budget_s=10))
+        RemoteClient(RemoteSettings(url, "m")).generate(GenerationRequest(PROMPT, k=1, budget_s=10))
 
 
 def test_servers_without_n_get_k_requests():
     one = _sse([{"index": 0, "text": "    return 1\n", "finish_reason": "stop"}])
     with Misbehaving([one, one, one]) as server:
-        engine = RemoteEngine(RemoteSettings(server.url, "m", fan_out="requests"))
+        engine = RemoteClient(RemoteSettings(server.url, "m", fan_out="requests"))
         result = engine.generate(GenerationRequest(PROMPT, k=3, budget_s=10, seed=5))
     assert [c.text for c in result.candidates] == ["    return 1\n"] * 3
     assert sorted(body["seed"] for body in server.bodies) == [5, 6, 7] and all("n" not in b for b in server.bodies)
@@ -237,7 +262,7 @@ class Misbehaving:
         class Handler(http.server.BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def do_POST(self):   # noqa: N802 - http.server's name
+            def do_POST(self):  # noqa: N802 - http.server's name
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 with outer._lock:
                     outer.bodies.append(body)

@@ -1,5 +1,6 @@
 """The remote backend against a real OpenAI-compatible server: llama.cpp's llama-server (built from the official source
 by .ci/build_llama_server) on the bundled 0.5B's GGUF. Marked `llama`; CI builds the server first and runs them."""
+
 from __future__ import annotations
 
 import os
@@ -12,25 +13,28 @@ import httpx
 import openai
 import pytest
 
-from app.local import free_port, launch_local
 from app.openai_api import mount_completions
+from app.remote import RemoteClient, RemoteError, RemoteSettings
+from benchmarks.local_app import free_port, launch_local
 from engine import GenerationRequest
 from engine.models.loading import BUNDLED, bundled_gguf, default_cache_dir
-from app.remote import RemoteEngine, RemoteError, RemoteSettings
 from engine.types import FINISH_BUDGET, FINISH_INTERRUPTED, FINISH_STOP
 
 pytestmark = pytest.mark.llama
 
 BUILD = Path(__file__).resolve().parent.parent / ".ci" / "build_llama_server"
-PROMPT = ('from typing import List\n\n\ndef below_zero(operations: List[int]) -> bool:\n'
-          '    """Given deposits and withdrawals (a list of ints) starting from a zero balance, return True as soon\n'
-          '    as the balance falls below zero, else False.\n    >>> below_zero([1, 2, -4, 5])\n    True\n    """\n')
+PROMPT = (
+    "from typing import List\n\n\ndef below_zero(operations: List[int]) -> bool:\n"
+    '    """Given deposits and withdrawals (a list of ints) starting from a zero balance, return True as soon\n'
+    '    as the balance falls below zero, else False.\n    >>> below_zero([1, 2, -4, 5])\n    True\n    """\n'
+)
 OPEN_PROMPT = "# Twenty words picked at random, one per line:\n"
 
 
 def llama_server_binary() -> str:
-    path = os.environ.get("LLAMA_SERVER") or str(Path(os.environ.get("LLAMA_CPP_DIR", default_cache_dir() /
-                                                                      "llama.cpp-0.3.36")) / "build/bin/llama-server")
+    path = os.environ.get("LLAMA_SERVER") or str(
+        Path(os.environ.get("LLAMA_CPP_DIR", default_cache_dir() / "llama.cpp-0.3.36")) / "build/bin/llama-server"
+    )
     if not Path(path).exists():
         pytest.skip(f"llama-server is not built: run {BUILD} (CI does), or set LLAMA_SERVER")
     return path
@@ -45,9 +49,29 @@ class LlamaServer:
         self.url = f"http://127.0.0.1:{self.port}/v1"
         # --no-repack: ggml's AMX repacking crashes on this machine's CPU
         self.process = subprocess.Popen(
-            [llama_server_binary(), "-m", str(gguf), "--host", "127.0.0.1", "--port", str(self.port), "-np", str(slots),
-             "-c", str(1024 * slots), "-t", "2", "--no-repack", "--no-webui", "-a", "qwen-0.5b"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            [
+                llama_server_binary(),
+                "-m",
+                str(gguf),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "-np",
+                str(slots),
+                "-c",
+                str(1024 * slots),
+                "-t",
+                "2",
+                "--no-repack",
+                "--no-webui",
+                "-a",
+                "qwen-0.5b",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -75,27 +99,43 @@ def llama():
 
 def test_the_app_ranks_candidates_from_llama_server(llama, entry_point):
     """`app.py --backend openai` in front of llama-server: k candidates, analyzed and ranked, served best first."""
-    built = entry_point.build(entry_point.parse_args(["--backend", "openai", "--base-url", llama.url, "--served-model",
-                                                      "qwen-0.5b", "--max-k", "4", "--remote-concurrency", "2"]))
+    built = entry_point.build(
+        entry_point.parse_args(
+            [
+                "--backend",
+                "openai",
+                "--base-url",
+                llama.url,
+                "--served-model",
+                "qwen-0.5b",
+                "--max-k",
+                "4",
+                "--remote-concurrency",
+                "2",
+            ]
+        )
+    )
     demo, analyzer = built["demo"], built["analyzer"]
     assert built["hub"].concurrency == 2
     url = launch_local(demo)
     mount_completions(demo, built["hub"], built["pipeline"], built["limits"])
     try:
         client = openai.OpenAI(base_url=url + "v1", api_key="unused", max_retries=0)
-        completion = client.completions.create(model="x", prompt=PROMPT, n=4, max_tokens=160, temperature=1.0,
-                                               extra_body={"budget_s": 110})
+        completion = client.completions.create(
+            model="x", prompt=PROMPT, n=4, max_tokens=160, temperature=1.0, extra_body={"budget_s": 110}
+        )
         ranks = [c.model_extra["ranked_drafts"]["rank"] for c in completion.choices]
         assert len(completion.choices) == 4 and ranks == sorted(ranks)
         texts = [c.text for c in completion.choices]
         best = completion.choices[0]
         assert best.model_extra["ranked_drafts"]["parses"] is True and "return" in best.text
-        for text in texts:                               # the function-body rule, applied to remote text
+        for text in texts:  # the function-body rule, applied to remote text
             assert "\ndef " not in text and "\nprint(" not in text and "\nassert" not in text
         # k samples, not one sample k times. Asked on an open prompt: on PROMPT the 0.5B at T=1 is sure enough that
         # four equal samples happen (CI saw it), which says nothing about the app.
-        open_ended = client.completions.create(model="x", prompt=OPEN_PROMPT, n=4, max_tokens=24, temperature=1.0,
-                                               extra_body={"budget_s": 60})
+        open_ended = client.completions.create(
+            model="x", prompt=OPEN_PROMPT, n=4, max_tokens=24, temperature=1.0, extra_body={"budget_s": 60}
+        )
         assert len({c.text for c in open_ended.choices}) > 1
     finally:
         demo.close()
@@ -104,20 +144,29 @@ def test_the_app_ranks_candidates_from_llama_server(llama, entry_point):
 
 def test_candidates_stream_in_as_they_are_sampled(llama):
     seen = []
-    engine = RemoteEngine(RemoteSettings(llama.url, "qwen-0.5b"))
-    result = engine.generate(GenerationRequest(PROMPT, k=3, max_new_tokens=64, budget_s=110, temperature=0.8),
-                             on_update=lambda partial: seen.append(sum(len(c.text) for c in partial.candidates)))
-    assert len(seen) > 3 and seen == sorted(seen) and seen[0] < seen[-1]   # it grew, update by update
+    engine = RemoteClient(RemoteSettings(llama.url, "qwen-0.5b"))
+    result = engine.generate(
+        GenerationRequest(PROMPT, k=3, max_new_tokens=64, budget_s=110, temperature=0.8),
+        on_update=lambda partial: seen.append(sum(len(c.text) for c in partial.candidates)),
+    )
+    assert len(seen) > 3 and seen == sorted(seen) and seen[0] < seen[-1]  # it grew, update by update
     assert all(c.finish_reason in (FINISH_STOP, "length") for c in result.candidates)
     assert all(c.logprobs and len(c.logprobs) == len(c.token_ids) for c in result.candidates)
 
 
 def test_the_deadline_cancels_the_request_and_keeps_what_arrived(llama):
-    engine = RemoteEngine(RemoteSettings(llama.url, "qwen-0.5b"))
+    engine = RemoteClient(RemoteSettings(llama.url, "qwen-0.5b"))
     started = time.monotonic()
-    result = engine.generate(GenerationRequest("# A long essay about Python, in comments.\n#", k=4,
-                                               max_new_tokens=2000, budget_s=2.0, temperature=0.8,
-                                               stop_at_body_end=False))
+    result = engine.generate(
+        GenerationRequest(
+            "# A long essay about Python, in comments.\n#",
+            k=4,
+            max_new_tokens=2000,
+            budget_s=2.0,
+            temperature=0.8,
+            stop_at_body_end=False,
+        )
+    )
     assert time.monotonic() - started < 3.5
     # a sample may end on its own within 2 s (CI saw one); a row still running at the deadline is cut and flagged
     reasons = [c.finish_reason for c in result.candidates]
@@ -130,14 +179,21 @@ def test_the_deadline_cancels_the_request_and_keeps_what_arrived(llama):
 
 def test_a_server_killed_mid_stream_keeps_what_arrived_and_the_next_request_is_told():
     server = LlamaServer(slots=2)
-    engine = RemoteEngine(RemoteSettings(server.url, "qwen-0.5b"))
+    engine = RemoteClient(RemoteSettings(server.url, "qwen-0.5b"))
     holder = {}
 
     def run():
-        holder["result"] = engine.generate(GenerationRequest("# A long essay about Python, in comments.\n#", k=2,
-                                                             max_new_tokens=2000, budget_s=60, temperature=0.8,
-                                                             stop_at_body_end=False),
-                                           on_update=lambda partial: holder.setdefault("first", time.monotonic()))
+        holder["result"] = engine.generate(
+            GenerationRequest(
+                "# A long essay about Python, in comments.\n#",
+                k=2,
+                max_new_tokens=2000,
+                budget_s=60,
+                temperature=0.8,
+                stop_at_body_end=False,
+            ),
+            on_update=lambda partial: holder.setdefault("first", time.monotonic()),
+        )
 
     thread = threading.Thread(target=run)
     thread.start()
@@ -148,7 +204,7 @@ def test_a_server_killed_mid_stream_keeps_what_arrived_and_the_next_request_is_t
     server.stop()
     thread.join(timeout=30)
     result = holder["result"]
-    reasons = [c.finish_reason for c in result.candidates]     # a sample may have ended on its own before the kill
+    reasons = [c.finish_reason for c in result.candidates]  # a sample may have ended on its own before the kill
     assert FINISH_INTERRUPTED in reasons and set(reasons) <= {FINISH_INTERRUPTED, FINISH_STOP}
     assert any(c.text for c in result.candidates)
     with pytest.raises(RemoteError, match="no server answers"):
@@ -159,8 +215,11 @@ def test_a_server_killed_mid_stream_behind_the_app_gives_what_arrived_ranked_and
     """Regression (issue 21): the pipeline's static analysis refused the finish reason "interrupted", so the app
     answered an internal error and every candidate that had arrived was lost."""
     server = LlamaServer(slots=4)
-    built = entry_point.build(entry_point.parse_args(["--backend", "openai", "--base-url", server.url,
-                                                      "--served-model", "qwen-0.5b", "--max-k", "4"]))
+    built = entry_point.build(
+        entry_point.parse_args(
+            ["--backend", "openai", "--base-url", server.url, "--served-model", "qwen-0.5b", "--max-k", "4"]
+        )
+    )
     demo, analyzer = built["demo"], built["analyzer"]
     url = launch_local(demo)
     mount_completions(demo, built["hub"], built["pipeline"], built["limits"])
@@ -169,25 +228,34 @@ def test_a_server_killed_mid_stream_behind_the_app_gives_what_arrived_ranked_and
 
     def ask():
         holder["completion"] = client.completions.create(
-            model="x", prompt="# A long essay about Python, in comments.\n#", n=4, max_tokens=1000, temperature=0.8,
-            extra_body={"budget_s": 60, "stop_at_body_end": False})
+            model="x",
+            prompt="# A long essay about Python, in comments.\n#",
+            n=4,
+            max_tokens=1000,
+            temperature=0.8,
+            extra_body={"budget_s": 60, "stop_at_body_end": False},
+        )
 
     try:
         thread = threading.Thread(target=ask)
         thread.start()
-        time.sleep(2.5)                                   # the four streams are under way
+        time.sleep(2.5)  # the four streams are under way
         server.stop()
         thread.join(timeout=60)
         choices = holder["completion"].choices
         reasons = [c.model_extra["ranked_drafts"]["finish_reason"] for c in choices]
         assert len(choices) == 4 and FINISH_INTERRUPTED in reasons and set(reasons) <= {FINISH_INTERRUPTED, FINISH_STOP}
         assert any(c.text for c in choices)
-        assert all(c.finish_reason == "length" for c in choices if c.model_extra["ranked_drafts"]["finish_reason"]
-                   == FINISH_INTERRUPTED)                   # cut, in the protocol's words
-        server = LlamaServer(slots=4, port=server.port)   # back on the same port: the app serves again
+        assert all(
+            c.finish_reason == "length"
+            for c in choices
+            if c.model_extra["ranked_drafts"]["finish_reason"] == FINISH_INTERRUPTED
+        )  # cut, in the protocol's words
+        server = LlamaServer(slots=4, port=server.port)  # back on the same port: the app serves again
         again = client.completions.create(model="x", prompt=PROMPT, n=2, max_tokens=32, extra_body={"budget_s": 60})
-        assert len(again.choices) == 2 and all(c.model_extra["ranked_drafts"]["finish_reason"] != FINISH_INTERRUPTED
-                                               for c in again.choices)
+        assert len(again.choices) == 2 and all(
+            c.model_extra["ranked_drafts"]["finish_reason"] != FINISH_INTERRUPTED for c in again.choices
+        )
     finally:
         server.stop()
         demo.close()
@@ -196,11 +264,12 @@ def test_a_server_killed_mid_stream_behind_the_app_gives_what_arrived_ranked_and
 
 def test_middles_come_from_llama_servers_infill(llama):
     """--remote-infill infill: llama-server's /infill streams the k middles; the app's stop rules apply to them."""
-    engine = RemoteEngine(RemoteSettings(llama.url, "qwen-0.5b", infill="infill"))
+    engine = RemoteClient(RemoteSettings(llama.url, "qwen-0.5b", infill="infill"))
     prefix = "class Settings:\n    def __init__(self, path):\n        self.path = path\n\n    def save(self):\n        "
     suffix = "\n\n    def load(self):\n        return open(self.path).read()\n"
-    result = engine.generate(GenerationRequest(prefix, suffix=suffix, k=3, max_new_tokens=64, budget_s=60,
-                                               temperature=0.8))
+    result = engine.generate(
+        GenerationRequest(prefix, suffix=suffix, k=3, max_new_tokens=64, budget_s=60, temperature=0.8)
+    )
     assert len(result.candidates) == 3 and any(c.text for c in result.candidates)
     assert all(c.finish_reason in (FINISH_STOP, "length") for c in result.candidates)
-    assert all("def load" not in c.text for c in result.candidates)   # a middle ends before the code after it
+    assert all("def load" not in c.text for c in result.candidates)  # a middle ends before the code after it

@@ -1,4 +1,5 @@
 """`rank`: majority wins, duplicates are counted, the static policy, the breakdown, the baselines."""
+
 import json
 from dataclasses import dataclass, field
 
@@ -58,8 +59,13 @@ def test_consistency_picks_the_majority_answer(scorer, similarity):
 
 
 def test_identical_candidates_are_shown_once_with_a_count_that_votes():
-    texts = ["    return a - b\n", "    return a + b\n", "    return a - b\n", "    return a + b   \n",
-             "    return a + b\n"]
+    texts = [
+        "    return a - b\n",
+        "    return a + b\n",
+        "    return a - b\n",
+        "    return a + b   \n",
+        "    return a + b\n",
+    ]
     ranked = rank(texts)
     assert [c.count for c in ranked] == [3, 2]
     assert ranked[0].indices == [1, 3, 4] and ranked[1].indices == [0, 2]
@@ -83,7 +89,7 @@ def test_an_empty_implementation_never_wins_however_many_agree():
     ranked = rank(texts, reports=reports)
     assert "pass" not in ranked[0].text and "pass" not in ranked[1].text
     assert all(c.demoted for c in ranked if "pass" in c.text)
-    assert not any(c.demoted for c in rank(texts, reports=[empty] * 5))   # all empty: nothing to prefer
+    assert not any(c.demoted for c in rank(texts, reports=[empty] * 5))  # all empty: nothing to prefer
 
 
 def test_errors_cost_more_than_warnings():
@@ -150,9 +156,9 @@ def test_bad_input_names_the_value():
 
 
 def test_equal_scores_rank_the_likelier_candidate_first():
-    texts = ["    return a + b\n", "    return b + a\n"]   # the same tokens: equal consistency
+    texts = ["    return a + b\n", "    return b + a\n"]  # the same tokens: equal consistency
     ranked = rank(texts, token_logprobs=[[-2.0, -2.0], [-0.1, -0.1]])
     assert ranked[0].score == ranked[1].score
-    assert ranked[0].indices == [1]                # higher mean log-probability first, not the earlier row
+    assert ranked[0].indices == [1]  # higher mean log-probability first, not the earlier row
     ranked = rank(texts, token_logprobs=[[-0.1, -0.1], [-2.0, -2.0]])
     assert ranked[0].indices == [0]

@@ -1,10 +1,17 @@
 """Pairwise similarities on hand-made candidates: identical, disjoint, partly shared."""
+
 import numpy as np
 import pytest
 
 from rerank import (
-    RankSettings, SIMILARITIES, generalized_self_consistency, jaccard_similarity, ngram_overlap_similarity,
-    similarity_matrix, token_probabilities, vectorize,
+    SIMILARITIES,
+    RankSettings,
+    generalized_self_consistency,
+    jaccard_similarity,
+    ngram_overlap_similarity,
+    similarity_matrix,
+    token_probabilities,
+    vectorize,
 )
 
 SAME = "    return a + b\n"

@@ -1,4 +1,5 @@
 """Code-aware tokenization: what counts as a token, and that broken code never raises."""
+
 import pytest
 
 from rerank import code_token_spans, code_tokens, regex_tokens
@@ -21,14 +22,17 @@ def test_regex_fallback_agrees_with_tokenize_on_well_formed_code():
     assert "**" in code_tokens(WELL_FORMED) and "//" in code_tokens(WELL_FORMED)
 
 
-@pytest.mark.parametrize("broken", [
-    "def f(x):\n    return (x +",           # cut off inside brackets
-    'x = """unterminated\n  doc',           # cut off inside a docstring
-    "    a\n  b\n",                        # inconsistent dedent
-    "x = 'abc\ny = 1",                     # unterminated string
-    "\x00 $ ? `",                          # garbage
-    "",
-])
+@pytest.mark.parametrize(
+    "broken",
+    [
+        "def f(x):\n    return (x +",  # cut off inside brackets
+        'x = """unterminated\n  doc',  # cut off inside a docstring
+        "    a\n  b\n",  # inconsistent dedent
+        "x = 'abc\ny = 1",  # unterminated string
+        "\x00 $ ? `",  # garbage
+        "",
+    ],
+)
 def test_broken_code_never_raises_and_spans_match_the_text(broken):
     spans = code_token_spans(broken)
     assert all(broken[start:end] == token for token, start, end in spans)

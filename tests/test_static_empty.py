@@ -1,4 +1,5 @@
 """Empty implementations: a completion that adds nothing that runs is an error, whatever else it looks like."""
+
 import pytest
 
 from static_eval import AnalyzerSettings, StaticAnalyzer
@@ -16,18 +17,21 @@ def report_for(analyzer, completion, prompt=PROMPT):
     return analyzer.analyze(prompt, [completion], [False])[0]
 
 
-@pytest.mark.parametrize("completion", [
-    "",
-    "\n\n",
-    "    pass\n",
-    "    ...\n",
-    "    # TODO: write this\n",
-    '    """More documentation."""\n',
-    "    raise NotImplementedError\n",
-    '    raise NotImplementedError("later")\n',
-    "    # step one\n    pass\n    ...\n",
-    "    def helper():\n        pass\n    pass\n",
-])
+@pytest.mark.parametrize(
+    "completion",
+    [
+        "",
+        "\n\n",
+        "    pass\n",
+        "    ...\n",
+        "    # TODO: write this\n",
+        '    """More documentation."""\n',
+        "    raise NotImplementedError\n",
+        '    raise NotImplementedError("later")\n',
+        "    # step one\n    pass\n    ...\n",
+        "    def helper():\n        pass\n    pass\n",
+    ],
+)
 def test_empty_completion_is_an_error(analyzer, completion):
     report = report_for(analyzer, completion)
     assert report.kinds == ["empty-implementation"]
@@ -43,13 +47,16 @@ def test_prompt_header_without_body_left_empty_is_an_error(analyzer):
     assert "empty-implementation" in report_for(analyzer, "    pass\n", prompt="def area(width, height):\n").kinds
 
 
-@pytest.mark.parametrize("completion", [
-    "    return width * height\n",
-    "    return None\n",
-    "    raise ValueError('no area')\n",
-    "    # multiply\n    result = width * height\n    return result\n",
-    "    def helper(a, b):\n        return a * b\n    return helper(width, height)\n",
-])
+@pytest.mark.parametrize(
+    "completion",
+    [
+        "    return width * height\n",
+        "    return None\n",
+        "    raise ValueError('no area')\n",
+        "    # multiply\n    result = width * height\n    return result\n",
+        "    def helper(a, b):\n        return a * b\n    return helper(width, height)\n",
+    ],
+)
 def test_code_that_runs_is_not_empty(analyzer, completion):
     assert "empty-implementation" not in report_for(analyzer, completion).kinds
 

@@ -1,4 +1,5 @@
 """Lint findings (pylint in the warm worker), diffed against the prompt alone by message and symbol."""
+
 import pytest
 
 from static_eval import StaticAnalyzer
@@ -20,20 +21,23 @@ def test_correct_completion_has_no_findings(analyzer):
     assert kinds(analyzer, "    return sum(numbers) + k\n") == []
 
 
-@pytest.mark.parametrize("completion, kind", [
-    ("    return sum(numbrs) + k\n", "undefined-variable"),
-    ("    total = 0\n    return sum(numbers) + k\n", "unused-variable"),
-    ("    import os\n    return sum(numbers) + k\n", "unused-import"),
-    ("    print(total)\n    total = 1\n    return sum(numbers) + k + total\n", "used-before-assignment"),
-    ("    return k\n    print(numbers)\n", "unreachable"),
-    ("    numbers\n    return k\n", "pointless-statement"),
-    ("    first, second = (1, 2, 3)\n    return numbers, k, first, second\n", "unbalanced-tuple-unpacking"),
-    ("    return k(numbers) if False else 1()\n", "not-callable"),
-    ("    return solve(numbers)\n", "no-value-for-parameter"),
-    ("    return solve(numbers, k, 3)\n", "too-many-function-args"),
-    ("    return sum(numbers) + k\n\n\ndef helper(solve):\n    return solve\n", "redefined-outer-name"),
-    ("    return sum(numbers) + k\n\n\nreturn 3\n", "return-outside-function"),
-])
+@pytest.mark.parametrize(
+    "completion, kind",
+    [
+        ("    return sum(numbrs) + k\n", "undefined-variable"),
+        ("    total = 0\n    return sum(numbers) + k\n", "unused-variable"),
+        ("    import os\n    return sum(numbers) + k\n", "unused-import"),
+        ("    print(total)\n    total = 1\n    return sum(numbers) + k + total\n", "used-before-assignment"),
+        ("    return k\n    print(numbers)\n", "unreachable"),
+        ("    numbers\n    return k\n", "pointless-statement"),
+        ("    first, second = (1, 2, 3)\n    return numbers, k, first, second\n", "unbalanced-tuple-unpacking"),
+        ("    return k(numbers) if False else 1()\n", "not-callable"),
+        ("    return solve(numbers)\n", "no-value-for-parameter"),
+        ("    return solve(numbers, k, 3)\n", "too-many-function-args"),
+        ("    return sum(numbers) + k\n\n\ndef helper(solve):\n    return solve\n", "redefined-outer-name"),
+        ("    return sum(numbers) + k\n\n\nreturn 3\n", "return-outside-function"),
+    ],
+)
 def test_lint_kind_is_found(analyzer, completion, kind):
     assert kind in kinds(analyzer, completion)
 
@@ -63,8 +67,12 @@ def test_new_instance_of_a_prompt_problem_is_charged(analyzer):
 
 
 def test_batch_reports_align_with_candidates(analyzer):
-    completions = ["    return sum(numbers) + k\n", "    return sum(numbrs) + k\n", "    return (k\n",
-                   "    return sum(numbers) + k\n"]
+    completions = [
+        "    return sum(numbers) + k\n",
+        "    return sum(numbrs) + k\n",
+        "    return (k\n",
+        "    return sum(numbers) + k\n",
+    ]
     reports = analyzer.analyze(PROMPT, completions)
     assert [r.kinds for r in reports] == [[], ["undefined-variable"], ["syntax-error", "truncated"], []]
 
@@ -80,11 +88,13 @@ def test_the_prompt_is_linted_once_and_cached(analyzer):
     first = analyzer.analyze(prompt, ["    return x\n"])[0]
     second = analyzer.analyze(prompt, ["    return x + 1\n"])[0]
     assert first.kinds == second.kinds == []
-    assert analyzer._prompts[(prompt, "")].baseline is not None   # kept after the first call
+    assert analyzer._prompts[(prompt, "")].baseline is not None  # kept after the first call
 
 
-MIDDLE_PREFIX = 'class Store:\n    def __init__(self, path):\n        self.path = path\n\n    def save(self):\n'
-MIDDLE_SUFFIX = '\n    def load(self):\n        return self._read(self.path)\n\n    def _read(self, path):\n        return path\n'
+MIDDLE_PREFIX = "class Store:\n    def __init__(self, path):\n        self.path = path\n\n    def save(self):\n"
+MIDDLE_SUFFIX = (
+    "\n    def load(self):\n        return self._read(self.path)\n\n    def _read(self, path):\n        return path\n"
+)
 
 
 def test_a_middle_is_judged_in_place_with_the_code_after_the_cursor(analyzer):
@@ -94,9 +104,10 @@ def test_a_middle_is_judged_in_place_with_the_code_after_the_cursor(analyzer):
     suffix = MIDDLE_SUFFIX + "\n\ndef _encode(text):\n    return text\n"
     assert analyzer.analyze(MIDDLE_PREFIX, [uses_helper], [False], suffix)[0].kinds == []
     assert "undefined-variable" in analyzer.analyze(MIDDLE_PREFIX, [uses_helper], [False])[0].kinds
-    reports = analyzer.analyze(MIDDLE_PREFIX, ["        pass\n", "        with open(self.path) as f:\n"], [False, False],
-                               MIDDLE_SUFFIX)
-    assert "empty-implementation" in reports[0].kinds          # save() still does nothing
-    assert not reports[1].parses and "syntax-error" in reports[1].kinds   # nothing under the `with`
-    unused = 'import os\n\n\n' + MIDDLE_PREFIX                    # the context's own unused import is not new
+    reports = analyzer.analyze(
+        MIDDLE_PREFIX, ["        pass\n", "        with open(self.path) as f:\n"], [False, False], MIDDLE_SUFFIX
+    )
+    assert "empty-implementation" in reports[0].kinds  # save() still does nothing
+    assert not reports[1].parses and "syntax-error" in reports[1].kinds  # nothing under the `with`
+    unused = "import os\n\n\n" + MIDDLE_PREFIX  # the context's own unused import is not new
     assert analyzer.analyze(unused, ["        return self.path\n"], [False], MIDDLE_SUFFIX)[0].kinds == []

@@ -1,4 +1,5 @@
 """Report data: frozen findings, errors/warnings, JSON form, settings and argument validation."""
+
 import dataclasses
 import json
 
@@ -23,15 +24,27 @@ def test_report_properties_and_json():
 
 
 def test_default_messages_cover_the_issue_list():
-    wanted = {"undefined-variable", "used-before-assignment", "unused-variable", "unused-import",
-              "redefined-outer-name", "return-outside-function", "unreachable", "not-callable",
-              "no-value-for-parameter", "too-many-function-args", "unbalanced-tuple-unpacking", "pointless-statement"}
+    wanted = {
+        "undefined-variable",
+        "used-before-assignment",
+        "unused-variable",
+        "unused-import",
+        "redefined-outer-name",
+        "return-outside-function",
+        "unreachable",
+        "not-callable",
+        "no-value-for-parameter",
+        "too-many-function-args",
+        "unbalanced-tuple-unpacking",
+        "pointless-statement",
+    }
     assert wanted <= set(DEFAULT_PYLINT_MESSAGES)
     assert AnalyzerSettings().pylint_messages == DEFAULT_PYLINT_MESSAGES
 
 
-@pytest.mark.parametrize("bad", [{"timeout_s": 0}, {"max_lint_chars": -1}, {"prompt_cache_size": 0},
-                                 {"pylint_messages": ("",)}])
+@pytest.mark.parametrize(
+    "bad", [{"timeout_s": 0}, {"max_lint_chars": -1}, {"prompt_cache_size": 0}, {"pylint_messages": ("",)}]
+)
 def test_bad_settings_are_rejected(bad):
     with pytest.raises(ValueError):
         StaticAnalyzer(AnalyzerSettings(lint=False, **bad))
@@ -42,5 +55,5 @@ def test_cut_flags_are_checked():
         with pytest.raises(ValueError):
             analyzer.analyze("x = 1\n", ["y = 2\n"], [False, False])
         with pytest.raises(TypeError):
-            analyzer.analyze("x = 1\n", ["y = 2\n"], ["stop"])   # finish reasons are the engine's: say cut or not
+            analyzer.analyze("x = 1\n", ["y = 2\n"], ["stop"])  # finish reasons are the engine's: say cut or not
         assert analyzer.analyze("x = 1\n", []) == []

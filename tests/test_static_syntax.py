@@ -1,4 +1,5 @@
 """Syntax checks: ERROR/MISSING nodes, candidate coordinates, cut-off candidates, prompts that do not parse."""
+
 import pytest
 
 from engine.types import CUT_REASONS
@@ -9,7 +10,7 @@ PROMPT = 'def add(a, b):\n    """Add two numbers."""\n'
 
 @pytest.fixture(scope="module")
 def analyzer():
-    with StaticAnalyzer(AnalyzerSettings(lint=False)) as built:   # syntax only: no worker needed
+    with StaticAnalyzer(AnalyzerSettings(lint=False)) as built:  # syntax only: no worker needed
         yield built
 
 

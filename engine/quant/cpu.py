@@ -1,4 +1,5 @@
 """CPU features the engine's choices depend on, read from /proc/cpuinfo (Linux; elsewhere: none)."""
+
 from __future__ import annotations
 
 import functools

@@ -1,4 +1,5 @@
 """The linear layers that replace nn.Linear: int8, int4 and w8a8 kernels, each with the dense weight for large calls."""
+
 from __future__ import annotations
 
 import warnings
@@ -9,14 +10,14 @@ from torch import nn
 from engine.quant.cpu import cpu_has_vnni
 from engine.quant.grids import FourBitGrid
 
-INT8_MAX_ROWS = 4   # token rows per call (batch x tokens per row) up to which the int8 kernel is the faster one
-INT4_MAX_ROWS = 8   # the same for the int4 kernel
+INT8_MAX_ROWS = 4  # token rows per call (batch x tokens per row) up to which the int8 kernel is the faster one
+INT4_MAX_ROWS = 8  # the same for the int4 kernel
 W8A8_MAX_ROWS = 64  # a cap, not a break-even: the kernel is still ~2x faster than bf16 at 64 rows (kern2 probe);
-                    # a prompt's chunk of more rows reads the dense weights, so its error is not shared across
-                    # hundreds of tokens (a short remainder after the prefix cache goes through w8a8)
-INT4_ONE_ROW = 1    # int4-w8a8: calls of up to this many token rows read a 4-bit layer's codes (int4 is the faster
-                    # kernel at one row only: bench_kernels, 0.42 against w8a8's 0.55 ms; at 2 rows 0.50 against 0.47)
-INT4_OUT_MULTIPLE = 16   # the int4 kernel packs output features in blocks of 16
+# a prompt's chunk of more rows reads the dense weights, so its error is not shared across
+# hundreds of tokens (a short remainder after the prefix cache goes through w8a8)
+INT4_ONE_ROW = 1  # int4-w8a8: calls of up to this many token rows read a 4-bit layer's codes (int4 is the faster
+# kernel at one row only: bench_kernels, 0.42 against w8a8's 0.55 ms; at 2 rows 0.50 against 0.47)
+INT4_OUT_MULTIPLE = 16  # the int4 kernel packs output features in blocks of 16
 QUANTIZE_ROWS = 128  # rows of a weight _int8_per_channel converts at once (~1 MB of fp32 for the bundled models)
 
 
@@ -33,8 +34,11 @@ class _LowByteLinear(nn.Module):
         self.dense_transposed = transpose_dense
         weight = linear.weight.detach()
         # the original weight (a tied head's is the embedding table itself: no copy); not saved with the model
-        self.register_buffer("weight_dense", weight.t().contiguous() if transpose_dense else
-                             None if max_rows is None else weight, persistent=False)
+        self.register_buffer(
+            "weight_dense",
+            weight.t().contiguous() if transpose_dense else None if max_rows is None else weight,
+            persistent=False,
+        )
         self.bias = None if linear.bias is None else nn.Parameter(linear.bias.detach(), requires_grad=False)
 
     def dense_weight(self) -> torch.Tensor:
@@ -42,11 +46,11 @@ class _LowByteLinear(nn.Module):
         return self.weight_dense.t() if self.dense_transposed else self.weight_dense
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        flat = x.reshape(-1, self.in_features).contiguous()                      # [M, in]
+        flat = x.reshape(-1, self.in_features).contiguous()  # [M, in]
         if self.max_rows is not None and flat.shape[0] > self.max_rows:
-            out = torch.nn.functional.linear(flat, self.dense_weight(), self.bias)    # [M, out], as the original
+            out = torch.nn.functional.linear(flat, self.dense_weight(), self.bias)  # [M, out], as the original
         else:
-            out = self._small(flat)                                                   # [M, out]
+            out = self._small(flat)  # [M, out]
             out = out if self.bias is None else out + self.bias
         return out.to(x.dtype).reshape(*x.shape[:-1], self.out_features)
 
@@ -60,12 +64,12 @@ class _LowByteLinear(nn.Module):
 def _int8_per_channel(weight: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
     """(q [out, in] int8, scales [out] in `dtype`): symmetric int8 per output channel, rounded against the scales
     as stored, so each weight is off by at most half a step of its own scale."""
-    weight = weight.detach()                                                      # [out, in]
-    scales = (weight.abs().amax(dim=1).float() / 127.0).clamp(min=torch.finfo(dtype).tiny).to(dtype)   # [out]
+    weight = weight.detach()  # [out, in]
+    scales = (weight.abs().amax(dim=1).float() / 127.0).clamp(min=torch.finfo(dtype).tiny).to(dtype)  # [out]
     q = torch.empty(weight.shape, dtype=torch.int8, device=weight.device)
-    for rows in range(0, weight.shape[0], QUANTIZE_ROWS):      # a few rows at a time: the passes stay in cache
+    for rows in range(0, weight.shape[0], QUANTIZE_ROWS):  # a few rows at a time: the passes stay in cache
         chunk = slice(rows, rows + QUANTIZE_ROWS)
-        values = weight[chunk].to(torch.float32, copy=True)    # a copy: an fp32 weight is divided in place below
+        values = weight[chunk].to(torch.float32, copy=True)  # a copy: an fp32 weight is divided in place below
         q[chunk] = values.div_(scales[chunk].float()[:, None]).round_().clamp_(-127, 127)
     return q, scales
 
@@ -101,14 +105,16 @@ class _FourBitCodes(nn.Module):
     def __init__(self, grid: FourBitGrid, dtype: torch.dtype):
         super().__init__()
         self.group = grid.group
-        scales_and_zeros = torch.stack([grid.step, grid.low + 8 * grid.step], dim=-1)      # [out, in/G, 2]
+        scales_and_zeros = torch.stack([grid.step, grid.low + 8 * grid.step], dim=-1)  # [out, in/G, 2]
         self.register_buffer("weight_int4", torch._convert_weight_to_int4pack_for_cpu(grid.codes.to(torch.int32), 1))
-        self.register_buffer("scales_and_zeros",
-                             scales_and_zeros.transpose(0, 1).contiguous().to(dtype))     # [in/G, out, 2]
+        self.register_buffer(
+            "scales_and_zeros", scales_and_zeros.transpose(0, 1).contiguous().to(dtype)
+        )  # [in/G, out, 2]
 
     def forward(self, flat: torch.Tensor) -> torch.Tensor:
-        return torch._weight_int4pack_mm_for_cpu(flat.to(self.scales_and_zeros.dtype), self.weight_int4, self.group,
-                                                 self.scales_and_zeros)
+        return torch._weight_int4pack_mm_for_cpu(
+            flat.to(self.scales_and_zeros.dtype), self.weight_int4, self.group, self.scales_and_zeros
+        )
 
 
 class DynamicInt8Linear(_LowByteLinear):
@@ -124,34 +130,39 @@ class DynamicInt8Linear(_LowByteLinear):
     rows reads the 4-bit codes instead, as Int4Linear does (the int4-w8a8 format): one row is memory-bound, and
     half the bytes of int8 win there, while the integer products win from two rows on."""
 
-    def __init__(self, linear: nn.Linear, max_rows: int | None = W8A8_MAX_ROWS,
-                 outlier_threshold: float | None = None, grid: FourBitGrid | None = None):
+    def __init__(
+        self,
+        linear: nn.Linear,
+        max_rows: int | None = W8A8_MAX_ROWS,
+        outlier_threshold: float | None = None,
+        grid: FourBitGrid | None = None,
+    ):
         # a split reads the outlier channels' original weights: rows of [in, out]
         super().__init__(linear, max_rows, transpose_dense=outlier_threshold is not None)
         self.outlier_threshold = outlier_threshold
         weight_int8, scales = _int8_per_channel(linear.weight, torch.float32)
         zeros = torch.zeros(self.out_features, dtype=torch.long)
-        with warnings.catch_warnings():   # torch 2.13 deprecates quantized tensors (requirements.txt pins it)
+        with warnings.catch_warnings():  # torch 2.13 deprecates quantized tensors (requirements.txt pins it)
             warnings.filterwarnings("ignore", message=".*quantized tensor creation functions.*")
             quantized = torch._make_per_channel_quantized_tensor(weight_int8, scales.double(), zeros, 0)
-        self.packed = torch.ops.quantized.linear_prepack(quantized, None)   # fbgemm's layout; not a tensor
-        self.packed_bytes = weight_int8.numel() + 4 * self.out_features       # int8 weights, fp32 scales
+        self.packed = torch.ops.quantized.linear_prepack(quantized, None)  # fbgemm's layout; not a tensor
+        self.packed_bytes = weight_int8.numel() + 4 * self.out_features  # int8 weights, fp32 scales
         self.reduce_range = not cpu_has_vnni()
         self.four_bit = None if grid is None else _FourBitCodes(grid, linear.weight.dtype)
 
     def _small(self, flat: torch.Tensor) -> torch.Tensor:
         if self.four_bit is not None and flat.shape[0] <= INT4_ONE_ROW:
             return self.four_bit(flat)
-        x = flat.float()                                                                  # [M, in]
+        x = flat.float()  # [M, in]
         if self.outlier_threshold is None:
             return self._integer_products(x)
-        loud = (x.abs() > self.outlier_threshold).any(dim=0).nonzero().squeeze(1)        # [L] outlier channels
+        loud = (x.abs() > self.outlier_threshold).any(dim=0).nonzero().squeeze(1)  # [L] outlier channels
         if loud.numel() == 0:
             return self._integer_products(x)
-        out = self._integer_products(x.index_fill(1, loud, 0.0))                         # [M, out]; x untouched
+        out = self._integer_products(x.index_fill(1, loud, 0.0))  # [M, out]; x untouched
         # the loud channels' weights are L contiguous rows of the [in, out] copy (measured, 1 row and 100 loud
         # channels: 0.03 ms to gather, against 0.38 ms for columns of [out, in], per call of 28 per step)
-        return out.addmm_(x[:, loud], self.weight_dense.index_select(0, loud).float())   # [M, L] @ [L, out]
+        return out.addmm_(x[:, loud], self.weight_dense.index_select(0, loud).float())  # [M, L] @ [L, out]
 
     def _integer_products(self, x: torch.Tensor) -> torch.Tensor:
         """fbgemm: x [M, in] fp32 rounded to 8 (or 7) bits with one scale for the call, times the int8 weights."""

@@ -25,9 +25,10 @@ INT4_MAX_ROWS) or than w8a8 is allowed (W8A8_MAX_ROWS, a chosen cap) uses it. Ac
 benchmarks/eval_humaneval.py --weights int8|int4|w8a8|int4-w8a8 (README).
 
 Here: the formats' names, the swap of a model's linear layers, the `auto` policy and the bytes a step reads. The
-layers are in engine/quant/kernels.py, the 4-bit grids in engine/quant/grids.py (their disk cache: engine/quant/grid_cache.py), the
-CPU's features in engine/quant/cpu.py; each module's constants open it.
+layers are in engine/quant/kernels.py, the 4-bit grids in engine/quant/grids.py (their disk cache:
+engine/quant/grid_cache.py), the CPU's features in engine/quant/cpu.py; each module's constants open it.
 """
+
 from __future__ import annotations
 
 import logging
@@ -36,25 +37,50 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from engine.models.loading import owned_model_dir
 from engine.quant.grid_cache import grid_cache_file, grid_fits, load_grids, save_grids
 from engine.quant.grids import GRID_TOLERANCE, INT4_GROUP, FourBitGrid
-from engine.quant.kernels import (INT4_MAX_ROWS, INT4_ONE_ROW, INT4_OUT_MULTIPLE, INT8_MAX_ROWS, W8A8_MAX_ROWS,
-                            DynamicInt8Linear, Int4Linear, Int8Linear)
-from engine.models.loading import owned_model_dir
+from engine.quant.kernels import (
+    INT4_MAX_ROWS,
+    INT4_ONE_ROW,
+    INT4_OUT_MULTIPLE,
+    INT8_MAX_ROWS,
+    W8A8_MAX_ROWS,
+    DynamicInt8Linear,
+    Int4Linear,
+    Int8Linear,
+)
 from engine.settings import WEIGHT_FORMATS
 
-__all__ = ["WEIGHT_FORMATS", "W8A8_OUTLIER_LAYERS", "W8A8_OUTLIER_THRESHOLD", "check_weight_format",
-           "apply_weight_format", "auto_weight_format", "quantize_int8", "quantize_int4", "quantize_w8a8",
-           "weight_bytes",
-           # re-exported from the modules that hold them
-           "INT8_MAX_ROWS", "INT4_MAX_ROWS", "W8A8_MAX_ROWS", "INT4_ONE_ROW", "INT4_GROUP", "GRID_TOLERANCE",
-           "Int8Linear", "Int4Linear", "DynamicInt8Linear", "FourBitGrid"]
+__all__ = [
+    "WEIGHT_FORMATS",
+    "W8A8_OUTLIER_LAYERS",
+    "W8A8_OUTLIER_THRESHOLD",
+    "check_weight_format",
+    "apply_weight_format",
+    "auto_weight_format",
+    "quantize_int8",
+    "quantize_int4",
+    "quantize_w8a8",
+    "weight_bytes",
+    # re-exported from the modules that hold them
+    "INT8_MAX_ROWS",
+    "INT4_MAX_ROWS",
+    "W8A8_MAX_ROWS",
+    "INT4_ONE_ROW",
+    "INT4_GROUP",
+    "GRID_TOLERANCE",
+    "Int8Linear",
+    "Int4Linear",
+    "DynamicInt8Linear",
+    "FourBitGrid",
+]
 
-W8A8_OUTLIER_LAYERS = ("down_proj",)   # layers whose inputs carry outlier channels: the MLP's output projection
-                                       # (measured on real code, 1.5B: with one 8-bit scale per call, 5% relative
-                                       # error at 1 row, 9% at 8, 13% at 32, vs 1-2% for q/k/v/o/gate/up)
-W8A8_OUTLIER_THRESHOLD = 4.0   # their input channels above this (in magnitude) go through floats: measured there,
-                               # 2.8-3.6% relative error, 15 (1 row) to 200 (32 rows) channels of 8960 on average
+W8A8_OUTLIER_LAYERS = ("down_proj",)  # layers whose inputs carry outlier channels: the MLP's output projection
+# (measured on real code, 1.5B: with one 8-bit scale per call, 5% relative
+# error at 1 row, 9% at 8, 13% at 32, vs 1-2% for q/k/v/o/gate/up)
+W8A8_OUTLIER_THRESHOLD = 4.0  # their input channels above this (in magnitude) go through floats: measured there,
+# 2.8-3.6% relative error, 15 (1 row) to 200 (32 rows) channels of 8960 on average
 
 logger = logging.getLogger(__name__)
 
@@ -64,15 +90,26 @@ def quantize_int8(model: nn.Module, max_rows: int | None = INT8_MAX_ROWS) -> nn.
     return _swap_linears(model, "int8", lambda linear: Int8Linear(linear, max_rows))
 
 
-def quantize_int4(model: nn.Module, int4_max_rows: int | None = INT4_MAX_ROWS,
-                  int8_max_rows: int | None = INT8_MAX_ROWS, cache_dir: Path | None = None) -> nn.Module:
+def quantize_int4(
+    model: nn.Module,
+    int4_max_rows: int | None = INT4_MAX_ROWS,
+    int8_max_rows: int | None = INT8_MAX_ROWS,
+    cache_dir: Path | None = None,
+) -> nn.Module:
     """Swap every nn.Linear of the model for an Int4Linear where its weights lie on a 4-bit grid already (within
     GRID_TOLERANCE), else for an Int8Linear, in place; logs how many of each. With `cache_dir`, the grids are read
     from there when an earlier call saved them (fitting the bundled 1.5B takes one to two minutes here) and saved."""
     grids = four_bit_grids(model, cache_dir)
     names = {id(module): name for name, module in model.named_modules()}
-    _swap_linears(model, "int4", lambda linear: Int8Linear(linear, int8_max_rows) if grids[names[id(linear)]] is None
-                  else Int4Linear(linear, grids[names[id(linear)]], int4_max_rows))
+    _swap_linears(
+        model,
+        "int4",
+        lambda linear: (
+            Int8Linear(linear, int8_max_rows)
+            if grids[names[id(linear)]] is None
+            else Int4Linear(linear, grids[names[id(linear)]], int4_max_rows)
+        ),
+    )
     return model
 
 
@@ -92,10 +129,14 @@ def four_bit_grids(model: nn.Module, cache_dir: Path | None) -> dict[str, FourBi
             grids[name] = FourBitGrid.fit(linear.weight) if linear.out_features % INT4_OUT_MULTIPLE == 0 else None
             fitted.add(name)
     if cache_file is not None and fitted:
-        save_grids(cache_file, {**cached, **grids})   # cached fits of layers not in this model stay
+        save_grids(cache_file, {**cached, **grids})  # cached fits of layers not in this model stay
     four_bit = sum(grid is not None for grid in grids.values())
-    logger.info("4-bit grids: %d linear layers on one, %d not; %d grids from the cache",
-                four_bit, len(grids) - four_bit, len(grids) - len(fitted))
+    logger.info(
+        "4-bit grids: %d linear layers on one, %d not; %d grids from the cache",
+        four_bit,
+        len(grids) - four_bit,
+        len(grids) - len(fitted),
+    )
     return grids
 
 
@@ -107,15 +148,29 @@ def quantize_w8a8(model: nn.Module, grids: dict[str, FourBitGrid | None] | None 
     names = {key: name.rsplit(".", 1)[-1] for key, name in full_names.items()}
     split = sum(names[id(m)] in W8A8_OUTLIER_LAYERS for m in model.modules() if isinstance(m, nn.Linear))
     if not split:
-        logger.warning("weights w8a8: no layer named %s (the MLP's output projection of Qwen/Llama-style models): "
-                       "no layer splits outlier channels off", "/".join(W8A8_OUTLIER_LAYERS))
+        logger.warning(
+            "weights w8a8: no layer named %s (the MLP's output projection of Qwen/Llama-style models): "
+            "no layer splits outlier channels off",
+            "/".join(W8A8_OUTLIER_LAYERS),
+        )
     weight_format = "w8a8" if grids is None else "int4-w8a8"
     grids = grids or {}
-    _swap_linears(model, weight_format, lambda linear: DynamicInt8Linear(
-        linear, outlier_threshold=W8A8_OUTLIER_THRESHOLD if names[id(linear)] in W8A8_OUTLIER_LAYERS else None,
-        grid=grids.get(full_names[id(linear)])))
-    logger.info("weights %s: every linear layer with 8-bit activations, %d with outlier channels in floats, %d "
-                "with 4-bit codes for one row", weight_format, split, sum(grid is not None for grid in grids.values()))
+    _swap_linears(
+        model,
+        weight_format,
+        lambda linear: DynamicInt8Linear(
+            linear,
+            outlier_threshold=W8A8_OUTLIER_THRESHOLD if names[id(linear)] in W8A8_OUTLIER_LAYERS else None,
+            grid=grids.get(full_names[id(linear)]),
+        ),
+    )
+    logger.info(
+        "weights %s: every linear layer with 8-bit activations, %d with outlier channels in floats, %d "
+        "with 4-bit codes for one row",
+        weight_format,
+        split,
+        sum(grid is not None for grid in grids.values()),
+    )
     return model
 
 
@@ -123,8 +178,12 @@ def _swap_linears(model: nn.Module, weight_format: str, make) -> nn.Module:
     """Replace every nn.Linear by make(linear). A tied output head gets its own copy; the embedding keeps the
     original table, and transformers is told the two are no longer tied (else tie_weights() would hang the table
     on the new head as an unused `weight`)."""
-    swaps = [(parent, name, child) for parent in model.modules() for name, child in parent.named_children()
-             if isinstance(child, nn.Linear)]
+    swaps = [
+        (parent, name, child)
+        for parent in model.modules()
+        for name, child in parent.named_children()
+        if isinstance(child, nn.Linear)
+    ]
     swapped = {f"{name}.weight" for name, module in model.named_modules() if isinstance(module, nn.Linear)}
     for parent, name, child in swaps:
         setattr(parent, name, make(child))
@@ -155,8 +214,10 @@ def apply_weight_format(model: nn.Module | None, weights: str) -> nn.Module | No
         raise ValueError(f"the model is already in weights={current!r}; load a fresh copy for weights={weights!r}")
     device = next(model.parameters()).device
     if device.type != "cpu":
-        raise ValueError(f"weights={weights!r} is for decoding on a CPU (its kernels are checked there only); the "
-                         f"model is on {device}: use weights='native'")
+        raise ValueError(
+            f"weights={weights!r} is for decoding on a CPU (its kernels are checked there only); the "
+            f"model is on {device}: use weights='native'"
+        )
     if weights == "int8":
         return quantize_int8(model)
     if weights == "w8a8":
@@ -178,7 +239,7 @@ def auto_weight_format(model: nn.Module | None) -> str:
     parameter = next(model.parameters())
     if parameter.device.type != "cpu" or parameter.dtype != torch.bfloat16:
         return "native"
-    return "int4-w8a8" if torch.backends.quantized.engine in ("x86", "fbgemm") else "int4"   # measured with fbgemm only
+    return "int4-w8a8" if torch.backends.quantized.engine in ("x86", "fbgemm") else "int4"  # measured with fbgemm only
 
 
 def weight_bytes(model: nn.Module) -> int:
@@ -191,6 +252,6 @@ def weight_bytes(model: nn.Module) -> int:
     tensors = {id(t): t for t in list(model.parameters()) + buffers}
     head = model.get_output_embeddings()
     head_is_table = head is not None and getattr(head, "weight", None) is embedding
-    return sum(t.numel() * t.element_size() for key, t in tensors.items() if key != id(embedding) or head_is_table
-               ) + sum(m.packed_bytes for m in model.modules()
-                       if isinstance(m, DynamicInt8Linear) and m.four_bit is None)
+    return sum(
+        t.numel() * t.element_size() for key, t in tensors.items() if key != id(embedding) or head_is_table
+    ) + sum(m.packed_bytes for m in model.modules() if isinstance(m, DynamicInt8Linear) and m.four_bit is None)

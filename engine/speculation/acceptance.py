@@ -1,4 +1,5 @@
 """Exact speculative acceptance, batched over rows with ragged draft lengths: a pure function."""
+
 from __future__ import annotations
 
 import torch
@@ -6,10 +7,15 @@ import torch
 from engine.sampling import inverse_cdf
 
 
-def speculative_accept(draft_tokens: torch.Tensor, draft_probs: torch.Tensor | None,
-                       target_probs: torch.Tensor | None, draft_lengths: torch.Tensor,
-                       generator: torch.Generator | None, sample_uniform: torch.Tensor | None = None,
-                       target_samples: torch.Tensor | None = None):
+def speculative_accept(
+    draft_tokens: torch.Tensor,
+    draft_probs: torch.Tensor | None,
+    target_probs: torch.Tensor | None,
+    draft_lengths: torch.Tensor,
+    generator: torch.Generator | None,
+    sample_uniform: torch.Tensor | None = None,
+    target_samples: torch.Tensor | None = None,
+):
     """Speculative sampling (Leviathan et al. 2023; Chen et al. 2023), one independent decision per row.
 
     Every position j of a row has one uniform number u_j, and the target's own sample there is
@@ -43,30 +49,30 @@ def speculative_accept(draft_tokens: torch.Tensor, draft_probs: torch.Tensor | N
     rows = torch.arange(batch, device=device)
     if sample_uniform is None:
         sample_uniform = torch.rand(batch, max_len + 1, generator=generator, device=device)
-    sample_uniform = sample_uniform.to(device)                                                   # [B, K+1]
+    sample_uniform = sample_uniform.to(device)  # [B, K+1]
     if target_samples is None:
-        target_samples = inverse_cdf(target_probs, sample_uniform)                               # [B, K+1]
-    accepted = target_samples[:, :max_len] == draft_tokens                                       # [B, K]
+        target_samples = inverse_cdf(target_probs, sample_uniform)  # [B, K+1]
+    accepted = target_samples[:, :max_len] == draft_tokens  # [B, K]
     if draft_probs is not None:
         p_target_of_draft = target_probs[:, :max_len].gather(-1, draft_tokens[..., None]).squeeze(-1)  # [B, K]
-        p_draft_of_draft = draft_probs.gather(-1, draft_tokens[..., None]).squeeze(-1)          # [B, K]
+        p_draft_of_draft = draft_probs.gather(-1, draft_tokens[..., None]).squeeze(-1)  # [B, K]
         point_mass = p_draft_of_draft >= 1.0
         accept_draft_prob = (p_target_of_draft / p_draft_of_draft.clamp_min(1e-30)).clamp(max=1.0)
         uniform = torch.rand(batch, max_len, generator=generator, device=device)
         accepted = torch.where(point_mass, accepted, uniform < accept_draft_prob)
     proposed = torch.arange(max_len, device=device)[None, :] < draft_lengths[:, None]
-    n_accepted = (accepted & proposed).long().cumprod(dim=-1).sum(dim=-1)                       # [B]
-    next_tokens = target_samples[rows, n_accepted]                                               # [B]
+    n_accepted = (accepted & proposed).long().cumprod(dim=-1).sum(dim=-1)  # [B]
+    next_tokens = target_samples[rows, n_accepted]  # [B]
     if draft_probs is None:
         return n_accepted, next_tokens
     at = n_accepted.clamp(max=max(max_len - 1, 0))
-    residual_rows = (n_accepted < draft_lengths) & ~point_mass[rows, at]                         # [B]
+    residual_rows = (n_accepted < draft_lengths) & ~point_mass[rows, at]  # [B]
     if bool(residual_rows.any()):
-        next_target_probs = target_probs[rows, n_accepted]                                       # [B, V]
+        next_target_probs = target_probs[rows, n_accepted]  # [B, V]
         residual = (next_target_probs - draft_probs[rows, at]).clamp_min(0.0)
         residual_mass = residual.sum(-1, keepdim=True)
         # p <= q everywhere only happens through rounding when p == q; then p itself is the right answer.
         residual = torch.where(residual_mass > 0, residual / residual_mass.clamp_min(1e-30), next_target_probs)
-        resampled = inverse_cdf(residual, sample_uniform[rows, n_accepted])                      # [B]
+        resampled = inverse_cdf(residual, sample_uniform[rows, n_accepted])  # [B]
         next_tokens = torch.where(residual_rows, resampled, next_tokens)
     return n_accepted, next_tokens

@@ -1,4 +1,5 @@
 """Choosing the drafter and draft length each step: BASS's length rule plus measured costs and acceptance."""
+
 from __future__ import annotations
 
 import math
@@ -10,25 +11,25 @@ from dataclasses import dataclass, field
 class ControllerSettings:
     """Knobs of the draft-length controller."""
 
-    start_length: int = 7       # BASS: first draft length
-    max_length: int = 32        # BASS: never longer
+    start_length: int = 7  # BASS: first draft length
+    max_length: int = 32  # BASS: never longer
     max_lookup_length: int = 8  # model-free drafts: longer ones are rarely accepted whole and make verification dear
     min_draft_confidence: float = 0.4  # a model draft stops once every row's newest token is less likely than this
-    grow_step: int = 2          # BASS: growth when some row accepted the whole draft
-    cost_aware: bool = True     # compare expected tokens/s with plain decoding (length 0) from measured costs
-    prior_acceptance: float = 0.6   # per-token acceptance assumed before any observation
-    prior_weight: float = 4.0       # how many observed tokens the prior is worth
-    decay: float = 0.98             # older observations fade (acceptance drifts within a generation)
-    probe_every: int = 12           # steps without speculation before a short probe re-measures acceptance
-    min_gain: float = 0.1           # draft only when the expected rate beats plain decoding by this fraction:
-                                    # estimates are noisy, and a wrong guess must not cost more than it can win
+    grow_step: int = 2  # BASS: growth when some row accepted the whole draft
+    cost_aware: bool = True  # compare expected tokens/s with plain decoding (length 0) from measured costs
+    prior_acceptance: float = 0.6  # per-token acceptance assumed before any observation
+    prior_weight: float = 4.0  # how many observed tokens the prior is worth
+    decay: float = 0.98  # older observations fade (acceptance drifts within a generation)
+    probe_every: int = 12  # steps without speculation before a short probe re-measures acceptance
+    min_gain: float = 0.1  # draft only when the expected rate beats plain decoding by this fraction:
+    # estimates are noisy, and a wrong guess must not cost more than it can win
     extra_token_cost: float = 0.08  # prior: one more verified token on every row costs this fraction of a plain pass
     model_reprobe_requests: int = 16  # from this many requests after a measured draft model last drafted (at
-                                      # this temperature), a probe may pick it though it must read the prompt
-                                      # first (else a drafter judged in one bad request would never be judged again)
-    one_off_spread: int = 8         # a draft model that did not draft last round first pays a one-off (the prompt's
-                                    # prefill, or catching up on the tokens it missed): a plan charges it spread
-                                    # over this many rounds, since the model then drafts on while it pays
+    # this temperature), a probe may pick it though it must read the prompt
+    # first (else a drafter judged in one bad request would never be judged again)
+    one_off_spread: int = 8  # a draft model that did not draft last round first pays a one-off (the prompt's
+    # prefill, or catching up on the tokens it missed): a plan charges it spread
+    # over this many rounds, since the model then drafts on while it pays
 
 
 class BassLengthRule:
@@ -76,10 +77,10 @@ class CostModel:
             return self._seconds[(kind, rows, tokens)]
         seen = self._seen(kind, rows)
         if not seen:
-            nearest = sorted(((abs(r - rows), r) for (k, r, _q) in self._seconds if k == kind))
+            nearest = sorted((abs(r - rows), r) for (k, r, _q) in self._seconds if k == kind)
             if not nearest:
                 return None
-            other = nearest[0][1]   # the same extra token rows at the nearest batch size measured
+            other = nearest[0][1]  # the same extra token rows at the nearest batch size measured
             return self.estimate(kind, other, max(tokens - rows + other, 1))
         if len(seen) >= 2:
             intercept, slope = _line(seen)
@@ -94,8 +95,7 @@ class CostModel:
         """Seconds per extra token row at a batch size with one measured call (of `seconds`): fitted at the nearest
         batch size with two token counts (measured, 1.5B on int4-w8a8: about 4-9 ms per token row up to 16 token
         rows), else the prior, extra_token_cost of the call for one token more on every row."""
-        fitted = sorted((abs(r - rows), r) for (k, r, _q) in self._seconds
-                        if k == kind and len(self._seen(k, r)) >= 2)
+        fitted = sorted((abs(r - rows), r) for (k, r, _q) in self._seconds if k == kind and len(self._seen(k, r)) >= 2)
         if not fitted:
             return self.settings.extra_token_cost * seconds / rows
         return _line(self._seen(kind, fitted[0][1]))[1]
@@ -122,7 +122,7 @@ class AcceptanceEstimate:
         self.settings = settings
         self.accepted = settings.prior_acceptance * settings.prior_weight
         self.rejected = (1 - settings.prior_acceptance) * settings.prior_weight
-        self.idle_requests = 0   # requests begun since the drafter was last observed
+        self.idle_requests = 0  # requests begun since the drafter was last observed
 
     @property
     def rate(self) -> float:
@@ -179,8 +179,8 @@ class ControllerMemory:
 class StepPlan:
     """What the next step does."""
 
-    drafter: str | None   # drafter name, None for plain decoding
-    length: int           # draft tokens per row (0: plain decoding)
+    drafter: str | None  # drafter name, None for plain decoding
+    length: int  # draft tokens per row (0: plain decoding)
     expected_rate: float  # expected committed tokens per second per row, by the cost model (0 if unknown)
     fallback: str | None = None  # a model drafter for the rows the (lookup) drafter found nothing for
 
@@ -202,22 +202,28 @@ class StepRecord:
     """What one draft/verify round did: the engine fills it as the round goes, the controller learns from it."""
 
     plan: StepPlan
-    rows: int                          # batch size of the round
-    row_drafters: list[str | None]     # which drafter served each row (None: it got no speculative tokens)
-    draft_s: float = 0.0               # seconds of the draft model's passes (lookups are free)
-    draft_passes: int = 0              # draft-model forward passes
-    setup_s: float = 0.0               # seconds of a draft model's one-offs: prompt prefill, catching up
-    verify_s: float = 0.0              # seconds of the rest: lookups, plan, verify forward, accept, commit
-    proposed: list[int] = field(default_factory=list)   # speculative tokens proposed per row
-    accepted: list[int] = field(default_factory=list)   # of those, accepted per row
-    token_rows: int | None = None      # token rows the verify call computed (None: rows + proposed, as packed)
+    rows: int  # batch size of the round
+    row_drafters: list[str | None]  # which drafter served each row (None: it got no speculative tokens)
+    draft_s: float = 0.0  # seconds of the draft model's passes (lookups are free)
+    draft_passes: int = 0  # draft-model forward passes
+    setup_s: float = 0.0  # seconds of a draft model's one-offs: prompt prefill, catching up
+    verify_s: float = 0.0  # seconds of the rest: lookups, plan, verify forward, accept, commit
+    proposed: list[int] = field(default_factory=list)  # speculative tokens proposed per row
+    accepted: list[int] = field(default_factory=list)  # of those, accepted per row
+    token_rows: int | None = None  # token rows the verify call computed (None: rows + proposed, as packed)
 
 
 class DraftController:
     """Per step, picks the drafter(s) and length that maximise expected committed tokens per second."""
 
-    def __init__(self, settings: ControllerSettings, drafter_names: list[str], model_drafters: set[str],
-                 memory: "ControllerMemory | None" = None, temperature: float = 0.0):
+    def __init__(
+        self,
+        settings: ControllerSettings,
+        drafter_names: list[str],
+        model_drafters: set[str],
+        memory: ControllerMemory | None = None,
+        temperature: float = 0.0,
+    ):
         self.settings = settings
         memory = memory or ControllerMemory(settings)
         self.costs = memory.costs
@@ -225,13 +231,19 @@ class DraftController:
         self.bass = {name: BassLengthRule(settings) for name in drafter_names}
         self.model_drafters = model_drafters
         self.probes = memory.probes_of(temperature, drafter_names)
-        self.planned = False   # a request that never plans (cancelled, or done at its prefill) does not count
-        self.primed: set[str] = set()   # model drafters that have read this request's prompt (prefill paid)
-        self.fresh: set[str] = set()    # model drafters that drafted last round (nothing to catch up on)
+        self.planned = False  # a request that never plans (cancelled, or done at its prefill) does not count
+        self.primed: set[str] = set()  # model drafters that have read this request's prompt (prefill paid)
+        self.fresh: set[str] = set()  # model drafters that drafted last round (nothing to catch up on)
         self.choices: dict[str, int] = defaultdict(int)
 
-    def rate(self, drafter: str | None, rows: int, length: int, row_lengths: list[int] | None = None,
-             fallback: str | None = None) -> float:
+    def rate(
+        self,
+        drafter: str | None,
+        rows: int,
+        length: int,
+        row_lengths: list[int] | None = None,
+        fallback: str | None = None,
+    ) -> float:
         """Expected committed tokens per second per row; 0 when a cost is still unknown."""
         if drafter is None or length == 0:
             plain = self.costs.estimate("target", rows, rows)
@@ -239,8 +251,9 @@ class DraftController:
         plan = StepPlan(drafter, length, 0.0, fallback)
         served = plan.row_drafters(row_lengths, rows)
         found = row_lengths if row_lengths is not None else [length] * rows
-        drafted = [0 if name is None else min(n, length) if name == drafter else length
-                   for name, n in zip(served, found)]                  # draft tokens each row would verify
+        drafted = [
+            0 if name is None else min(n, length) if name == drafter else length for name, n in zip(served, found)
+        ]  # draft tokens each row would verify
         seconds = self.costs.estimate("target", rows, rows + sum(drafted))
         if seconds is None:
             return 0.0
@@ -250,8 +263,9 @@ class DraftController:
             seconds += length * (draft_pass if draft_pass is not None else 0.4 * seconds)
             if model not in self.fresh:
                 seconds += (self.costs.estimate(_one_off(model), rows, rows) or 0.0) / self.settings.one_off_spread
-        tokens = sum(1.0 if name is None else self.acceptance[name].expected_tokens(n)
-                     for name, n in zip(served, drafted))
+        tokens = sum(
+            1.0 if name is None else self.acceptance[name].expected_tokens(n) for name, n in zip(served, drafted)
+        )
         return tokens / max(len(served), 1) / seconds
 
     def plan(self, rows: int, lookup_lengths: dict[str, list[int]]) -> StepPlan:
@@ -289,8 +303,9 @@ class DraftController:
     def _without_costs(self, options: list[StepPlan]) -> StepPlan:
         """Before costs are known (or when cost-awareness is off): the longest single-drafter draft of the
         first drafter, lookups first (they are free)."""
-        drafted = sorted((o for o in options if o.drafter and o.fallback is None),
-                         key=lambda o: o.drafter in self.model_drafters)
+        drafted = sorted(
+            (o for o in options if o.drafter and o.fallback is None), key=lambda o: o.drafter in self.model_drafters
+        )
         if not drafted:
             return options[0]
         first = drafted[0].drafter
@@ -301,16 +316,24 @@ class DraftController:
         needed doubles the wait for the next (up to 16x, across requests), since on hardware where drafting does
         not pay every probe is a loss (measured, int4-w8a8 at 8 rows: each token row a probe adds costs 5-9 ms
         against an 80 ms plain step; before verify passes were packed, a 1-token probe cost 1.7-2x a plain step)."""
-        drafted = [o for o in options if o.drafter and o.length <= 3 and not self._probe_needs_prefill(o)
-                   and (o.length >= 2 or not self._unmeasured_model(o))]
+        drafted = [
+            o
+            for o in options
+            if o.drafter
+            and o.length <= 3
+            and not self._probe_needs_prefill(o)
+            and (o.length >= 2 or not self._unmeasured_model(o))
+        ]
         self.probes.interval = min(2 * self.probes.interval, 16 * self.settings.probe_every)
         return max(drafted, key=lambda o: o.expected_rate) if drafted else options[0]
 
     def _unmeasured_model(self, plan: StepPlan) -> bool:
         """Whether the plan uses a draft model whose pass cost is unmeasured: its probe drafts 2+ tokens, since
         the first pass reads the prompt or catches up (a one-off) and only the passes after it measure the cost."""
-        return any(name in self.model_drafters and self.costs.estimate(name, 1, 1) is None
-                   for name in (plan.drafter, plan.fallback))
+        return any(
+            name in self.model_drafters and self.costs.estimate(name, 1, 1) is None
+            for name in (plan.drafter, plan.fallback)
+        )
 
     def _probe_needs_prefill(self, plan: StepPlan) -> bool:
         """Whether the plan would make a model drafter read the prompt first, for a drafter whose pass cost is
@@ -320,17 +343,22 @@ class DraftController:
         after it last drafted; otherwise a measured one is judged again whenever the plan picks it on its
         estimates, or once a request made it read the prompt."""
         return not self._unmeasured_model(plan) and any(
-            name in self.model_drafters and name not in self.primed
+            name in self.model_drafters
+            and name not in self.primed
             and self.acceptance[name].idle_requests < self.settings.model_reprobe_requests
-            for name in (plan.drafter, plan.fallback))
+            for name in (plan.drafter, plan.fallback)
+        )
 
     def observe(self, step: StepRecord) -> None:
         """Learn from one round: the verify cost, the draft-pass cost, each drafter's acceptance on its rows."""
         width = max(step.proposed, default=0)
         token_rows = step.token_rows if step.token_rows is not None else step.rows + sum(step.proposed)
         self.costs.record("target", step.rows, token_rows, step.verify_s)
-        ran = {n for n in (step.plan.drafter, step.plan.fallback) if n in self.model_drafters} \
-            if step.draft_passes or step.setup_s else set()
+        ran = (
+            {n for n in (step.plan.drafter, step.plan.fallback) if n in self.model_drafters}
+            if step.draft_passes or step.setup_s
+            else set()
+        )
         self.primed |= ran
         self.fresh = ran
         for name in ran if step.setup_s else ():

@@ -1,6 +1,7 @@
 """Drafters behind one small protocol: propose speculative tokens for every active row (they learn nothing back:
 the model drafter re-aligns its cache and the lookups index the committed tokens at their next proposal; the draft
 length and the acceptance estimates live in the controller)."""
+
 from __future__ import annotations
 
 import time
@@ -13,6 +14,7 @@ import torch
 from engine.kv_cache import RaggedKVCache
 from engine.prefix_cache import PrefixCache, read_prompt
 from engine.sampling import PositionUniforms, inverse_cdf, sample, warp_probs
+from engine.settings import ACCEPTANCE_CHOICES
 
 
 @dataclass
@@ -20,25 +22,33 @@ class DraftContext:
     """What a drafter may look at when proposing."""
 
     prompt_ids: list[int]
-    generated: list[list[int]]  # committed tokens of every row (all k, by original row index); the last is not yet cached
-    active_rows: list[int]      # original indices of the rows in the current batch, in batch order
-    max_len: int                # propose at most this many tokens per row
-    deadline: float             # perf_counter time after which a drafter must stop and return what it has
-    round_number: int = 1       # the engine's draft/verify round (1: the first after the prompt's prefill)
+    generated: list[
+        list[int]
+    ]  # committed tokens of every row (all k, by original row index); the last is not yet cached
+    active_rows: list[int]  # original indices of the rows in the current batch, in batch order
+    max_len: int  # propose at most this many tokens per row
+    deadline: float  # perf_counter time after which a drafter must stop and return what it has
+    round_number: int = 1  # the engine's draft/verify round (1: the first after the prompt's prefill)
 
 
 @dataclass
 class Draft:
     """Proposed tokens of the current batch."""
 
-    tokens: torch.Tensor               # [B, K] draft tokens (entries past a row's length are padding)
-    lengths: torch.Tensor              # [B] tokens really proposed per row, 0..K
+    tokens: torch.Tensor  # [B, K] draft tokens (entries past a row's length are padding)
+    lengths: torch.Tensor  # [B] tokens really proposed per row, 0..K
     probs: torch.Tensor | None = None  # [B, K, V] the drafter's warped distributions; None: point masses
+    # what proposing it cost (model-free drafts cost nothing): model forwards of the proposal itself (the
+    # controller's per-pass cost), and one-offs on the way (a prompt's prefill, catching up after sitting out)
+    passes: int = 0
+    setup_passes: int = 0
+    setup_s: float = 0.0
 
     @staticmethod
-    def empty(batch: int, device: torch.device) -> "Draft":
-        return Draft(torch.zeros(batch, 0, dtype=torch.long, device=device),
-                     torch.zeros(batch, dtype=torch.long, device=device))
+    def empty(batch: int, device: torch.device) -> Draft:
+        return Draft(
+            torch.zeros(batch, 0, dtype=torch.long, device=device), torch.zeros(batch, dtype=torch.long, device=device)
+        )
 
 
 def merge_drafts(lookup: Draft, model: Draft) -> Draft:
@@ -50,29 +60,26 @@ def merge_drafts(lookup: Draft, model: Draft) -> Draft:
     batch = model.tokens.shape[0]
     width = max(lookup.tokens.shape[1], model.tokens.shape[1])
     device = model.tokens.device
-    use_lookup = (lookup.lengths > 0).to(device)                                            # [B]
+    use_lookup = (lookup.lengths > 0).to(device)  # [B]
     lookup_tokens = torch.zeros(batch, width, dtype=torch.long, device=device)
-    lookup_tokens[:, :lookup.tokens.shape[1]] = lookup.tokens.to(device)                   # [B, K]
+    lookup_tokens[:, : lookup.tokens.shape[1]] = lookup.tokens.to(device)  # [B, K]
     model_tokens = torch.zeros_like(lookup_tokens)
-    model_tokens[:, :model.tokens.shape[1]] = model.tokens                                  # [B, K]
+    model_tokens[:, : model.tokens.shape[1]] = model.tokens  # [B, K]
     tokens = torch.where(use_lookup[:, None], lookup_tokens, model_tokens)
     lengths = torch.where(use_lookup, lookup.lengths.to(device), model.lengths)
     if model.probs is None:
         return Draft(tokens, lengths)
     model_probs = model.probs.new_zeros(batch, width, model.probs.shape[-1])
-    model_probs[:, :model.probs.shape[1]] = model.probs                                     # [B, K, V]
+    model_probs[:, : model.probs.shape[1]] = model.probs  # [B, K, V]
     lookup_probs = torch.zeros_like(model_probs).scatter_(-1, lookup_tokens[..., None], 1.0)  # [B, K, V]
     return Draft(tokens, lengths, torch.where(use_lookup[:, None, None], lookup_probs, model_probs))
 
 
 class Drafter(Protocol):
-    """What the engine reads of every drafter (model-free ones count no passes)."""
+    """What the engine reads of every drafter; each Draft says what it cost."""
 
-    name: str           # shown in stats and logs
-    uses_model: bool    # True when proposing costs model forward passes
-    passes: int         # model forwards of proposals so far (the controller's per-pass cost)
-    setup_passes: int   # model forwards that were one-offs (a prompt's prefill, catching up after sitting out)
-    setup_s: float      # seconds those one-offs took
+    name: str  # shown in stats and logs
+    uses_model: bool  # True when proposing costs model forward passes
 
     def propose(self, context: DraftContext) -> Draft: ...
 
@@ -80,8 +87,8 @@ class Drafter(Protocol):
 class ModelDrafter:
     """A small model of the target's family samples the draft autoregressively, with its own ragged cache.
 
-    With the request's PositionUniforms (the "coupled" rule), each draft token is drawn with the number the
-    target will use at that position and the draft is a point mass; without them ("residual") it is drawn with
+    Under the "coupled" rule (given the request's PositionUniforms), each draft token is drawn with the number
+    the target will use at that position and the draft is a point mass; under "residual" it is drawn with
     the generator and carries its distributions for the min(1, p/q) test.
 
     Nothing runs before the first proposal: a request whose controller never picks the draft model pays
@@ -93,64 +100,97 @@ class ModelDrafter:
     name = "model"
     uses_model = True
 
-    def __init__(self, model, prompt_ids: list[int], temperature: float, top_p: float,
-                 generator: torch.Generator | None, forward, min_confidence: float = 0.0,
-                 check_cache: bool = False, capacity: int = 256, uniforms: PositionUniforms | None = None,
-                 prefix_cache: PrefixCache | None = None, chunk_tokens: int = 512):
-        self.capacity = capacity              # cache positions per row the request can need (allocated at once)
+    def __init__(
+        self,
+        model,
+        prompt_ids: list[int],
+        temperature: float,
+        top_p: float,
+        generator: torch.Generator | None,
+        forward,
+        min_confidence: float = 0.0,
+        check_cache: bool = False,
+        capacity: int = 256,
+        acceptance: str = "residual",
+        uniforms: PositionUniforms | None = None,
+        prefix_cache: PrefixCache | None = None,
+        chunk_tokens: int = 512,
+    ):
+        self.capacity = capacity  # cache positions per row the request can need (allocated at once)
         self.model, self.temperature, self.top_p, self.generator = model, temperature, top_p, generator
-        self.uniforms = uniforms              # the acceptance rule: "coupled" with them, "residual" without
-        self.prefix_cache, self.chunk_tokens = prefix_cache, chunk_tokens   # recent prompts' KV of the draft model
+        if acceptance not in ACCEPTANCE_CHOICES or (acceptance == "coupled" and uniforms is None):
+            raise ValueError(
+                f"acceptance={acceptance!r}: choose one of {', '.join(ACCEPTANCE_CHOICES)}, "
+                "and give 'coupled' the request's uniforms"
+            )
+        self.coupled = acceptance == "coupled"  # draw each token with `uniforms` (else with the generator)
+        self.uniforms = uniforms
+        self.prefix_cache, self.chunk_tokens = prefix_cache, chunk_tokens  # recent prompts' KV of the draft model
         self.min_confidence = min_confidence  # stop drafting once every row's newest draft token is less likely
-        self.check_cache = check_cache        # verify the cache against the histories at every proposal (tests)
+        self.check_cache = check_cache  # verify the cache against the histories at every proposal (tests)
         self._forward = forward  # (model, cache, input_ids [B, q], keep_last) -> logits [B, q, V]
         self.prompt_ids = list(prompt_ids)
         self.device = next(model.parameters()).device
-        self.cache: RaggedKVCache | None = None   # built by the first proposal
+        self.cache: RaggedKVCache | None = None  # built by the first proposal
         self.rows: list[int] = []
         self.fed: list[list[int]] = []  # per row: the token behind each cached position
-        self.last_round = 0             # the round of its last proposal (0: the target's prefill)
-        self.passes = 0                 # draft forwards of proposals (the controller's per-pass cost)
+        self.last_round = 0  # the round of its last proposal (0: the target's prefill)
+        self.passes = 0  # draft forwards of proposals so far (each Draft carries its own share)
         # one-offs, not a per-pass cost: the prompt's prefill, and catching up on the tokens of rounds the drafter
-        # sat out (measured, 0.5B on w8a8: 0.47 s for 8 rows that had missed 12 rounds, 0.04 s for a one-token pass)
+        # sat out (a catch-up of many rounds costs several one-token passes: see docs/MEASUREMENTS.md)
         self.setup_passes, self.setup_s = 0, 0.0
 
     def propose(self, context: DraftContext) -> Draft:
+        """The draft of the active rows, carrying what it cost (its passes and one-offs)."""
+        passes, setup_passes, setup_s = self.passes, self.setup_passes, self.setup_s
+        draft = self._propose(context)
+        draft.passes, draft.setup_passes = self.passes - passes, self.setup_passes - setup_passes
+        draft.setup_s = self.setup_s - setup_s
+        return draft
+
+    def _propose(self, context: DraftContext) -> Draft:
         batch = len(context.active_rows)
         if time.perf_counter() >= context.deadline or context.max_len < 1:
             return Draft.empty(batch, self.device)
         if self.cache is None:
             self._prefill(context.active_rows)
-            if time.perf_counter() >= context.deadline:   # at most one forward past the deadline
+            if time.perf_counter() >= context.deadline:  # at most one forward past the deadline
                 return Draft.empty(batch, self.device)
         self._follow_rows(context.active_rows)
         histories = [context.prompt_ids + context.generated[r] for r in context.active_rows]
-        logits = self._catch_up(histories, sat_out=context.round_number > self.last_round + 1)   # [B, V]
+        logits = self._catch_up(histories, sat_out=context.round_number > self.last_round + 1)  # [B, V]
         self.last_round = context.round_number
         tokens, probs = [], []
-        coupled = self.uniforms is not None
+        coupled = self.coupled
         while True:
-            draft_probs = warp_probs(logits, self.temperature, self.top_p)              # [B, V]
-            draft_token = self._sample(draft_probs, context, len(tokens))              # [B]
+            draft_probs = warp_probs(logits, self.temperature, self.top_p)  # [B, V]
+            draft_token = self._sample(draft_probs, context, len(tokens))  # [B]
             tokens.append(draft_token)
             if not coupled:  # a coupled draft is a point mass: its distributions are not needed
                 probs.append(draft_probs)
-            if (len(tokens) == context.max_len or self._unsure(logits, draft_token)
-                    or time.perf_counter() >= context.deadline):
+            if (
+                len(tokens) == context.max_len
+                or self._unsure(logits, draft_token)
+                or time.perf_counter() >= context.deadline
+            ):
                 break  # the last draft token is never fed
-            logits = self._feed(draft_token[:, None])[:, -1]                           # [B, V]
+            logits = self._feed(draft_token[:, None])[:, -1]  # [B, V]
             for fed, token in zip(self.fed, draft_token.tolist()):
                 fed.append(token)
-        draft_tokens = torch.stack(tokens, dim=1)                                      # [B, K]
-        return Draft(draft_tokens, torch.full((batch,), len(tokens), dtype=torch.long, device=self.device),
-                     None if coupled else torch.stack(probs, dim=1))
+        draft_tokens = torch.stack(tokens, dim=1)  # [B, K]
+        return Draft(
+            draft_tokens,
+            torch.full((batch,), len(tokens), dtype=torch.long, device=self.device),
+            None if coupled else torch.stack(probs, dim=1),
+        )
 
     def _prefill(self, active_rows: list[int]) -> None:
         """The prompt once (batch 1; a recent request's prefix from the prefix cache), fanned out to the active rows."""
         started = time.perf_counter()
         self.cache = RaggedKVCache(self.model.config.num_hidden_layers, 1, self.device, self.capacity)
-        reading = read_prompt(self._forward, self.model, self.cache, self.prompt_ids, self.prefix_cache,
-                              self.chunk_tokens)
+        reading = read_prompt(
+            self._forward, self.model, self.cache, self.prompt_ids, self.prefix_cache, self.chunk_tokens
+        )
         self._count_one_off(started, reading.forwards)
         self.cache.select_rows(torch.zeros(len(active_rows), dtype=torch.long, device=self.device))
         self.rows = list(active_rows)
@@ -161,15 +201,15 @@ class ModelDrafter:
         fewer are padded on the right, and the padding's entries lie past the row's committed length, where no
         mask reaches them and the next write overwrites them. Returns each row's next-token logits [B, V]. After
         rounds the drafter sat out (`sat_out`) the feed is a one-off, not a draft pass."""
-        kept = [_common_prefix(f, h) for f, h in zip(self.fed, histories)]   # valid cached entries per row
-        feeds = [h[n:] for n, h in zip(kept, histories)]                     # 1.. tokens per row
+        kept = [_common_prefix(f, h) for f, h in zip(self.fed, histories)]  # valid cached entries per row
+        feeds = [h[n:] for n, h in zip(kept, histories)]  # 1.. tokens per row
         width = max(len(f) for f in feeds)
         step_input = torch.tensor([f + [f[-1]] * (width - len(f)) for f in feeds], device=self.device)  # [B, W]
-        newest = torch.tensor([len(f) - 1 for f in feeds], device=self.device)                          # [B]
-        columns = torch.unique(newest)                                       # [U] sorted columns holding logits
+        newest = torch.tensor([len(f) - 1 for f in feeds], device=self.device)  # [B]
+        columns = torch.unique(newest)  # [U] sorted columns holding logits
         self.cache.set_lengths(torch.tensor(kept, device=self.device))
         started = time.perf_counter()
-        logits = self._forward(self.model, self.cache, step_input, keep_last=columns)                   # [B, U, V]
+        logits = self._forward(self.model, self.cache, step_input, keep_last=columns)  # [B, U, V]
         if sat_out:
             self._count_one_off(started)
         else:
@@ -197,12 +237,14 @@ class ModelDrafter:
         lengths = self.cache.lengths.tolist()
         for row, (fed, history, length) in enumerate(zip(self.fed, histories, lengths)):
             if fed != history or length != len(history):
-                raise AssertionError(f"draft cache of row {self.rows[row]} holds {length} entries for a history of "
-                                     f"{len(history)} tokens (fed {len(fed)}, agreeing {fed == history})")
+                raise AssertionError(
+                    f"draft cache of row {self.rows[row]} holds {length} entries for a history of "
+                    f"{len(history)} tokens (fed {len(fed)}, agreeing {fed == history})"
+                )
 
     def _sample(self, draft_probs: torch.Tensor, context: DraftContext, step: int) -> torch.Tensor:
         """Draft token `step` of every active row: [B, V] -> [B]."""
-        if self.uniforms is None:
+        if not self.coupled:
             return sample(draft_probs, self.generator)
         positions = [len(context.generated[r]) + step for r in context.active_rows]
         return inverse_cdf(draft_probs, self.uniforms.at(context.active_rows, positions, 1)[:, 0])
@@ -229,7 +271,7 @@ def _common_prefix(fed: list[int], history: list[int]) -> int:
     the newest token is always fed."""
     limit = min(len(fed), len(history) - 1)
     for i in range(limit - 1, -1, -1):  # histories only grow: mismatches sit near the end
-        if fed[i] == history[i] and fed[:i + 1] == history[:i + 1]:
+        if fed[i] == history[i] and fed[: i + 1] == history[: i + 1]:
             return i + 1
     return 0
 
@@ -239,11 +281,10 @@ class LookupDrafter:
     propose the continuation most of the matches agree on (longest n-gram match first, n = max_ngram..1)."""
 
     uses_model = False
-    passes = setup_passes = 0   # no model, no forwards
-    setup_s = 0.0
 
-    def __init__(self, name: str, use_prompt: bool, use_own: bool, use_siblings: bool, max_ngram: int = 4,
-                 min_votes: int = 1):
+    def __init__(
+        self, name: str, use_prompt: bool, use_own: bool, use_siblings: bool, max_ngram: int = 4, min_votes: int = 1
+    ):
         self.name, self.use_prompt, self.use_own, self.use_siblings = name, use_prompt, use_own, use_siblings
         self.max_ngram, self.min_votes = max_ngram, min_votes
         # n -> n-gram -> [(source, end)] where source -1 is the prompt, r >= 0 is row r's generated tokens
@@ -256,7 +297,7 @@ class LookupDrafter:
         width = max((len(p) for p in proposals), default=0)
         tokens = torch.zeros(len(proposals), width, dtype=torch.long)
         for i, proposal in enumerate(proposals):
-            tokens[i, :len(proposal)] = torch.tensor(proposal, dtype=torch.long)
+            tokens[i, : len(proposal)] = torch.tensor(proposal, dtype=torch.long)
         return Draft(tokens, torch.tensor([len(p) for p in proposals], dtype=torch.long))
 
     def _source_tokens(self, context: DraftContext, source: int) -> list[int]:
@@ -269,7 +310,7 @@ class LookupDrafter:
             start = self._indexed.get(source, 0)
             for end in range(start + 1, len(tokens) + 1):  # n-grams ending at start are indexed
                 for n in range(1, min(self.max_ngram, end) + 1):
-                    self._index[n][tuple(tokens[end - n:end])].append((source, end))
+                    self._index[n][tuple(tokens[end - n : end])].append((source, end))
             self._indexed[source] = len(tokens)
 
     def _allowed(self, source: int, row: int) -> bool:
@@ -281,8 +322,11 @@ class LookupDrafter:
         history = context.prompt_ids + context.generated[row]
         for n in range(min(self.max_ngram, len(history)), 0, -1):
             matches = self._index[n].get(tuple(history[-n:]), ())
-            continuations = [self._source_tokens(context, s)[end:end + context.max_len]
-                             for s, end in matches if self._allowed(s, row)]
+            continuations = [
+                self._source_tokens(context, s)[end : end + context.max_len]
+                for s, end in matches
+                if self._allowed(s, row)
+            ]
             continuations = [c for c in continuations if c]
             if len(continuations) >= self.min_votes:
                 return majority_continuation(continuations)

@@ -6,17 +6,20 @@ top-level statement, an `import` or a `# comment` included). Logical lines are f
 rules: a newline inside brackets, a string or after a backslash continuation does not start one, so a
 multi-line string or call written at column 0 does not end the body.
 """
+
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
 _CODE_EVENT = re.compile(r"[\n#'\"\\()\[\]{}]")
-_STRING_END = {quote: re.compile(r"\\(?:\r\n|.)|" + re.escape(quote) + ("" if len(quote) == 3 else r"|\n"), re.DOTALL)
-               for quote in ("'", '"', "'''", '"""')}
+_STRING_END = {
+    quote: re.compile(r"\\(?:\r\n|.)|" + re.escape(quote) + ("" if len(quote) == 3 else r"|\n"), re.DOTALL)
+    for quote in ("'", '"', "'''", '"""')
+}
 _INDENT = re.compile(r"[ \t\f]*")
 _DEF = re.compile(r"(?:async[ \t]+)?def[ \t]")
-_STRING_START = re.compile(r"[rRuUbBfF]{0,2}['\"]")   # a line that is a string: a docstring, not code
+_STRING_START = re.compile(r"[rRuUbBfF]{0,2}['\"]")  # a line that is a string: a docstring, not code
 _OPENERS, _CLOSERS = "([{", ")]}"
 
 
@@ -24,20 +27,20 @@ _OPENERS, _CLOSERS = "([{", ")]}"
 class LineStart:
     """The first character of a logical line: where it is, how far it is indented, what it begins with."""
 
-    offset: int        # index of the line's first non-blank character in the scanned text
-    line_offset: int   # index of the line's first character (its indentation begins here)
-    indent: int        # columns of indentation (a tab counts to the next multiple of 8, as Python does)
-    is_comment: bool   # the line holds only a comment
+    offset: int  # index of the line's first non-blank character in the scanned text
+    line_offset: int  # index of the line's first character (its indentation begins here)
+    indent: int  # columns of indentation (a tab counts to the next multiple of 8, as Python does)
+    is_comment: bool  # the line holds only a comment
 
 
 @dataclass(frozen=True)
 class ScanState:
     """Where a scan stopped, so a longer text with the same beginning can be scanned from there."""
 
-    position: int = 0                  # next index to read
-    quote: str = ""                    # delimiter of the string the position is inside, "" in code
-    depth: int = 0                     # open brackets
-    pending_line: int | None = 0       # index of a logical line whose first non-blank character is still unread
+    position: int = 0  # next index to read
+    quote: str = ""  # delimiter of the string the position is inside, "" in code
+    depth: int = 0  # open brackets
+    pending_line: int | None = 0  # index of a logical line whose first non-blank character is still unread
 
 
 def scan_lines(text: str, state: ScanState = ScanState()) -> tuple[list[LineStart], ScanState]:
@@ -48,19 +51,19 @@ def scan_lines(text: str, state: ScanState = ScanState()) -> tuple[list[LineStar
     while True:
         if pending is not None:
             found = _line_start(text, pending)
-            if found is None:        # only blanks so far: the line's content is still to come
+            if found is None:  # only blanks so far: the line's content is still to come
                 return starts, ScanState(len(text), quote, depth, pending)
             if isinstance(found, LineStart):
                 starts.append(found)
-            position, pending = max(position, _INDENT.match(text, pending).end()), None   # past the indentation
+            position, pending = max(position, _INDENT.match(text, pending).end()), None  # past the indentation
         if quote:
             end = _STRING_END[quote].search(text, position)
             while end is not None and end.group().startswith("\\"):
                 end = _STRING_END[quote].search(text, end.end())
-            if end is None:          # still inside the string: resume from here (an escape may be half read)
+            if end is None:  # still inside the string: resume from here (an escape may be half read)
                 return starts, ScanState(position, quote, depth, None)
             position, quote = end.end(), ""
-            if end.group() == "\n":          # an unterminated one-line string ends with its line
+            if end.group() == "\n":  # an unterminated one-line string ends with its line
                 position -= 1
             continue
         event = _CODE_EVENT.search(text, position)
@@ -71,19 +74,19 @@ def scan_lines(text: str, state: ScanState = ScanState()) -> tuple[list[LineStar
             return starts, ScanState(event.start(), "", depth, None)
         if char == "#":
             newline = text.find("\n", position)
-            if newline < 0:              # the comment may go on: resume from its start
+            if newline < 0:  # the comment may go on: resume from its start
                 return starts, ScanState(event.start(), "", depth, None)
             position = newline
         elif char in "'\"":
             quote = char * 3 if text.startswith(char * 3, event.start()) else char
             position = event.start() + len(quote)
-        elif char == "\\":                 # an escaped newline (\n or \r\n) continues the logical line
+        elif char == "\\":  # an escaped newline (\n or \r\n) continues the logical line
             position += 2 if text.startswith("\r\n", position) else 1
         elif char in _OPENERS:
             depth += 1
         elif char in _CLOSERS:
             depth = max(depth - 1, 0)
-        elif depth == 0:                     # a newline outside brackets: a logical line may start next
+        elif depth == 0:  # a newline outside brackets: a logical line may start next
             pending = position
 
 
@@ -105,18 +108,18 @@ class BodyEnd:
     """The end-of-body rule for one prompt: its enclosing `def`'s indentation and the scan state after it."""
 
     prompt: str
-    def_indent: int | None     # None: the prompt is not inside a function, and nothing ends a body
+    def_indent: int | None  # None: the prompt is not inside a function, and nothing ends a body
     after_prompt: ScanState
-    body_done: bool = False    # the function already has code (not only a docstring) and the prompt ends a line
+    body_done: bool = False  # the function already has code (not only a docstring) and the prompt ends a line
 
     @staticmethod
-    def of(prompt: str) -> "BodyEnd":
+    def of(prompt: str) -> BodyEnd:
         starts, state = scan_lines(prompt)
         found = _enclosing_def(prompt, starts)
         if found is None:
             return BodyEnd(prompt, None, state)
         index, indent = found
-        has_code = any(not s.is_comment and not _STRING_START.match(prompt, s.offset) for s in starts[index + 1:])
+        has_code = any(not s.is_comment and not _STRING_START.match(prompt, s.offset) for s in starts[index + 1 :])
         return BodyEnd(prompt, indent, state, has_code and state.pending_line is not None)
 
     def cut(self, completion: str) -> int | None:
@@ -156,4 +159,3 @@ def _enclosing_def(prompt: str, starts: list[LineStart]) -> tuple[int, int] | No
         if not start.is_comment:
             lowest_after = start.indent if lowest_after is None else min(lowest_after, start.indent)
     return None
-

@@ -1,27 +1,28 @@
 """The chat form of a continuation: an instruct model reads the user's code as the start of its own answer, a Python
 code block it has already opened in reply to "complete this code", so what it writes next is still the continuation
 of the user's text, now in the form it was trained to answer in. The block's closing fence ends the text."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from engine.settings import PROMPT_FORMS
 
-INSTRUCTION = "Complete the following Python code:\n```python\n{code}\n```"   # the user's turn (the code as given)
-OPENING_FENCE = "```python\n"   # the assistant's turn begins with it, then the user's code
-CLOSING_FENCE = "\n```"         # where the assistant's code block ends: a stop string of every chat-form row
-_SLOT = "\uE000code\uE000"      # stands for the user's turn while the template is rendered (never in a template)
+INSTRUCTION = "Complete the following Python code:\n```python\n{code}\n```"  # the user's turn (the code as given)
+OPENING_FENCE = "```python\n"  # the assistant's turn begins with it, then the user's code
+CLOSING_FENCE = "\n```"  # where the assistant's code block ends: a stop string of every chat-form row
+_SLOT = "\ue000code\ue000"  # stands for the user's turn while the template is rendered (never in a template)
 
 
 @dataclass(frozen=True)
 class ChatForm:
     """A tokenizer's chat template around one user turn: before + user turn + between + the assistant's code."""
 
-    before: str    # system turn and the user turn's opening (special tokens spelled out)
-    between: str   # the user turn's end and the assistant turn's opening
+    before: str  # system turn and the user turn's opening (special tokens spelled out)
+    between: str  # the user turn's end and the assistant turn's opening
 
     @staticmethod
-    def of(tokenizer, model=None) -> "ChatForm | None":
+    def of(tokenizer, model=None) -> ChatForm | None:
         """The chat form of a model that answers in turns: its tokenizer has a chat template, and (given the model)
         the end-of-sequence token of its generation config closes a turn in that template; a base model whose
         tokenizer merely carries a template ends its texts with another token. None otherwise."""
@@ -31,9 +32,10 @@ class ChatForm:
         if model is not None and not _ends_turns(model, tokenizer, template):
             return None
         try:
-            text = tokenizer.apply_chat_template([{"role": "user", "content": _SLOT}], tokenize=False,
-                                                 add_generation_prompt=True)
-        except Exception:   # a template that cannot render a single user turn: no chat form
+            text = tokenizer.apply_chat_template(
+                [{"role": "user", "content": _SLOT}], tokenize=False, add_generation_prompt=True
+            )
+        except Exception:  # a template that cannot render a single user turn: no chat form
             return None
         if not isinstance(text, str) or text.count(_SLOT) != 1:
             return None
@@ -43,8 +45,12 @@ class ChatForm:
     def parts(self, code: str) -> list[tuple[str, bool]]:
         """The prompt as (text, is the template's own) pieces: the template's text, then the user's code twice (as
         the question, and as the answer begun)."""
-        return [(self.before, True), (INSTRUCTION.format(code=code.rstrip("\n")), False), (self.between, True),
-                (OPENING_FENCE + code, False)]
+        return [
+            (self.before, True),
+            (INSTRUCTION.format(code=code.rstrip("\n")), False),
+            (self.between, True),
+            (OPENING_FENCE + code, False),
+        ]
 
     def prompt_ids(self, code: str, encode_text, encode_special) -> list[int]:
         """The prompt's token ids: the template's own text read with its special tokens, the user's code read as
@@ -76,7 +82,7 @@ def _ends_turns(model, tokenizer, template: str) -> bool:
     return any(isinstance(t, str) and t and t in template for t in tokens)
 
 
-def chat_form_for(choice: str, tokenizer, model) -> "ChatForm | None":
+def chat_form_for(choice: str, tokenizer, model) -> ChatForm | None:
     """The chat form an engine uses for continuations, given EngineSettings.prompt_form: 'raw' none, 'chat' the
     tokenizer's (ValueError when it has no usable template), 'auto' the model's when it answers in turns."""
     if choice not in PROMPT_FORMS:
@@ -85,6 +91,8 @@ def chat_form_for(choice: str, tokenizer, model) -> "ChatForm | None":
         return None
     form = ChatForm.of(tokenizer, model if choice == "auto" else None)
     if form is None and choice == "chat":
-        raise ValueError("prompt_form='chat' needs a tokenizer with a chat template that renders a user turn; "
-                         "this one has none: choose prompt_form='raw'")
+        raise ValueError(
+            "prompt_form='chat' needs a tokenizer with a chat template that renders a user turn; "
+            "this one has none: choose prompt_form='raw'"
+        )
     return form

@@ -1,5 +1,6 @@
 """Fill-in-the-middle: the model's own FIM format, read from its tokenizer, turns prefix, suffix and other files into
 prompt tokens; a prompt that already carries the markers (as Continue builds it) is split back into its parts."""
+
 from __future__ import annotations
 
 import re
@@ -16,15 +17,15 @@ class FimSpelling:
     prefix: str
     suffix: str
     middle: str
-    repo_name: str | None = None   # repo-level context: <repo_name>name, then <file_sep>path\ntext per file
+    repo_name: str | None = None  # repo-level context: <repo_name>name, then <file_sep>path\ntext per file
     file_sep: str | None = None
 
 
 SPELLINGS = (
     FimSpelling("<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>", "<|repo_name|>", "<|file_sep|>"),  # Qwen2.5-Coder
-    FimSpelling("<fim_prefix>", "<fim_suffix>", "<fim_middle>", "<repo_name>", "<file_sep>"),             # StarCoder 2
+    FimSpelling("<fim_prefix>", "<fim_suffix>", "<fim_middle>", "<repo_name>", "<file_sep>"),  # StarCoder 2
 )
-REPO_NAME = "project"          # the repository name given before other files (the model only needs one)
+REPO_NAME = "project"  # the repository name given before other files (the model only needs one)
 CURRENT_FILE = "current_file"  # the name given to the file being edited, after the other files
 
 
@@ -33,10 +34,10 @@ class FimFormat:
     """A model's FIM markers as token ids: prompt layout <prefix>P<suffix>S<middle>, the middle is generated."""
 
     spelling: FimSpelling
-    ids: dict[str, int]   # marker text -> token id
+    ids: dict[str, int]  # marker text -> token id
 
     @staticmethod
-    def of(tokenizer) -> "FimFormat | None":
+    def of(tokenizer) -> FimFormat | None:
         """The format a tokenizer's vocabulary supports, or None when it has no FIM markers."""
         vocab = tokenizer.get_vocab()
         for spelling in SPELLINGS:
@@ -59,27 +60,29 @@ class FimFormat:
         a marker)."""
         s, ids = self.spelling, self.ids
         tokens: list[int] = []
-        extra = request.extra if request.extra_tokens is None else files_within(request.extra, request.extra_tokens,
-                                                                               encode)
+        extra = (
+            request.extra if request.extra_tokens is None else files_within(request.extra, request.extra_tokens, encode)
+        )
         if extra and self.has_files:
             tokens += [ids[s.repo_name]] + encode(REPO_NAME + "\n")
             for context in extra:
                 tokens += [ids[s.file_sep]] + encode(f"{context.name}\n{context.text}")
             tokens += [ids[s.file_sep]] + encode(CURRENT_FILE + "\n")
-        elif extra:   # no file markers: the other files as plain text before the prefix marker
+        elif extra:  # no file markers: the other files as plain text before the prefix marker
             tokens += encode("".join(f"# file: {c.name}\n{c.text}\n" for c in extra))
         head, newline, typed = request.prompt.rpartition("\n")
-        if not typed.strip():   # only indentation so far: it stays in the prefix (measured, bundled models: after
-            head, newline, typed = request.prompt, "", ""   # the marker it gave empty or over-indented middles)
+        if not typed.strip():  # only indentation so far: it stays in the prefix (measured, bundled models: after
+            head, newline, typed = request.prompt, "", ""  # the marker it gave empty or over-indented middles)
         head, suffix, typed_ids = head + newline, request.suffix, encode(typed)
-        if request.context_tokens is not None:   # llama-server's split of its batch: 3/4 before, 1/4 after
+        if request.context_tokens is not None:  # llama-server's split of its batch: 3/4 before, 1/4 after
             head = lines_within(head, request.context_tokens * 3 // 4, encode, from_end=True)
             suffix = lines_within(suffix, max(request.context_tokens // 4 - 2 - len(typed_ids), 0), encode)
-        return tokens + ([ids[s.prefix]] + encode(head) + [ids[s.suffix]] + encode(suffix)
-                         + [ids[s.middle]] + typed_ids)
+        return tokens + (
+            [ids[s.prefix]] + encode(head) + [ids[s.suffix]] + encode(suffix) + [ids[s.middle]] + typed_ids
+        )
 
 
-ANCHOR_EVERY = 32   # on average one line in this many is an anchor a bounded prefix may begin at (lines_within)
+ANCHOR_EVERY = 32  # on average one line in this many is an anchor a bounded prefix may begin at (lines_within)
 
 
 def lines_within(text: str, budget: int, encode, from_end: bool = False) -> str:
@@ -110,7 +113,7 @@ def lines_within(text: str, budget: int, encode, from_end: bool = False) -> str:
         used += len(encode(lines[first]))
     for start in range(first, max(first - 2 * ANCHOR_EVERY, 0) - 1, -1):
         if start < len(lines) and lines[start].strip() and zlib.crc32(lines[start].encode()) % ANCHOR_EVERY == 0:
-            if len(encode("".join(lines[start:first]))) <= budget:   # at most the budget again
+            if len(encode("".join(lines[start:first]))) <= budget:  # at most the budget again
                 return "".join(lines[start:])
             break
     return "".join(lines[first:])
@@ -135,10 +138,12 @@ def files_within(files: tuple[ContextFile, ...], budget: int, encode) -> tuple[C
 def require_fim(found: FimFormat | None, model_name: str) -> FimFormat:
     """A model's FIM format (FimFormat.of its tokenizer); InvalidRequest naming the model when it has none."""
     if found is None:
-        raise InvalidRequest(f"the model {model_name!r} has no fill-in-the-middle tokens (none of "
-                             f"{', '.join(s.prefix for s in SPELLINGS)} in its vocabulary): it cannot take code after "
-                             "the cursor (suffix). Leave the suffix empty or choose a coder model with FIM (e.g. "
-                             "Qwen2.5-Coder)")
+        raise InvalidRequest(
+            f"the model {model_name!r} has no fill-in-the-middle tokens (none of "
+            f"{', '.join(s.prefix for s in SPELLINGS)} in its vocabulary): it cannot take code after "
+            "the cursor (suffix). Leave the suffix empty or choose a coder model with FIM (e.g. "
+            "Qwen2.5-Coder)"
+        )
     return found
 
 
@@ -157,7 +162,7 @@ def split_fim_prompt(prompt: str) -> tuple[str, str, tuple[ContextFile, ...]] | 
         head, _, rest = prompt.partition(s.prefix)
         prefix, found_suffix, rest = rest.partition(s.suffix)
         if found_suffix:
-            return prefix, rest[:-len(s.middle)], _files_of(head, s)
+            return prefix, rest[: -len(s.middle)], _files_of(head, s)
     return None
 
 

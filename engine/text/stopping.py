@@ -1,5 +1,6 @@
 """Per-row bookkeeping of generated tokens and the stopping rules: end-of-text tokens, length, stop strings, the end
 of the function body and, for a middle, the code after the cursor written again; one rule for every candidate."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -32,11 +33,11 @@ class SuffixEcho:
     """Where a middle runs into the code after the cursor: a whole line of the middle that repeats the first
     non-blank line of the suffix (after the rest of the cursor's own line) ends the middle before it."""
 
-    line: str            # that suffix line, without its indentation
+    line: str  # that suffix line, without its indentation
     first_is_whole: bool  # the cursor is at a line's start (only blanks before it), so the middle's first line counts
 
     @staticmethod
-    def of(prompt: str, suffix: str) -> "SuffixEcho | None":
+    def of(prompt: str, suffix: str) -> SuffixEcho | None:
         following = [line.strip() for line in suffix.split("\n")[1:] if line.strip()]
         if not following:
             return None
@@ -50,7 +51,7 @@ class SuffixEcho:
         for index, line in enumerate(lines):
             whole = index < len(lines) - 1 or final
             if whole and (index > 0 or self.first_is_whole) and line.strip() == self.line:
-                kept = text[:offset].rstrip()          # the blank lines before it too: the suffix brings its own
+                kept = text[:offset].rstrip()  # the blank lines before it too: the suffix brings its own
                 return len(kept) + 1 if kept else 0
             offset += len(line) + 1
         return None
@@ -86,21 +87,25 @@ class IndentEnd:
 class StopRules:
     """Everything that ends a row, for one request."""
 
-    eos_ids: frozenset[int]         # every token that ends a text (see end_of_text_ids)
+    eos_ids: frozenset[int]  # every token that ends a text (see end_of_text_ids)
     stops: tuple[str, ...]
     max_new_tokens: int
-    body: BodyEnd | None = None     # the end-of-body rule of the request's prompt; None: off
+    body: BodyEnd | None = None  # the end-of-body rule of the request's prompt; None: off
     echo: SuffixEcho | None = None  # a middle's end where it repeats the code after the cursor; None: not a middle
     indent: IndentEnd | None = None  # a middle's end at a line indented less than the request's min_indent
 
     @staticmethod
-    def of(request: GenerationRequest, eos_ids: frozenset[int], form_stops: tuple[str, ...] = ()) -> "StopRules":
+    def of(request: GenerationRequest, eos_ids: frozenset[int], form_stops: tuple[str, ...] = ()) -> StopRules:
         """The rules of a request (local and remote rows alike); form_stops: what the prompt's form adds (the chat
         form's closing fence)."""
-        return StopRules(eos_ids, tuple(request.stop) + form_stops, request.max_new_tokens,
-                         BodyEnd.of(request.prompt) if request.stop_at_body_end else None,
-                         SuffixEcho.of(request.prompt, request.suffix) if request.suffix else None,
-                   IndentEnd(request.min_indent) if request.min_indent > 0 else None)
+        return StopRules(
+            eos_ids,
+            tuple(request.stop) + form_stops,
+            request.max_new_tokens,
+            BodyEnd.of(request.prompt) if request.stop_at_body_end else None,
+            SuffixEcho.of(request.prompt, request.suffix) if request.suffix else None,
+            IndentEnd(request.min_indent) if request.min_indent > 0 else None,
+        )
 
     def extend(self, row: RowState, tokens: list[int], logprobs: list[float], decode) -> None:
         """Append newly committed tokens to a row, applying end-of-text tokens, max length, then stop strings and
@@ -125,10 +130,12 @@ class StopRules:
         earliest), or None; text before old_text_len was checked already (it holds no stop string); final: the
         text ended by itself. Local and remote rows use it alike."""
         longest_stop = max((len(s) for s in self.stops), default=0)
-        cuts = [earliest_stop(text, self.stops, max(0, old_text_len - longest_stop)),
-                self.body.cut(text) if self.body is not None else None,
-                self.echo.cut(text, final) if self.echo is not None else None,
-                self.indent.cut(text) if self.indent is not None else None]
+        cuts = [
+            earliest_stop(text, self.stops, max(0, old_text_len - longest_stop)),
+            self.body.cut(text) if self.body is not None else None,
+            self.echo.cut(text, final) if self.echo is not None else None,
+            self.indent.cut(text) if self.indent is not None else None,
+        ]
         return min((c for c in cuts if c is not None), default=None)
 
     @staticmethod

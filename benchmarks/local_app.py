@@ -1,4 +1,5 @@
-"""Start the app in this process on a free loopback port, without blocking (for tests and the load benchmark)."""
+"""Start the app in this process on a free loopback port, without blocking (for tests and benchmarks)."""
+
 from __future__ import annotations
 
 import socket
@@ -15,6 +16,5 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 def launch_local(demo: gr.Blocks, host: str = "127.0.0.1") -> str:
     """Launch `demo` on a free port of `host` in background threads; its URL."""
-    demo.launch(server_name=host, server_port=free_port(host), prevent_thread_lock=True, quiet=True,
-                share=False)
+    demo.launch(server_name=host, server_port=free_port(host), prevent_thread_lock=True, quiet=True, share=False)
     return demo.local_url
