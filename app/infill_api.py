@@ -99,7 +99,6 @@ def mount_infill(
     handler = json_handler(
         infill,
         lambda status, message: _error(status, message, "invalid_request_error"),
-        pipeline.idle_timeout_s,
         "input_prefix and input_suffix",
         RunRegistry(),
         editor_session,

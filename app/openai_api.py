@@ -58,7 +58,6 @@ def mount_completions(
     handler = json_handler(
         completions,
         lambda status, message: _error(status, message, "invalid_request_error"),
-        pipeline.idle_timeout_s,
         "at least `prompt`",
     )
 

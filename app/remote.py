@@ -254,7 +254,7 @@ def _apply(row: _Row, choice: dict, rules: StopRules) -> None:
     reason = choice.get("finish_reason")
     if reason is not None:
         row.finish_reason = SERVER_FINISH.get(str(reason).lower(), FINISH_STOP)
-    cut = rules.cut(row.text, old_len, final=row.finish_reason == FINISH_STOP)  # as StopRules.extend
+    cut = rules.ends_at(row.text, old_len, final=row.finish_reason == FINISH_STOP)  # as StopRules.extend
     if cut is not None:
         row.text, row.finish_reason = row.text[:cut], FINISH_STOP
         kept = _tokens_within(row, cut)  # the tokens (and their log-probabilities) that lie in the kept text

@@ -43,8 +43,8 @@ class Limits:
 class Defaults:
     """The values a form starts with and an API call gets for the fields it leaves out."""
 
-    k: int = 12  # measured (README, Quality): Pass@First 73.2% on HumanEval against 70.7% at k=8, on both halves,
-    # for 13% more time to the answer than the previous default (k=8, raw prompts) in the same run
+    k: int = 12  # more first drafts right on HumanEval than k=8, on both halves, for a little more time to the
+    # answer (docs/MEASUREMENTS.md)
     budget_s: float = DEFAULT_BUDGET_S
     temperature: float = 0.8
     max_new_tokens: int = 256

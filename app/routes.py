@@ -18,7 +18,6 @@ from app.runs import USER_ERRORS, RunControl, RunRegistry, as_reported
 def json_handler(
     serve: Callable[[dict, RunControl], object],
     error: Callable[[int, str], object],
-    idle_timeout_s: float,
     needs: str,
     runs: RunRegistry | None = None,
     session_of: Callable[[dict, str], str | None] | None = None,
@@ -35,7 +34,7 @@ def json_handler(
             return error(400, f"the body is not JSON: send a JSON object with {needs}")
         if not isinstance(body, dict):
             return error(400, "the body must be a JSON object")
-        control = RunControl(idle_timeout_s)
+        control = RunControl(idle_timeout_s=None)  # _stop_when_gone watches the client
         host = http_request.client.host if http_request.client else ""
         session = session_of(body, host) if runs is not None and session_of is not None else None
         if session is not None:

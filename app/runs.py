@@ -75,10 +75,11 @@ class RunControl:
 
     The engine polls `should_stop` between steps. A consumer that vanished without a word (a
     dropped connection whose generator is never closed) stops reading, so its heartbeats stop and the
-    run ends `idle_timeout_s` later: the engine is never held for a client that is gone.
+    run ends `idle_timeout_s` later: the engine is never held for a client that is gone. None: no heartbeats are
+    expected (an HTTP route runs the pipeline in its own thread and stops the run when its client disconnects).
     """
 
-    def __init__(self, idle_timeout_s: float = 5.0):
+    def __init__(self, idle_timeout_s: float | None = 5.0):
         self.idle_timeout_s = idle_timeout_s
         self.reason: str | None = None
         self._stop = threading.Event()
@@ -97,7 +98,8 @@ class RunControl:
         return self._stop.is_set()
 
     def should_stop(self) -> bool:
-        if not self._stop.is_set() and time.monotonic() - self._last_seen > self.idle_timeout_s:
+        idle = self.idle_timeout_s is not None and time.monotonic() - self._last_seen > self.idle_timeout_s
+        if not self._stop.is_set() and idle:
             self.stop("the client stopped listening")
         return self._stop.is_set()
 

@@ -164,7 +164,7 @@ class Pipeline:
         box = _Mailbox()
         worker = threading.Thread(
             target=self._work,
-            args=(box, request, engine_for, lock, control, model, checks),
+            args=(box, request, engine_for, lock, control, checks),
             name="ranked-drafts-run",
             daemon=True,
         )
@@ -200,10 +200,49 @@ class Pipeline:
         model: dict,
         checks: CheckRequest = CheckRequest(),
     ) -> dict:
-        """The final dict of a run (status "done"), for callers that wait for it without progress (HTTP APIs)."""
-        final = None
-        for state in self.stream(request, engine_for, lock, control, model, checks=checks):
-            final = state
+        """The final dict of a run (status "done"), for callers that wait for it without progress (HTTP APIs): the
+        run happens in the caller's thread, and the caller stops `control` when its client goes. Errors are raised
+        as reported (user errors in the app's terms, anything else an InternalError, logged)."""
+        started = time.perf_counter()
+        try:
+            final = self._serve(request, engine_for, lock, control, checks)
+        except Exception as err:
+            reported = as_reported(err)
+            if reported is err:
+                raise
+            raise reported from err
+        final["stats"]["total_s"] = round(time.perf_counter() - started, 4)
+        final["model"] = model
+        return final
+
+    def _serve(
+        self,
+        request: GenerationRequest,
+        engine_for: Callable[[], CandidateSource],
+        lock: threading.Lock,
+        control: RunControl,
+        checks: CheckRequest,
+        on_phase: Callable[[str], None] = lambda phase: None,
+        on_update: Callable[[GenerationResult], None] | None = None,
+    ) -> dict:
+        """Wait for `lock` (one generation at a time), get the engine (`engine_for` may load it), run the pipeline;
+        the final dict with the time spent waiting and loading."""
+        started = time.perf_counter()
+        if not lock.acquire(timeout=self.busy_timeout_s):
+            raise BusyError(
+                f"busy: the engine is still serving another request after {self.busy_timeout_s:g} s "
+                "of waiting; retry in a moment"
+            )
+        try:
+            on_phase("loading")
+            locked = time.perf_counter()
+            engine = engine_for()
+            loaded = time.perf_counter()
+            on_phase("generating")
+            final = self.run(engine, request, control, on_update=on_update, checks=checks)
+        finally:
+            lock.release()
+        final["stats"].update(wait_s=round(locked - started, 4), load_s=round(loaded - locked, 4))
         return final
 
     def _work(
@@ -213,28 +252,19 @@ class Pipeline:
         engine_for,
         lock: threading.Lock,
         control: RunControl,
-        model: dict,
         checks: CheckRequest,
     ) -> None:
+        """The streaming run's worker thread: `_serve`, its news posted to `box`."""
         try:
-            started = time.perf_counter()
-            if not lock.acquire(timeout=self.busy_timeout_s):
-                raise BusyError(
-                    f"busy: the engine is still serving another request after {self.busy_timeout_s:g} s "
-                    "of waiting; retry in a moment"
-                )
-            try:
-                box.post(phase="loading")
-                locked = time.perf_counter()
-                engine = engine_for()
-                loaded = time.perf_counter()
-                box.post(phase="generating")
-                final = self.run(
-                    engine, request, control, on_update=lambda result: box.post(latest=result), checks=checks
-                )
-            finally:
-                lock.release()
-            final["stats"].update(wait_s=round(locked - started, 4), load_s=round(loaded - locked, 4))
+            final = self._serve(
+                request,
+                engine_for,
+                lock,
+                control,
+                checks,
+                on_phase=lambda phase: box.post(phase=phase),
+                on_update=lambda result: box.post(latest=result),
+            )
             box.post(final=final)
         except Exception as err:  # noqa: BLE001 - handed over to the consumer thread, which raises it
             box.post(error=as_reported(err))

@@ -96,7 +96,7 @@ class BodyEndCriterion:
         for row in input_ids[:, self.prompt_len :].tolist():
             ended = any(t in self.eos_ids for t in row)
             text = self.tokenizer.decode(row, skip_special_tokens=True)
-            done.append(ended or self.rule.cut(text) is not None)
+            done.append(ended or self.rule.ends_at(text) is not None)
         return torch.tensor(done, device=input_ids.device)
 
 

@@ -34,10 +34,10 @@ def restop(candidate: dict, body: BodyEnd, eos_ids: frozenset[int], decode) -> d
     if special is not None:
         tokens, logprobs, finish = tokens[:special], logprobs[:special], FINISH_STOP
         text = decode(tokens)
-    cut = body.cut(text)
+    cut = body.ends_at(text)
     if cut is not None:
         row = RowState(tokens, logprobs, text)
-        StopRules.cut_at(row, cut, decode)
+        StopRules.end_row_at(row, cut, decode)
         tokens, logprobs, text, finish = row.token_ids, row.logprobs, row.text, row.finish_reason
     fixed = dict(candidate, text=text, token_ids=tokens, logprobs=logprobs, finish_reason=finish)
     if "token_texts" in candidate:

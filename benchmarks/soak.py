@@ -163,7 +163,7 @@ def check_candidate(request, candidate, wall_s, body, special_ids, decode) -> li
     if candidate.finish_reason == FINISH_STOP:
         if any(stop in candidate.text for stop in request.stop):
             problems.append(("stop", "a stop string inside the text"))
-        if body is not None and body.cut(candidate.text) is not None:
+        if body is not None and body.ends_at(candidate.text) is not None:
             problems.append(("stop", f"the text leaves the body: {candidate.text[-60:]!r}"))
     if candidate.finish_reason == FINISH_BUDGET and wall_s < request.budget_s:
         problems.append(("budget", f"'budget' after {wall_s:.2f} s of {request.budget_s:.2f}"))

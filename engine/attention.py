@@ -1,22 +1,20 @@
 """Attention for the engine's forwards: SDPA over the key/value heads themselves, for any number of query tokens.
 
-Models with grouped-query attention (the bundled Qwen2.5 models: 12 query heads share 2 key/value heads in the
-1.5B) keep one key and value per group. For a single query token transformers folds the group's query heads into
-the query length and attends over the shared heads; for more (a verify pass of K+1 tokens, a prompt's chunk) it
-copies every key and value once per query head (`repeat_kv`) and attends over all of them: measured here at 8 rows
-x 2 tokens on the 1.5B, that copy and the larger attention took 47 of a forward's 129 ms, against 11 of 69 ms for
-8 x 1. `packed_sdpa_forward` folds the query heads of a group into the query length for every q (query
-[B, H, q, D] -> [B, H_kv, groups * q, D]; the additive mask, shared by the heads, tiled to match), which computes
-the same attention without the copies.
+Models with grouped-query attention (the bundled Qwen2.5 models: 12 query heads share 2 key/value heads in the 1.5B)
+keep one key and value per group. For a single query token transformers folds the group's query heads into the query
+length and attends over the shared heads; for more (a verify pass of K+1 tokens, a prompt's chunk) it copies every key
+and value once per query head (`repeat_kv`) and attends over all of them, which nearly doubles a small verify pass
+(docs/ENGINE.md). `packed_sdpa_forward` folds the query heads of a group into the query length for every q (query [B, H,
+q, D] -> [B, H_kv, groups * q, D]; the additive mask, shared by the heads, tiled to match), which computes the same
+attention without the copies.
 
 The engine's forwards use it for a model loaded with `sdpa` (`packed_attention`, for the call only: the model
 stays as it was loaded for everything else, transformers' own `generate` included).
 
 It also serves a packed call (kv_cache.PackedRows: a ragged batch's tokens end to end, batch 1, so the linear
 layers see only real tokens): the query is laid back out as [B, H, width, D], attended as above over each row's
-own cache, and the outputs of the real tokens packed again. Attention is a small share of a step (8% of a
-one-row step of the 1.5B), though not free: 16 token rows of 8 rows took 115 ms as 8 x 2 and 130 ms as two rows of
-5 and six of 1, the padded attention among what differs (1.5B, int4-w8a8, 300 cached tokens).
+own cache, and the outputs of the real tokens packed again. Attention is a small share of a step, though the
+padded layout is not free (docs/ENGINE.md).
 """
 
 from __future__ import annotations

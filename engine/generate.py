@@ -186,7 +186,7 @@ class Engine:
                 self._end_rows_with_a_line(run)
                 if not run.active:
                     break
-            self._step(run, drafters, controller)
+            self._round(run, drafters, controller)
             self._notify(run, on_update)
         for row in run.rows:
             row.finish_reason = row.finish_reason or FINISH_BUDGET
@@ -315,7 +315,7 @@ class Engine:
         run.stats.generated_tokens = sum(len(r.token_ids) for r in run.rows)
         self._drop_finished(run)
 
-    def _step(self, run: _Run, drafters: dict[str, Drafter], controller: DraftController) -> None:
+    def _round(self, run: _Run, drafters: dict[str, Drafter], controller: DraftController) -> None:
         """One draft/verify round over the active rows."""
         request, batch = run.request, len(run.active)
         step_started = time.perf_counter()
@@ -429,7 +429,7 @@ class Engine:
             row = run.rows[r]
             end = line_end_after(row.text, run.line_marks[r])
             if end is not None:
-                StopRules.cut_at(row, end, self._decode)
+                StopRules.end_row_at(row, end, self._decode)
                 row.finish_reason = FINISH_BUDGET
         self._drop_finished(run)
 

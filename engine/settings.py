@@ -26,7 +26,7 @@ class EngineSettings:
     # How a draft model's tokens are sampled and verified (ACCEPTANCE_CHOICES, both exact):
     # "coupled":  each draft token is drawn with the number the target will use at that position, and kept
     #             while it equals the target's own draw: a seed gives regular decoding's tokens, whatever the
-    #             drafter and draft lengths (at a slightly lower acceptance than the residual rule's);
+    #             drafter and draft lengths (at a slightly lower acceptance than the residual rule's: docs/ENGINE.md);
     # "residual": the classic min(1, p/q) test with resampling from max(p - q, 0) (acceptance 1 - TV, the
     #             highest possible); the same seed may then give other tokens when the plan differs.
     acceptance: str = "coupled"

@@ -90,7 +90,7 @@ CASES = [  # (name, prompt, completion, the kept completion or None when the bod
 
 @pytest.mark.parametrize(("name", "prompt", "completion", "kept"), CASES, ids=[c[0] for c in CASES])
 def test_body_end(name, prompt, completion, kept):
-    cut = BodyEnd.of(prompt).cut(completion)
+    cut = BodyEnd.of(prompt).ends_at(completion)
     assert (None if cut is None else completion[:cut]) == kept
 
 
@@ -100,7 +100,7 @@ def test_a_growing_completion_is_cut_where_the_whole_one_is(name, prompt, comple
     that is not None is the final one (no line is judged before its first character is known)."""
     rule = BodyEnd.of(prompt)
     for end in range(len(completion) + 1):
-        cut = rule.cut(completion[:end])
+        cut = rule.ends_at(completion[:end])
         if cut is not None:
             assert completion[:cut] == kept, f"cut early at {end}: {completion[:end]!r}"
             return
@@ -131,8 +131,8 @@ def test_the_engine_stops_a_row_at_the_end_of_the_body(make_engine, tokenizer):
     for kept, full in zip(on.candidates, off.candidates):
         assert full.token_ids[: len(kept.token_ids)] == kept.token_ids  # the same sample, cut
         assert full.text.startswith(kept.text)
-        if rule.cut(full.text) is not None and kept.finish_reason == FINISH_STOP and kept.text != full.text:
-            assert kept.text == full.text[: rule.cut(full.text)]
+        if rule.ends_at(full.text) is not None and kept.finish_reason == FINISH_STOP and kept.text != full.text:
+            assert kept.text == full.text[: rule.ends_at(full.text)]
             ended += 1
     assert ended > 0
 

@@ -189,7 +189,7 @@ def test_w8a8_and_int4_rank_the_next_token_of_real_code_first_as_the_loaded_weig
     teacher-forced over real code in calls of 8 tokens (the shapes of decoding and verification): the token each
     ranks first is the loaded weights' first at nearly every position (measured: int4 99.7%, whose int8 layers,
     most of this model's, read the bf16 weights in calls of 8 rows; w8a8 93.4%: its 8-bit activations cost more
-    here than on the 1.5B, whose HumanEval pass@1 they do not lower, README)."""
+    here than on the 1.5B, whose HumanEval pass@1 they do not lower: docs/MEASUREMENTS.md)."""
     from pathlib import Path
 
     from engine.quant.weights import apply_weight_format

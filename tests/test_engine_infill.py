@@ -67,14 +67,14 @@ def test_a_middle_ends_where_it_repeats_the_code_after_the_cursor():
     echo = SuffixEcho.of(PREFIX, SUFFIX)
     assert echo.line == "def load(self):" and echo.first_is_whole  # only indentation before the cursor
     middle = "with open(self.path, 'w') as f:\n            f.write('x')\n\n    def load(self):\n        return 1\n"
-    assert echo.cut(middle) == middle.index("\n\n    def load") + 1  # the blank line goes too: the suffix has one
+    assert echo.ends_at(middle) == middle.index("\n\n    def load") + 1  # the blank line goes too: the suffix has one
     rules = StopRules.of(GenerationRequest(PREFIX, suffix=SUFFIX), frozenset())  # the engine's and remote's rule
-    assert rules.cut(middle, final=True) == echo.cut(middle)
-    assert echo.cut("x = 1\n    def load(self)") is None  # an unfinished line may still become another
-    assert echo.cut("x = 1\n    def load(self):", final=True) == len("x = 1\n")
-    assert echo.cut("def load(self):\n") == 0
+    assert rules.ends_at(middle, final=True) == echo.ends_at(middle)
+    assert echo.ends_at("x = 1\n    def load(self)") is None  # an unfinished line may still become another
+    assert echo.ends_at("x = 1\n    def load(self):", final=True) == len("x = 1\n")
+    assert echo.ends_at("def load(self):\n") == 0
     typed = SuffixEcho.of(PREFIX + "x = ", SUFFIX)  # text before the cursor: the middle's first line
-    assert typed.cut("def load(self):\n") is None  # finishes the cursor's line, it is not a line
+    assert typed.ends_at("def load(self):\n") is None  # finishes the cursor's line, it is not a line
     assert SuffixEcho.of("x = 1\n", "\n\n   \n") is None
 
 
@@ -89,7 +89,7 @@ def test_a_middle_from_the_engine_has_its_stop_rules_and_reports_its_prompt(fim_
     echo = SuffixEcho.of(PREFIX, SUFFIX)
     for candidate in result.candidates:
         assert candidate.finish_reason in ("stop", "length")
-        assert echo.cut(candidate.text, final=True) is None  # no middle runs into the suffix's first line
+        assert echo.ends_at(candidate.text, final=True) is None  # no middle runs into the suffix's first line
 
 
 def seeded(prompt: str, suffix: str = "", **changes) -> GenerationRequest:
@@ -214,9 +214,9 @@ def test_n_indent_ends_a_middle_before_a_line_indented_less():
     from engine.text.stopping import IndentEnd
 
     rule = IndentEnd(8)
-    assert rule.cut("x = 1\n        y = 2\n    return y\n") == len("x = 1\n        y = 2\n")
-    assert rule.cut("x = 1\n        y = 2\n    ") is None  # only indentation so far: not judged yet
-    assert rule.cut("    x = 1\n\n        y\n") is None  # the first line and blank lines do not count
+    assert rule.ends_at("x = 1\n        y = 2\n    return y\n") == len("x = 1\n        y = 2\n")
+    assert rule.ends_at("x = 1\n        y = 2\n    ") is None  # only indentation so far: not judged yet
+    assert rule.ends_at("    x = 1\n\n        y\n") is None  # the first line and blank lines do not count
 
 
 def test_the_local_context_keeps_whole_lines_within_its_tokens():

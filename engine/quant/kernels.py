@@ -12,11 +12,11 @@ from engine.quant.grids import FourBitGrid
 
 INT8_MAX_ROWS = 4  # token rows per call (batch x tokens per row) up to which the int8 kernel is the faster one
 INT4_MAX_ROWS = 8  # the same for the int4 kernel
-W8A8_MAX_ROWS = 64  # a cap, not a break-even: the kernel is still ~2x faster than bf16 at 64 rows (kern2 probe);
+W8A8_MAX_ROWS = 64  # a cap, not a break-even: the kernel is still faster than bf16 there (docs/ENGINE.md);
 # a prompt's chunk of more rows reads the dense weights, so its error is not shared across
 # hundreds of tokens (a short remainder after the prefix cache goes through w8a8)
 INT4_ONE_ROW = 1  # int4-w8a8: calls of up to this many token rows read a 4-bit layer's codes (int4 is the faster
-# kernel at one row only: bench_kernels, 0.42 against w8a8's 0.55 ms; at 2 rows 0.50 against 0.47)
+# kernel at one row only: benchmarks/bench_kernels.py, docs/ENGINE.md)
 INT4_OUT_MULTIPLE = 16  # the int4 kernel packs output features in blocks of 16
 QUANTIZE_ROWS = 128  # rows of a weight _int8_per_channel converts at once (~1 MB of fp32 for the bundled models)
 
@@ -160,8 +160,8 @@ class DynamicInt8Linear(_LowByteLinear):
         if loud.numel() == 0:
             return self._integer_products(x)
         out = self._integer_products(x.index_fill(1, loud, 0.0))  # [M, out]; x untouched
-        # the loud channels' weights are L contiguous rows of the [in, out] copy (measured, 1 row and 100 loud
-        # channels: 0.03 ms to gather, against 0.38 ms for columns of [out, in], per call of 28 per step)
+        # the loud channels' weights are L contiguous rows of the [in, out] copy: gathering rows is an order of
+        # magnitude faster than gathering columns of [out, in] (docs/ENGINE.md)
         return out.addmm_(x[:, loud], self.weight_dense.index_select(0, loud).float())  # [M, L] @ [L, out]
 
     def _integer_products(self, x: torch.Tensor) -> torch.Tensor:

@@ -18,11 +18,11 @@ stays: a lookup reads one row per token):
   one token row (INT4_ONE_ROW: one row is memory-bound, and the codes are half of int8's bytes), the integer
   products from two rows on. A plain step of k=1 reads the GGUF's own codes; a verify pass or k > 1 reads w8a8.
 
-The weight-only kernels turn weights back into floats and stop paying beyond a few rows; fbgemm's integer products
-stay memory-bound to 8 rows (`python -m benchmarks.bench_kernels`; the figures are in the README). So each layer
-keeps its original weight too, and a call of more token rows than its kernel pays for (INT8_MAX_ROWS,
-INT4_MAX_ROWS) or than w8a8 is allowed (W8A8_MAX_ROWS, a chosen cap) uses it. Accuracy is measured, not assumed:
-benchmarks/eval_humaneval.py --weights int8|int4|w8a8|int4-w8a8 (README).
+The weight-only kernels turn weights back into floats and stop paying beyond a few rows; fbgemm's integer products stay
+memory-bound to 8 rows (`python -m benchmarks.bench_kernels`; the figures are in docs/MEASUREMENTS.md). So each layer
+keeps its original weight too, and a call of more token rows than its kernel pays for (INT8_MAX_ROWS, INT4_MAX_ROWS) or
+than w8a8 is allowed (W8A8_MAX_ROWS, a chosen cap) uses it. Accuracy is measured, not assumed:
+benchmarks/eval_humaneval.py --weights int8|int4|w8a8|int4-w8a8 (docs/MEASUREMENTS.md).
 
 Here: the formats' names, the swap of a model's linear layers, the `auto` policy and the bytes a step reads. The
 layers are in engine/quant/kernels.py, the 4-bit grids in engine/quant/grids.py (their disk cache:
@@ -76,11 +76,11 @@ __all__ = [
     "FourBitGrid",
 ]
 
-W8A8_OUTLIER_LAYERS = ("down_proj",)  # layers whose inputs carry outlier channels: the MLP's output projection
-# (measured on real code, 1.5B: with one 8-bit scale per call, 5% relative
-# error at 1 row, 9% at 8, 13% at 32, vs 1-2% for q/k/v/o/gate/up)
-W8A8_OUTLIER_THRESHOLD = 4.0  # their input channels above this (in magnitude) go through floats: measured there,
-# 2.8-3.6% relative error, 15 (1 row) to 200 (32 rows) channels of 8960 on average
+# layers whose inputs carry outlier channels, the MLP's output projection: one 8-bit scale per call loses several
+# times the accuracy there that it loses elsewhere (docs/ENGINE.md)
+W8A8_OUTLIER_LAYERS = ("down_proj",)
+# their input channels above this (in magnitude) go through floats: a few of thousands, most of the error gone
+W8A8_OUTLIER_THRESHOLD = 4.0
 
 logger = logging.getLogger(__name__)
 
@@ -228,12 +228,11 @@ def apply_weight_format(model: nn.Module | None, weights: str) -> nn.Module | No
 
 
 def auto_weight_format(model: nn.Module | None) -> str:
-    """What weights="auto" means for this model: int4-w8a8 for a bundled model (one of our converted GGUFs) in bf16
-    on a CPU with fbgemm's kernels (x86), where decoding is memory-bound (README: no measured loss of HumanEval
-    pass@1, the fastest end to end: w8a8's integer products from two rows on, the GGUF's 4-bit codes for one row;
-    int4 on other CPUs); else its weights as loaded: a user's model (its
-    accuracy in a lossy format is not measured: ask for one), a GPU's kernels, or fp32 (the reference format,
-    where a seed's tokens are exact across drafters)."""
+    """What weights="auto" means for this model: int4-w8a8 for a bundled model (one of our converted GGUFs) in bf16 on a
+    CPU with fbgemm's kernels (x86), where decoding is memory-bound (docs/MEASUREMENTS.md: no measured loss of HumanEval
+    pass@1, the fastest end to end: w8a8's integer products from two rows on, the GGUF's 4-bit codes for one row; int4
+    on other CPUs); else its weights as loaded: a user's model (its accuracy in a lossy format is not measured: ask for
+    one), a GPU's kernels, or fp32 (the reference format, where a seed's tokens are exact across drafters)."""
     if model is None or owned_model_dir(model) is None:
         return "native"
     parameter = next(model.parameters())

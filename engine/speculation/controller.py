@@ -93,8 +93,8 @@ class CostModel:
 
     def _slope(self, kind: str, rows: int, seconds: float) -> float:
         """Seconds per extra token row at a batch size with one measured call (of `seconds`): fitted at the nearest
-        batch size with two token counts (measured, 1.5B on int4-w8a8: about 4-9 ms per token row up to 16 token
-        rows), else the prior, extra_token_cost of the call for one token more on every row."""
+        batch size with two token counts, else the prior, extra_token_cost of the call for one token more on every
+        row."""
         fitted = sorted((abs(r - rows), r) for (k, r, _q) in self._seconds if k == kind and len(self._seen(k, r)) >= 2)
         if not fitted:
             return self.settings.extra_token_cost * seconds / rows
@@ -314,8 +314,7 @@ class DraftController:
     def _probe(self, options: list[StepPlan]) -> StepPlan:
         """A short draft with the best-looking drafter, to refresh its acceptance estimate; each probe that is
         needed doubles the wait for the next (up to 16x, across requests), since on hardware where drafting does
-        not pay every probe is a loss (measured, int4-w8a8 at 8 rows: each token row a probe adds costs 5-9 ms
-        against an 80 ms plain step; before verify passes were packed, a 1-token probe cost 1.7-2x a plain step)."""
+        not pay every probe is a loss (docs/ENGINE.md)."""
         drafted = [
             o
             for o in options
@@ -336,12 +335,11 @@ class DraftController:
         )
 
     def _probe_needs_prefill(self, plan: StepPlan) -> bool:
-        """Whether the plan would make a model drafter read the prompt first, for a drafter whose pass cost is
-        measured already: its prefill (measured, 0.5B draft: 0.3 s for 118 prompt tokens, two plain steps of 8 rows
-        on w8a8) is more than a short probe of a drafter the costs call a loss can win back. An unmeasured drafter
-        is probed (that is how its costs become known), and so is any from the model_reprobe_requests-th request
-        after it last drafted; otherwise a measured one is judged again whenever the plan picks it on its
-        estimates, or once a request made it read the prompt."""
+        """Whether the plan would make a model drafter read the prompt first, for a drafter whose pass cost is measured
+        already: its prefill (a few plain steps' time: docs/ENGINE.md) is more than a short probe of a drafter the costs
+        call a loss can win back. An unmeasured drafter is probed (that is how its costs become known), and so is any
+        from the model_reprobe_requests-th request after it last drafted; otherwise a measured one is judged again
+        whenever the plan picks it on its estimates, or once a request made it read the prompt."""
         return not self._unmeasured_model(plan) and any(
             name in self.model_drafters
             and name not in self.primed

@@ -137,7 +137,7 @@ class ModelDrafter:
         self.last_round = 0  # the round of its last proposal (0: the target's prefill)
         self.passes = 0  # draft forwards of proposals so far (each Draft carries its own share)
         # one-offs, not a per-pass cost: the prompt's prefill, and catching up on the tokens of rounds the drafter
-        # sat out (a catch-up of many rounds costs several one-token passes: see docs/MEASUREMENTS.md)
+        # sat out (a catch-up of many rounds costs several one-token passes: docs/ENGINE.md)
         self.setup_passes, self.setup_s = 0, 0.0
 
     def propose(self, context: DraftContext) -> Draft:

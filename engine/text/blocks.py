@@ -122,7 +122,7 @@ class BodyEnd:
         has_code = any(not s.is_comment and not _STRING_START.match(prompt, s.offset) for s in starts[index + 1 :])
         return BodyEnd(prompt, indent, state, has_code and state.pending_line is not None)
 
-    def cut(self, completion: str) -> int | None:
+    def ends_at(self, completion: str) -> int | None:
         """Index in completion where the text ends because the logical line that begins there leaves the body
         (the body's own newlines, blank lines included, stay: they are the tokens' text); None while the
         completion is still inside the body.

@@ -43,7 +43,7 @@ class SuffixEcho:
             return None
         return SuffixEcho(following[0], not prompt.rpartition("\n")[2].strip())
 
-    def cut(self, text: str, final: bool = False) -> int | None:
+    def ends_at(self, text: str, final: bool = False) -> int | None:
         """Index in the middle where the repeated line begins, or None; a last line without its newline counts
         only once the middle is over (final), since it may still grow into another line."""
         offset = 0
@@ -71,7 +71,7 @@ class IndentEnd:
 
     indent: int
 
-    def cut(self, text: str) -> int | None:
+    def ends_at(self, text: str) -> int | None:
         start = text.find("\n") + 1
         while start > 0:
             end = text.find("\n", start)
@@ -121,29 +121,29 @@ class StopRules:
         row.token_ids.extend(tokens[:room])
         row.logprobs.extend(logprobs[:room])
         row.text = decode(row.token_ids)
-        cut = self.cut(row.text, old_text_len, final=row.finish_reason == FINISH_STOP)
-        if cut is not None:
-            self.cut_at(row, cut, decode)
+        end = self.ends_at(row.text, old_text_len, final=row.finish_reason == FINISH_STOP)
+        if end is not None:
+            self.end_row_at(row, end, decode)
 
-    def cut(self, text: str, old_text_len: int = 0, final: bool = False) -> int | None:
+    def ends_at(self, text: str, old_text_len: int = 0, final: bool = False) -> int | None:
         """Where a text must end by a stop string, the end of the function body or the suffix's echo (the
         earliest), or None; text before old_text_len was checked already (it holds no stop string); final: the
         text ended by itself. Local and remote rows use it alike."""
         longest_stop = max((len(s) for s in self.stops), default=0)
-        cuts = [
+        ends = [
             earliest_stop(text, self.stops, max(0, old_text_len - longest_stop)),
-            self.body.cut(text) if self.body is not None else None,
-            self.echo.cut(text, final) if self.echo is not None else None,
-            self.indent.cut(text) if self.indent is not None else None,
+            self.body.ends_at(text) if self.body is not None else None,
+            self.echo.ends_at(text, final) if self.echo is not None else None,
+            self.indent.ends_at(text) if self.indent is not None else None,
         ]
-        return min((c for c in cuts if c is not None), default=None)
+        return min((e for e in ends if e is not None), default=None)
 
     @staticmethod
-    def cut_at(row: RowState, cut: int, decode) -> None:
-        """End a row at `cut`: keep the text before it and the tokens whose text lies wholly before it."""
+    def end_row_at(row: RowState, end: int, decode) -> None:
+        """End a row at `end`: keep the text before it and the tokens whose text lies wholly before it."""
         kept = len(row.token_ids)
-        while kept > 0 and len(decode(row.token_ids[:kept])) > cut:
+        while kept > 0 and len(decode(row.token_ids[:kept])) > end:
             kept -= 1
         row.token_ids, row.logprobs = row.token_ids[:kept], row.logprobs[:kept]
-        row.text = row.text[:cut]
+        row.text = row.text[:end]
         row.finish_reason = FINISH_STOP
