@@ -91,7 +91,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=8,
         help="requests that may wait for the engine before new ones are refused (default 8)",
     )
-    parser.add_argument("--no-lint", action="store_true", help="static analysis without pylint (syntax only)")
+    parser.add_argument(
+        "--no-lint", action="store_true", help="static analysis without pylint and mypy (syntax and empty bodies only)"
+    )
     parser.add_argument(
         "--no-run-checks",
         action="store_true",
