@@ -101,6 +101,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "run in a bubblewrap sandbox: no network, no files of yours, limits; where the sandbox "
         "cannot start, nothing runs and the answers say why)",
     )
+    parser.add_argument(
+        "--no-token-healing",
+        action="store_true",
+        help="a middle typed into a word is read as typed (by default its last token is backed over and the first "
+        "generated token must finish it)",
+    )
     parser.add_argument("--share", action="store_true", help="create a public Gradio share link (off by default)")
     parser.add_argument(
         "--infill-single",
@@ -188,7 +194,7 @@ def build(args: argparse.Namespace) -> dict:
         hub = EngineHub(
             menu(args.model, args.draft),
             args.cache_dir,
-            EngineSettings(drafter=args.drafter, prompt_form=args.prompt_form),
+            EngineSettings(drafter=args.drafter, prompt_form=args.prompt_form, token_healing=not args.no_token_healing),
             dtype=args.dtype,
             weights=args.weights,
         )

@@ -29,7 +29,7 @@ from engine.speculation.drafters import (
     sibling_drafter,
 )
 from engine.text.chat import CLOSING_FENCE, answer_enders, chat_form_for
-from engine.text.infill import FimFormat, require_fim
+from engine.text.infill import FimFormat, require_fim, typed_at_cursor
 from engine.text.stopping import RowState, StopRules, line_end_after
 from engine.types import (
     FINISH_BUDGET,
@@ -116,6 +116,22 @@ class _Run:
     round_number: int = 1  # the draft/verify round under way (1: the first after the prompt's prefill)
     line_marks: dict[int, int] | None = None  # past the budget (budget_waits_for_line): each row's text length
     # at the deadline; a newline after it ends the row
+    healing: Healing | None = None  # the typed text the first token must begin with (token healing)
+
+    def decode(self, decode: Callable[[list[int]], str], token_ids: list[int]) -> str:
+        """A row's text: its tokens decoded, less the typed text a healed first token repeats."""
+        text = decode(token_ids)
+        return text[len(self.healing.text) :] if self.healing is not None else text
+
+
+@dataclass(frozen=True)
+class Healing:
+    """Token healing: the prompt's last token, the partial word typed at the cursor, is backed over, and the first
+    generated token must begin with its text, so the model finishes the word with a token it would have chosen for
+    the whole word (" retur" + "n" splits a word where the model never saw it split)."""
+
+    text: str  # the backed-over token's text; rows' texts leave it out (the client has it typed already)
+    allowed: torch.Tensor  # [V] bool: the tokens whose text begins with it
 
 
 class Engine:
@@ -149,6 +165,7 @@ class Engine:
         self.memory = ControllerMemory(self.settings.controller)  # measured costs and acceptance, across requests
         self.fim = FimFormat.of(tokenizer)  # None: the model cannot fill in a middle
         self.chat = chat_form_for(self.settings.prompt_form, tokenizer, model)  # None: continuations read raw
+        self._vocabulary = tokenizer.get_vocab()  # spelling -> id (token healing)
         self.not_first = self._not_first(tokenizer) if self.chat is not None else None  # no chat-form row begins so
         cache_bytes = int(self.settings.prefix_cache_mb * 2**20)
         self.prefix_cache = PrefixCache(cache_bytes)  # the target's recent prompts
@@ -196,6 +213,9 @@ class Engine:
     # --- one request ------------------------------------------------------------------------------
     def _start(self, request: GenerationRequest) -> _Run:
         prompt_ids = self._prompt_ids(request)
+        healing = self._healing(request, prompt_ids)
+        if healing is not None:
+            prompt_ids = prompt_ids[:-1]
         room = self.context_limit - request.max_new_tokens - self.settings.controller.max_length - 1
         if not prompt_ids or len(prompt_ids) > room:
             raise InvalidRequest(
@@ -218,7 +238,25 @@ class Engine:
             started=started,
             stats=GenerationStats(prompt_tokens=len(prompt_ids)),
             active=list(range(request.k)),
+            healing=healing,
         )
+
+    def _healing(self, request: GenerationRequest, prompt_ids: list[int]) -> Healing | None:
+        """Token healing for a middle whose cursor line has text typed before the cursor (it ends the prompt, after
+        the FIM middle marker); None when it is off, nothing is typed, or the last token is not whole text."""
+        if not (self.settings.token_healing and request.is_infill and typed_at_cursor(request.prompt)):
+            return None
+        text = self._decode(prompt_ids[-1:])
+        if not text or "\ufffd" in text or len(prompt_ids) < 2:
+            return None
+        # a token's text begins with `text` exactly when its spelling begins with the backed-over token's spelling
+        # (byte-level BPE spells every byte as one symbol; elsewhere at worst fewer tokens are allowed)
+        spelled = self.tokenizer.convert_ids_to_tokens(prompt_ids[-1])
+        width = self.model.config.vocab_size
+        ids = [i for s, i in self._vocabulary.items() if i < width and s.startswith(spelled)]
+        allowed = torch.zeros(width, dtype=torch.bool, device=self.device)
+        allowed[torch.tensor(ids, dtype=torch.long, device=self.device)] = True
+        return Healing(text, allowed)
 
     def _drafters(self, run: _Run) -> dict[str, Drafter]:
         choice = self.settings.drafter
@@ -308,10 +346,13 @@ class Engine:
         allowed = logits
         if self.not_first is not None and self._in_chat_form(run.request):  # a chat-form answer does not end at once
             allowed = logits.index_fill(-1, self.not_first, float("-inf"))
+        if run.healing is not None:  # the first token finishes the typed word
+            allowed = allowed.masked_fill(~run.healing.allowed, float("-inf"))
+        decode = functools.partial(run.decode, self._decode)
         first_tokens = inverse_cdf(_target_probs(run.request, allowed, rows), first_uniform)
         first_logprobs = token_logprobs(logits, first_tokens)
         for row_index, row in enumerate(run.rows):
-            run.rules.extend(row, [int(first_tokens[row_index])], [float(first_logprobs[row_index])], self._decode)
+            run.rules.extend(row, [int(first_tokens[row_index])], [float(first_logprobs[row_index])], decode)
         run.stats.generated_tokens = sum(len(r.token_ids) for r in run.rows)
         self._drop_finished(run)
 
@@ -367,7 +408,10 @@ class Engine:
         kept_logprobs = token_logprobs(logits[kept], packed.pack(committed)[kept])  # [sum(n + 1)]
         for i, (row_index, logprobs) in enumerate(zip(run.active, kept_logprobs.split((n_accepted + 1).tolist()))):
             run.rules.extend(
-                run.rows[row_index], committed[i, : len(logprobs)].tolist(), logprobs.tolist(), self._decode
+                run.rows[row_index],
+                committed[i, : len(logprobs)].tolist(),
+                logprobs.tolist(),
+                functools.partial(run.decode, self._decode),
             )
         # 5. adapt: costs and acceptance feed the next plan; the step's cost is all of it but the draft model's work
         step.accepted = n_accepted.tolist()
@@ -429,7 +473,7 @@ class Engine:
             row = run.rows[r]
             end = line_end_after(row.text, run.line_marks[r])
             if end is not None:
-                StopRules.end_row_at(row, end, self._decode)
+                StopRules.end_row_at(row, end, functools.partial(run.decode, self._decode))
                 row.finish_reason = FINISH_BUDGET
         self._drop_finished(run)
 

@@ -36,5 +36,6 @@ class EngineSettings:
         512.0  # KV of recent prompts kept per model (target, draft), least recently used out; 0: off
     )
     prefill_chunk: int = 512  # prompt tokens per forward while a prompt is read (progress and cancels in between)
+    token_healing: bool = True  # a middle typed into a word: back over its last token, the first one finishes it
     prompt_form: str = "auto"  # continuations, one of PROMPT_FORMS: "raw" text, "chat" (engine/text/chat.py),
     # "auto": chat for an instruct model

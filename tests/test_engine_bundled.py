@@ -220,3 +220,19 @@ def test_w8a8_and_int4_rank_the_next_token_of_real_code_first_as_the_loaded_weig
         for fmt in ("int4", "w8a8")
     }
     assert agreement["int4"] >= 0.97 and agreement["w8a8"] >= 0.9, agreement
+
+
+def test_a_half_typed_word_is_finished_by_a_healed_first_token(bundled):
+    """The bundled model, a cursor inside `ret`: the backed-over token is " ret", every token allowed first begins
+    with it, and the greedy middle finishes the word ("urn ...") instead of starting a new one."""
+    model, tokenizer = bundled
+    built = make(bundled, drafter="none")
+    prefix = "def total(xs):\n    s = 0\n    for x in xs:\n        s += x\n    ret"
+    request = GenerationRequest(prefix, suffix="\n\n\nprint(total([1, 2]))\n", k=1, max_new_tokens=8, temperature=0)
+    healing = built._healing(request, built._prompt_ids(request))
+    assert healing is not None and healing.text == " ret"
+    allowed = healing.allowed.nonzero().flatten().tolist()
+    assert tokenizer.convert_tokens_to_ids("Ġreturn") in allowed and len(allowed) < 100
+    assert all(tokenizer.decode([i]).startswith(" ret") for i in allowed)
+    middle = built.generate(request).candidates[0].text
+    assert middle.startswith("urn s"), middle

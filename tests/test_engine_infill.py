@@ -3,6 +3,8 @@ without FIM, middles that stop before the code after the cursor, and a prefix ca
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 
@@ -260,3 +262,23 @@ def test_a_bounded_prompt_reads_the_end_of_the_prefix_and_the_start_of_the_suffi
     assert head.startswith("<|fim_prefix|>p") and head.endswith("p99 = 99\n") and len(head) < 80 + 2 * 32 * 8
     assert "p99 = 99\n<|fim_suffix|>s0 = 0\ns1 = 1\n" in text
     assert text.endswith("s1 = 1\n<|fim_middle|>")
+
+
+def test_token_healing_backs_over_the_typed_token_and_the_first_token_finishes_it(fim_model, fim_tokenizer):
+    """With a byte tokenizer the only token that begins with the typed byte is that byte itself: healing must then
+    give exactly the unhealed greedy middle, from a prompt one token shorter. A sampled request's rows all begin
+    with the backed-over text, which their texts leave out."""
+    healed, plain = fim_engine(fim_model, fim_tokenizer), fim_engine(fim_model, fim_tokenizer, token_healing=False)
+    typed = "class Store:\n    def save(self):\n        ret"
+    greedy = GenerationRequest(typed, suffix=SUFFIX, k=1, max_new_tokens=8, temperature=0.0, seed=1, stop=())
+    with_healing = healed.generate(greedy)
+    without = plain.generate(replace(greedy, max_new_tokens=7))  # the healed token is one of the 8 generated
+    assert with_healing.stats.prompt_tokens == without.stats.prompt_tokens - 1
+    assert with_healing.candidates[0].text == without.candidates[0].text
+    assert with_healing.candidates[0].token_ids[0] == fim_tokenizer.convert_tokens_to_ids("t")  # the typed "t"
+    sampled = healed.generate(GenerationRequest(typed, suffix=SUFFIX, k=4, max_new_tokens=6, seed=3, stop=()))
+    for candidate in sampled.candidates:
+        assert fim_tokenizer.decode(candidate.token_ids).startswith("t")
+        assert candidate.text == fim_tokenizer.decode(candidate.token_ids)[1:]
+    untyped = GenerationRequest("class Store:\n    def save(self):\n        ", suffix=SUFFIX, k=1, max_new_tokens=4)
+    assert healed.generate(untyped).stats.prompt_tokens == plain.generate(untyped).stats.prompt_tokens  # nothing typed

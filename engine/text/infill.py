@@ -70,16 +70,21 @@ class FimFormat:
             tokens += [ids[s.file_sep]] + encode(CURRENT_FILE + "\n")
         elif extra:  # no file markers: the other files as plain text before the prefix marker
             tokens += encode("".join(f"# file: {c.name}\n{c.text}\n" for c in extra))
-        head, newline, typed = request.prompt.rpartition("\n")
-        if not typed.strip():  # only indentation so far: it stays in the prefix (measured, bundled models: after
-            head, newline, typed = request.prompt, "", ""  # the marker it gave empty or over-indented middles)
-        head, suffix, typed_ids = head + newline, request.suffix, encode(typed)
+        typed = typed_at_cursor(request.prompt)
+        head, suffix, typed_ids = request.prompt[: len(request.prompt) - len(typed)], request.suffix, encode(typed)
         if request.context_tokens is not None:  # llama-server's split of its batch: 3/4 before, 1/4 after
             head = lines_within(head, request.context_tokens * 3 // 4, encode, from_end=True)
             suffix = lines_within(suffix, max(request.context_tokens // 4 - 2 - len(typed_ids), 0), encode)
         return tokens + (
             [ids[s.prefix]] + encode(head) + [ids[s.suffix]] + encode(suffix) + [ids[s.middle]] + typed_ids
         )
+
+
+def typed_at_cursor(prompt: str) -> str:
+    """The cursor line's text before the cursor when it is more than indentation, else "": only indentation stays in
+    the prefix (measured, bundled models: after the middle marker it gave empty or over-indented middles)."""
+    typed = prompt.rpartition("\n")[2]
+    return typed if typed.strip() else ""
 
 
 ANCHOR_EVERY = 32  # on average one line in this many is an anchor a bounded prefix may begin at (lines_within)
