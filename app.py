@@ -221,13 +221,8 @@ def main(argv: list[str] | None = None) -> None:
             server_name=args.host, server_port=args.port, share=args.share, quiet=True, prevent_thread_lock=True
         )
         mount_completions(demo, hub, built["pipeline"], built["limits"])  # POST /v1/completions, same server
-        mount_infill(
-            demo,
-            hub,
-            built["pipeline"],
-            built["limits"],  # POST /infill (llama.vim, llama.vscode)
-            single=args.infill_single,
-        )
+        # POST /infill (llama.vim, llama.vscode)
+        mount_infill(demo, hub, built["pipeline"], built["limits"], single=args.infill_single)
         mount_ollama(demo, hub, built["pipeline"], built["limits"])  # /api/generate... (Continue, Twinny, Zed)
         print(
             f"Ranked code drafts is running at {demo.local_url}"

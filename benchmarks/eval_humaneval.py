@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.sandbox import ExecResult, SandboxSettings, check_program, run_many
-from engine.settings import WEIGHT_FORMATS
+from engine.settings import PROMPT_FORMS, WEIGHT_FORMATS
 from rerank import RankSettings, rank
 
 REPO = Path(__file__).resolve().parent.parent
@@ -701,7 +701,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     gen.add_argument(
         "--prompt-form",
         default=defaults.prompt_form,
-        choices=("auto", "raw", "chat"),
+        choices=PROMPT_FORMS,
         help="how a continuation's prompt is read (engine.settings.PROMPT_FORMS): raw text, chat (the user's "
         "code as the model's answer begun), auto (chat for an instruct model)",
     )

@@ -121,7 +121,9 @@ class _Run:
     def decode(self, decode: Callable[[list[int]], str], token_ids: list[int]) -> str:
         """A row's text: its tokens decoded, less the typed text a healed first token repeats."""
         text = decode(token_ids)
-        return text[len(self.healing.text) :] if self.healing is not None else text
+        if self.healing is not None and text.startswith(self.healing.text):
+            return text[len(self.healing.text) :]
+        return text
 
 
 @dataclass(frozen=True)
@@ -132,6 +134,10 @@ class Healing:
 
     text: str  # the backed-over token's text; rows' texts leave it out (the client has it typed already)
     allowed: torch.Tensor  # [V] bool: the tokens whose text begins with it
+
+
+HEALING_MASKS = 256  # token healing's masks kept (each one bool per vocabulary entry: 150 KB for the bundled models)
+WINDOW_LINE_TOKENS = 64  # tokens read of a cached prompt's window to find its first line (longer lines: no start)
 
 
 class Engine:
@@ -166,6 +172,8 @@ class Engine:
         self.fim = FimFormat.of(tokenizer)  # None: the model cannot fill in a middle
         self.chat = chat_form_for(self.settings.prompt_form, tokenizer, model)  # None: continuations read raw
         self._vocabulary = tokenizer.get_vocab()  # spelling -> id (token healing)
+        self._healing_masks: dict[int, torch.Tensor] = {}  # token id -> the tokens that may finish it (at most
+        # HEALING_MASKS, the oldest out: a keystroke's request finds its word's mask)
         self.not_first = self._not_first(tokenizer) if self.chat is not None else None  # no chat-form row begins so
         cache_bytes = int(self.settings.prefix_cache_mb * 2**20)
         self.prefix_cache = PrefixCache(cache_bytes)  # the target's recent prompts
@@ -230,7 +238,7 @@ class Engine:
             request=request,
             prompt_ids=prompt_ids,
             rows=[RowState() for _ in range(request.k)],
-            rules=StopRules.of(request, self.eos_ids, self._form_stops(request)),
+            rules=StopRules.of(request, self.eos_ids, self._form_stops(request), healed=healing is not None),
             cache=RaggedKVCache(self.model.config.num_hidden_layers, 1, self.device, capacity),
             generator=torch.Generator(self.device).manual_seed(seed),
             uniforms=PositionUniforms(seed),
@@ -249,14 +257,24 @@ class Engine:
         text = self._decode(prompt_ids[-1:])
         if not text or "\ufffd" in text or len(prompt_ids) < 2:
             return None
-        # a token's text begins with `text` exactly when its spelling begins with the backed-over token's spelling
-        # (byte-level BPE spells every byte as one symbol; elsewhere at worst fewer tokens are allowed)
-        spelled = self.tokenizer.convert_ids_to_tokens(prompt_ids[-1])
+        if prompt_ids[-1] not in self._healing_masks:
+            if len(self._healing_masks) >= HEALING_MASKS:
+                self._healing_masks.pop(next(iter(self._healing_masks)))
+            self._healing_masks[prompt_ids[-1]] = self._tokens_beginning(prompt_ids[-1], text)
+        return Healing(text, self._healing_masks[prompt_ids[-1]])
+
+    def _tokens_beginning(self, token_id: int, text: str) -> torch.Tensor:
+        """[V] bool: the ordinary tokens whose text begins with `text`, the text of `token_id` (among them). Those
+        whose spelling begins with its spelling are the candidates (byte-level BPE spells each byte as one symbol);
+        each is kept when its decoded text begins with `text`; special and added tokens never are."""
+        spelled = self.tokenizer.convert_ids_to_tokens(token_id)
         width = self.model.config.vocab_size
-        ids = [i for s, i in self._vocabulary.items() if i < width and s.startswith(spelled)]
+        added = set(self.tokenizer.get_added_vocab().values()) | set(self.eos_ids)
+        ids = [i for s, i in self._vocabulary.items() if i < width and i not in added and s.startswith(spelled)]
+        ids = [i for i in ids if self._decode([i]).startswith(text)] + [token_id]
         allowed = torch.zeros(width, dtype=torch.bool, device=self.device)
         allowed[torch.tensor(ids, dtype=torch.long, device=self.device)] = True
-        return Healing(text, allowed)
+        return allowed
 
     def _drafters(self, run: _Run) -> dict[str, Drafter]:
         choice = self.settings.drafter
@@ -298,10 +316,24 @@ class Engine:
                     - 16
                 )
                 request = replace(request, extra_tokens=max(0, min(request.extra_tokens, room)))
-            return require_fim(self.fim, name).prompt_ids(request, encode)
+            starts = self._window_starts() if request.context_tokens is not None else frozenset()
+            return require_fim(self.fim, name).prompt_ids(request, encode, starts)
         if self._in_chat_form(request):
             return self.chat.prompt_ids(request.prompt, encode, self._encode_special)
         return encode(request.prompt)
+
+    def _window_starts(self) -> frozenset[str]:
+        """The first lines of the bounded prefixes that recent middles' prompts (those in the prefix cache) began with:
+        a new window that begins at one of them reads its beginning from the cache (infill.lines_within)."""
+        marker = self.fim.ids[self.fim.spelling.prefix]
+        starts = set()
+        for prompt in self.prefix_cache.prompts():
+            if marker in prompt:
+                after = prompt.index(marker) + 1
+                first, newline, _ = self._decode(list(prompt[after : after + WINDOW_LINE_TOKENS])).partition("\n")
+                if newline and first.strip():
+                    starts.add(first)
+        return frozenset(starts)
 
     def _in_chat_form(self, request: GenerationRequest) -> bool:
         """Whether the request's prompt is read in the chat form (a continuation, on an engine that has one)."""

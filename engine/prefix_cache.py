@@ -40,6 +40,10 @@ class PrefixCache:
     def nbytes(self) -> int:
         return sum(e.nbytes for e in self._entries.values())
 
+    def prompts(self) -> list[tuple[int, ...]]:
+        """The token ids of the prompts held, the most recently used first."""
+        return list(reversed(self._entries))
+
     def __len__(self) -> int:
         return len(self._entries)
 

@@ -32,9 +32,8 @@ class EngineSettings:
     acceptance: str = "coupled"
     controller: ControllerSettings = field(default_factory=ControllerSettings)
     check_cache: bool = False  # the draft model checks its cache against the rows' histories at every proposal
-    prefix_cache_mb: float = (
-        512.0  # KV of recent prompts kept per model (target, draft), least recently used out; 0: off
-    )
+    # KV of recent prompts kept per model (target, draft), least recently used out; 0: off
+    prefix_cache_mb: float = 512.0
     prefill_chunk: int = 512  # prompt tokens per forward while a prompt is read (progress and cancels in between)
     token_healing: bool = True  # a middle typed into a word: back over its last token, the first one finishes it
     prompt_form: str = "auto"  # continuations, one of PROMPT_FORMS: "raw" text, "chat" (engine/text/chat.py),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -30,8 +31,10 @@ class SettingError(Exception):
 
     def worded(self, names: dict[str, str]) -> str:
         message = str(self)
-        for setting, spelled in self.settings.items():
-            message = message.replace(spelled, names.get(setting, spelled))
+        for setting, spelled in self.settings.items():  # as a word of its own: not inside a path, a name or a URL
+            pattern = r"(?<![\w/.-])" + re.escape(spelled) + r"(?![\w/.-])"
+            worded = names.get(setting, spelled)
+            message = re.sub(pattern, lambda _, words=worded: words, message)
         return message
 
 
@@ -131,7 +134,8 @@ def _check_int(name: str, value, low: int, high: int) -> None:
 
 @dataclass
 class Candidate:
-    """One continuation of the prompt."""
+    """One continuation of the prompt. For a healed middle (token healing) the first token repeats the typed text
+    backed over: `text` leaves that out, `token_ids` and `logprobs` hold it."""
 
     text: str  # decoded continuation, cut before any stop string
     token_ids: list[int] = field(default_factory=list)  # generated token ids (kept ones)

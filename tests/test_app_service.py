@@ -240,3 +240,18 @@ def test_preload_prepares_the_default_in_the_background_and_says_so():
     hub.preload("broken").join(timeout=60)
     state, detail = hub.state("broken")
     assert state == "failed" and "tiny:<seed>" in detail  # the loader's message, which names the fix
+
+
+def test_an_error_names_the_apps_options_for_the_settings_it_names_and_leaves_paths_alone():
+    from app.runs import as_reported
+    from engine import ModelSetupError
+
+    err = ModelSetupError(
+        "not enough disk in /data/cache_dir/gguf: choose another cache directory (cache_dir, or $CACHE)",
+        settings={"cache_dir": "cache_dir"},
+    )
+    shown = as_reported(err)
+    assert isinstance(shown, ModelSetupError) and shown.__cause__ is err
+    assert (
+        str(shown) == "not enough disk in /data/cache_dir/gguf: choose another cache directory (--cache-dir, or $CACHE)"
+    )

@@ -234,5 +234,6 @@ def test_a_half_typed_word_is_finished_by_a_healed_first_token(bundled):
     allowed = healing.allowed.nonzero().flatten().tolist()
     assert tokenizer.convert_tokens_to_ids("Ġreturn") in allowed and len(allowed) < 100
     assert all(tokenizer.decode([i]).startswith(" ret") for i in allowed)
+    assert not set(allowed) & set(tokenizer.get_added_vocab().values())  # no special token may come first
     middle = built.generate(request).candidates[0].text
     assert middle.startswith("urn s"), middle

@@ -3,8 +3,6 @@ without FIM, middles that stop before the code after the cursor, and a prefix ca
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 import torch
 
@@ -271,8 +269,7 @@ def test_token_healing_backs_over_the_typed_token_and_the_first_token_finishes_i
     healed, plain = fim_engine(fim_model, fim_tokenizer), fim_engine(fim_model, fim_tokenizer, token_healing=False)
     typed = "class Store:\n    def save(self):\n        ret"
     greedy = GenerationRequest(typed, suffix=SUFFIX, k=1, max_new_tokens=8, temperature=0.0, seed=1, stop=())
-    with_healing = healed.generate(greedy)
-    without = plain.generate(replace(greedy, max_new_tokens=7))  # the healed token is one of the 8 generated
+    with_healing, without = healed.generate(greedy), plain.generate(greedy)  # the healed token comes on top
     assert with_healing.stats.prompt_tokens == without.stats.prompt_tokens - 1
     assert with_healing.candidates[0].text == without.candidates[0].text
     assert with_healing.candidates[0].token_ids[0] == fim_tokenizer.convert_tokens_to_ids("t")  # the typed "t"
@@ -282,3 +279,37 @@ def test_token_healing_backs_over_the_typed_token_and_the_first_token_finishes_i
         assert candidate.text == fim_tokenizer.decode(candidate.token_ids)[1:]
     untyped = GenerationRequest("class Store:\n    def save(self):\n        ", suffix=SUFFIX, k=1, max_new_tokens=4)
     assert healed.generate(untyped).stats.prompt_tokens == plain.generate(untyped).stats.prompt_tokens  # nothing typed
+
+
+def test_a_bounded_prefix_keeps_the_beginning_a_cached_window_had_until_it_holds_twice_the_budget(
+    fim_model, fim_tokenizer
+):
+    """The editor's cursor moves down a few lines at a time: each bounded prefix begins where the last one began (so
+    the prefix cache gives everything up to the old cursor), until the window reaches twice its budget."""
+    from engine.text.infill import lines_within
+
+    encode = lambda text: fim_tokenizer(text, add_special_tokens=False)["input_ids"]
+    lines = [f"    value_{i} = compute({i}, {i * 7 % 13})\n" for i in range(400)]  # 37 tokens each
+    text = "".join(lines[:100])
+    first_fit = lines_within(text, 400, encode, from_end=True, starts=frozenset())
+    starts = frozenset({first_fit.split("\n")[0]})
+    assert lines_within(text + "".join(lines[100:106]), 400, encode, from_end=True, starts=starts).startswith(
+        first_fit
+    )  # 6 lines further down: the same beginning
+    far = lines_within(text + "".join(lines[100:130]), 400, encode, from_end=True, starts=starts)
+    assert not far.startswith(first_fit.split("\n")[0]) and len(encode(far)) <= 400 + 37  # past twice: a new one
+
+    engine = fim_engine(fim_model, fim_tokenizer)
+    ask = lambda cursor: GenerationRequest(
+        "".join(lines[:cursor]) + "    ",
+        suffix="".join(lines[cursor : cursor + 10]),
+        k=1,
+        max_new_tokens=2,
+        context_tokens=600,
+        seed=0,
+        stop=(),
+    )
+    engine.generate(ask(100))
+    moved = engine.generate(ask(106)).stats
+    assert moved.cached_prompt_tokens > 400  # the old window's lines up to the old cursor came from the cache
+    assert moved.prompt_tokens - moved.cached_prompt_tokens < 6 * 37 + 150 + 10  # moved lines, suffix, markers

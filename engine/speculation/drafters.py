@@ -22,9 +22,8 @@ class DraftContext:
     """What a drafter may look at when proposing."""
 
     prompt_ids: list[int]
-    generated: list[
-        list[int]
-    ]  # committed tokens of every row (all k, by original row index); the last is not yet cached
+    # committed tokens of every row (all k, by original row index); the last is not yet cached
+    generated: list[list[int]]
     active_rows: list[int]  # original indices of the rows in the current batch, in batch order
     max_len: int  # propose at most this many tokens per row
     deadline: float  # perf_counter time after which a drafter must stop and return what it has
@@ -67,12 +66,13 @@ def merge_drafts(lookup: Draft, model: Draft) -> Draft:
     model_tokens[:, : model.tokens.shape[1]] = model.tokens  # [B, K]
     tokens = torch.where(use_lookup[:, None], lookup_tokens, model_tokens)
     lengths = torch.where(use_lookup, lookup.lengths.to(device), model.lengths)
+    cost = {"passes": model.passes, "setup_passes": model.setup_passes, "setup_s": model.setup_s}
     if model.probs is None:
-        return Draft(tokens, lengths)
+        return Draft(tokens, lengths, **cost)
     model_probs = model.probs.new_zeros(batch, width, model.probs.shape[-1])
     model_probs[:, : model.probs.shape[1]] = model.probs  # [B, K, V]
     lookup_probs = torch.zeros_like(model_probs).scatter_(-1, lookup_tokens[..., None], 1.0)  # [B, K, V]
-    return Draft(tokens, lengths, torch.where(use_lookup[:, None, None], lookup_probs, model_probs))
+    return Draft(tokens, lengths, torch.where(use_lookup[:, None, None], lookup_probs, model_probs), **cost)
 
 
 class Drafter(Protocol):

@@ -51,13 +51,13 @@ class FimFormat:
     def has_files(self) -> bool:
         return self.spelling.file_sep in self.ids and self.spelling.repo_name in self.ids
 
-    def prompt_ids(self, request: GenerationRequest, encode) -> list[int]:
+    def prompt_ids(self, request: GenerationRequest, encode, window_starts: frozenset[str] = frozenset()) -> list[int]:
         """The token ids of a middle's prompt: other files first (they change least, so a prefix cache keeps them),
         then <prefix> the prefix's whole lines <suffix> suffix <middle> the cursor line's text before the cursor
         (when it is more than indentation). That text begins the middle, as if the model had written it: typing on a
         line changes only the tokens after <middle>, so the next keystroke's request finds everything before them
         in the prefix cache. encode(text) -> ids reads the user's text as text (a marker typed in the code is not
-        a marker)."""
+        a marker). window_starts: the first lines of bounded prefixes recent prompts began with (lines_within)."""
         s, ids = self.spelling, self.ids
         tokens: list[int] = []
         extra = (
@@ -73,7 +73,7 @@ class FimFormat:
         typed = typed_at_cursor(request.prompt)
         head, suffix, typed_ids = request.prompt[: len(request.prompt) - len(typed)], request.suffix, encode(typed)
         if request.context_tokens is not None:  # llama-server's split of its batch: 3/4 before, 1/4 after
-            head = lines_within(head, request.context_tokens * 3 // 4, encode, from_end=True)
+            head = lines_within(head, request.context_tokens * 3 // 4, encode, from_end=True, starts=window_starts)
             suffix = lines_within(suffix, max(request.context_tokens // 4 - 2 - len(typed_ids), 0), encode)
         return tokens + (
             [ids[s.prefix]] + encode(head) + [ids[s.suffix]] + encode(suffix) + [ids[s.middle]] + typed_ids
@@ -90,15 +90,19 @@ def typed_at_cursor(prompt: str) -> str:
 ANCHOR_EVERY = 32  # on average one line in this many is an anchor a bounded prefix may begin at (lines_within)
 
 
-def lines_within(text: str, budget: int, encode, from_end: bool = False) -> str:
+def lines_within(text: str, budget: int, encode, from_end: bool = False, starts: frozenset[str] = frozenset()) -> str:
     """The whole lines of `text` that fit in `budget` tokens, taken from its start (code after the cursor), or,
-    taken from its end (code before the cursor), from the nearest anchor line at or before the first line that
-    fits (at most 2 * ANCHOR_EVERY lines earlier; an anchor is a line whose text hashes to 0 modulo ANCHOR_EVERY).
+    taken from its end (code before the cursor), from where a recent window began or an anchor line.
 
-    The anchor keeps the editor's next request, the cursor a few lines further down and the window shifted with it,
-    beginning at the same line: the prefix cache then holds everything up to the old cursor, where a window cut at a
-    token count begins somewhere new every time and is read again whole. It reads ANCHOR_EVERY / 2 lines more than
-    the budget on average, and never more than twice the budget."""
+    From the end, the window may begin up to the budget again before the first line that fits: at the earliest line
+    there that a recent prompt's window began with (`starts`: first lines, a window's beginning is found by its
+    text), else at the nearest anchor line at or before the first line that fits (at most 2 * ANCHOR_EVERY lines
+    earlier; an anchor is a line whose text hashes to 0 modulo ANCHOR_EVERY), else at the first line that fits.
+
+    The editor's next request, the cursor a few lines further down and the window shifted with it, then begins at the
+    same line as the last one: the prefix cache holds everything up to the old cursor, where a window cut at a token
+    count begins somewhere new every time and is read again whole. A window keeps its beginning until it reaches
+    twice the budget; anchors give a first request (or one after a jump) a likely shared beginning too."""
     if len(encode(text)) <= budget:
         return text
     if budget <= 0:
@@ -116,6 +120,14 @@ def lines_within(text: str, budget: int, encode, from_end: bool = False) -> str:
     while first > 0 and used + len(encode(lines[first - 1])) <= budget:
         first -= 1
         used += len(encode(lines[first]))
+    if starts:
+        earliest, extra = first, 0
+        while earliest > 0 and extra + len(encode(lines[earliest - 1])) <= budget:  # at most the budget again
+            earliest -= 1
+            extra += len(encode(lines[earliest]))
+        for start in range(earliest, first + 1):
+            if start < len(lines) and lines[start].strip() and lines[start].rstrip("\n") in starts:
+                return "".join(lines[start:])
     for start in range(first, max(first - 2 * ANCHOR_EVERY, 0) - 1, -1):
         if start < len(lines) and lines[start].strip() and zlib.crc32(lines[start].encode()) % ANCHOR_EVERY == 0:
             if len(encode("".join(lines[start:first]))) <= budget:  # at most the budget again

@@ -95,13 +95,15 @@ class StopRules:
     indent: IndentEnd | None = None  # a middle's end at a line indented less than the request's min_indent
 
     @staticmethod
-    def of(request: GenerationRequest, eos_ids: frozenset[int], form_stops: tuple[str, ...] = ()) -> StopRules:
+    def of(
+        request: GenerationRequest, eos_ids: frozenset[int], form_stops: tuple[str, ...] = (), healed: bool = False
+    ) -> StopRules:
         """The rules of a request (local and remote rows alike); form_stops: what the prompt's form adds (the chat
-        form's closing fence)."""
+        form's closing fence); healed: the first token repeats the typed text (token healing), one more is allowed."""
         return StopRules(
             eos_ids,
             tuple(request.stop) + form_stops,
-            request.max_new_tokens,
+            request.max_new_tokens + int(healed),
             BodyEnd.of(request.prompt) if request.stop_at_body_end else None,
             SuffixEcho.of(request.prompt, request.suffix) if request.suffix else None,
             IndentEnd(request.min_indent) if request.min_indent > 0 else None,
