@@ -29,7 +29,7 @@ from engine.speculation.drafters import (
     sibling_drafter,
 )
 from engine.text.chat import CLOSING_FENCE, answer_enders, chat_form_for
-from engine.text.infill import FimFormat, require_fim, typed_at_cursor
+from engine.text.infill import WINDOW_START_LINES, FimFormat, require_fim, typed_at_cursor
 from engine.text.stopping import RowState, StopRules, line_end_after
 from engine.types import (
     FINISH_BUDGET,
@@ -137,7 +137,7 @@ class Healing:
 
 
 HEALING_MASKS = 256  # token healing's masks kept (each one bool per vocabulary entry: 150 KB for the bundled models)
-WINDOW_LINE_TOKENS = 64  # tokens read of a cached prompt's window to find its first line (longer lines: no start)
+WINDOW_LINE_TOKENS = 96  # tokens read of a cached prompt's window to find its first lines (longer ones: no start)
 
 
 class Engine:
@@ -323,16 +323,17 @@ class Engine:
         return encode(request.prompt)
 
     def _window_starts(self) -> frozenset[str]:
-        """The first lines of the bounded prefixes that recent middles' prompts (those in the prefix cache) began with:
-        a new window that begins at one of them reads its beginning from the cache (infill.lines_within)."""
+        """How the bounded prefixes of recent middles' prompts (those in the prefix cache) began, their first
+        WINDOW_START_LINES lines: a new window that begins there reads its beginning from the cache
+        (infill.lines_within)."""
         marker = self.fim.ids[self.fim.spelling.prefix]
         starts = set()
         for prompt in self.prefix_cache.prompts():
             if marker in prompt:
                 after = prompt.index(marker) + 1
-                first, newline, _ = self._decode(list(prompt[after : after + WINDOW_LINE_TOKENS])).partition("\n")
-                if newline and first.strip():
-                    starts.add(first)
+                lines = self._decode(list(prompt[after : after + WINDOW_LINE_TOKENS])).splitlines(keepends=True)
+                if len(lines) > WINDOW_START_LINES:  # the lines after them began too: they are whole
+                    starts.add("".join(lines[:WINDOW_START_LINES]))
         return frozenset(starts)
 
     def _in_chat_form(self, request: GenerationRequest) -> bool:

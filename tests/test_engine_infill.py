@@ -292,12 +292,16 @@ def test_a_bounded_prefix_keeps_the_beginning_a_cached_window_had_until_it_holds
     lines = [f"    value_{i} = compute({i}, {i * 7 % 13})\n" for i in range(400)]  # 37 tokens each
     text = "".join(lines[:100])
     first_fit = lines_within(text, 400, encode, from_end=True, starts=frozenset())
-    starts = frozenset({first_fit.split("\n")[0]})
+    starts = frozenset({"".join(first_fit.splitlines(keepends=True)[:2])})
     assert lines_within(text + "".join(lines[100:106]), 400, encode, from_end=True, starts=starts).startswith(
         first_fit
     )  # 6 lines further down: the same beginning
     far = lines_within(text + "".join(lines[100:130]), 400, encode, from_end=True, starts=starts)
     assert not far.startswith(first_fit.split("\n")[0]) and len(encode(far)) <= 400 + 37  # past twice: a new one
+    headed = ["#\n", "a = 1\n", "#\n", "b = 2\n"] + lines[:14]  # a window began at the second "#", not the first
+    assert lines_within("".join(headed), 400, encode, from_end=True, starts=frozenset({"#\nb = 2\n"})) == "".join(
+        headed[2:]
+    )
 
     engine = fim_engine(fim_model, fim_tokenizer)
     ask = lambda cursor: GenerationRequest(

@@ -57,7 +57,7 @@ class FimFormat:
         (when it is more than indentation). That text begins the middle, as if the model had written it: typing on a
         line changes only the tokens after <middle>, so the next keystroke's request finds everything before them
         in the prefix cache. encode(text) -> ids reads the user's text as text (a marker typed in the code is not
-        a marker). window_starts: the first lines of bounded prefixes recent prompts began with (lines_within)."""
+        a marker). window_starts: how recent prompts' bounded prefixes began (lines_within's `starts`)."""
         s, ids = self.spelling, self.ids
         tokens: list[int] = []
         extra = (
@@ -87,6 +87,7 @@ def typed_at_cursor(prompt: str) -> str:
     return typed if typed.strip() else ""
 
 
+WINDOW_START_LINES = 2  # a window's beginning is known by the text of its first lines (lines_within's `starts`)
 ANCHOR_EVERY = 32  # on average one line in this many is an anchor a bounded prefix may begin at (lines_within)
 
 
@@ -95,9 +96,10 @@ def lines_within(text: str, budget: int, encode, from_end: bool = False, starts:
     taken from its end (code before the cursor), from where a recent window began or an anchor line.
 
     From the end, the window may begin up to the budget again before the first line that fits: at the earliest line
-    there that a recent prompt's window began with (`starts`: first lines, a window's beginning is found by its
-    text), else at the nearest anchor line at or before the first line that fits (at most 2 * ANCHOR_EVERY lines
-    earlier; an anchor is a line whose text hashes to 0 modulo ANCHOR_EVERY), else at the first line that fits.
+    there where a recent prompt's window began (`starts`: the first WINDOW_START_LINES lines of those windows, by their
+    text: one line alone is often a blank, a brace or a lone "#" that occurs many times), else at the nearest anchor
+    line at or before the first line that fits (at most 2 * ANCHOR_EVERY lines earlier; an anchor is a line whose text
+    hashes to 0 modulo ANCHOR_EVERY), else at the first line that fits.
 
     The editor's next request, the cursor a few lines further down and the window shifted with it, then begins at the
     same line as the last one: the prefix cache holds everything up to the old cursor, where a window cut at a token
@@ -126,7 +128,7 @@ def lines_within(text: str, budget: int, encode, from_end: bool = False, starts:
             earliest -= 1
             extra += len(encode(lines[earliest]))
         for start in range(earliest, first + 1):
-            if start < len(lines) and lines[start].strip() and lines[start].rstrip("\n") in starts:
+            if "".join(lines[start : start + WINDOW_START_LINES]) in starts:
                 return "".join(lines[start:])
     for start in range(first, max(first - 2 * ANCHOR_EVERY, 0) - 1, -1):
         if start < len(lines) and lines[start].strip() and zlib.crc32(lines[start].encode()) % ANCHOR_EVERY == 0:
