@@ -263,22 +263,15 @@ def build_demo(
             state, detail = hub.state(label)
             return render.model_state_html(label, state, detail), gr.Timer(active=state in ("loading", "not loaded"))
 
-        state_timer.tick(
-            on_model_state,
-            inputs=[model],
-            outputs=[model_state, state_timer],
-            queue=False,
-            show_progress="hidden",
-            api_visibility="private",
-        )
-        model.change(
-            on_model_state,
-            inputs=[model],
-            outputs=[model_state, state_timer],
-            queue=False,
-            show_progress="hidden",
-            api_visibility="private",
-        )
+        state_update = {
+            "inputs": [model],
+            "outputs": [model_state, state_timer],
+            "queue": False,
+            "show_progress": "hidden",
+            "api_visibility": "private",
+        }
+        state_timer.tick(on_model_state, **state_update)  # the model's state, polled while it loads
+        model.change(on_model_state, **state_update)  # and at once when another model is picked
 
         stop_btn.click(
             on_stop, inputs=None, outputs=[status], queue=False, api_name="stop_ui", api_visibility="private"
