@@ -102,6 +102,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "cannot start, nothing runs and the answers say why)",
     )
     parser.add_argument(
+        "--no-moved-reuse",
+        action="store_true",
+        help="an editor's window that moved is read again after what it shares with a cached one from the start (by "
+        "default the cached lines it kept are reused where they land, keys moved, as llama-server's --cache-reuse)",
+    )
+    parser.add_argument(
         "--no-token-healing",
         action="store_true",
         help="a middle typed into a word is read as typed (by default its last token is backed over and the first "
@@ -194,7 +200,12 @@ def build(args: argparse.Namespace) -> dict:
         hub = EngineHub(
             menu(args.model, args.draft),
             args.cache_dir,
-            EngineSettings(drafter=args.drafter, prompt_form=args.prompt_form, token_healing=not args.no_token_healing),
+            EngineSettings(
+                drafter=args.drafter,
+                prompt_form=args.prompt_form,
+                token_healing=not args.no_token_healing,
+                moved_reuse=not args.no_moved_reuse,
+            ),
             dtype=args.dtype,
             weights=args.weights,
         )

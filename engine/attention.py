@@ -90,3 +90,24 @@ def packed_attention(model):
         yield
     finally:
         config._attn_implementation_internal = "sdpa"
+
+
+def key_shifter(model):
+    """A function (keys [1, H_kv, n, D], shift) -> the same keys as if written `shift` positions further on, for a
+    model whose keys carry the standard rotary position embedding (rope_type "default", no attention scaling); None
+    for any other. Rotary embeddings rotate each pair of channels (i, i + D/2) by position x frequency, and rotations
+    compose, so a cached key moves to another position by one more rotation: how a window's kept lines are reused
+    where they land in the next prompt (prefix_cache.read_prompt)."""
+    rotary = getattr(getattr(model, "model", None), "rotary_emb", None)
+    if getattr(rotary, "rope_type", None) != "default" or getattr(rotary, "attention_scaling", None) != 1.0:
+        return None
+    inv_freq = rotary.inv_freq.float()  # [D/2]
+
+    def shift_keys(keys: torch.Tensor, shift: int) -> torch.Tensor:
+        angles = torch.cat([inv_freq, inv_freq]).to(keys.device) * shift  # [D]
+        x = keys.float()
+        half = x.shape[-1] // 2
+        rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)  # rotate_half
+        return (x * angles.cos() + rotated * angles.sin()).to(keys.dtype)
+
+    return shift_keys

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from engine.attention import attends_packed, packed_attention
+from engine.attention import attends_packed, key_shifter, packed_attention
 from engine.kv_cache import PACKED_ROWS, PackedRows, RaggedKVCache, UnpackedCall
 from engine.prefix_cache import PrefixCache, PromptReading, read_prompt
 from engine.sampling import PositionUniforms, inverse_cdf, token_logprobs, warp_probs
@@ -172,6 +172,7 @@ class Engine:
         self.fim = FimFormat.of(tokenizer)  # None: the model cannot fill in a middle
         self.chat = chat_form_for(self.settings.prompt_form, tokenizer, model)  # None: continuations read raw
         self._vocabulary = tokenizer.get_vocab()  # spelling -> id (token healing)
+        self.shift_keys = key_shifter(model)  # moves cached keys to other positions; None: the model cannot
         self._healing_masks: dict[int, torch.Tensor] = {}  # token id -> the tokens that may finish it (at most
         # HEALING_MASKS, the oldest out: a keystroke's request finds its word's mask)
         self.not_first = self._not_first(tokenizer) if self.chat is not None else None  # no chat-form row begins so
@@ -363,11 +364,20 @@ class Engine:
             self._notify(run, on_update)  # progress: tokens read of the prompt's total
             return time.perf_counter() < run.deadline and not (should_stop and should_stop())
 
+        moving = run.request.context_tokens is not None  # the editor's bounded window: its kept lines move
         reading = read_prompt(
-            forward, self.model, run.cache, run.prompt_ids, self.prefix_cache, self.settings.prefill_chunk, go_on
+            forward,
+            self.model,
+            run.cache,
+            run.prompt_ids,
+            self.prefix_cache,
+            self.settings.prefill_chunk,
+            go_on,
+            shift_keys=self.shift_keys if moving and self.settings.moved_reuse else None,
         )
         run.stats.forward_passes += reading.forwards
         run.stats.cached_prompt_tokens, run.stats.prompt_read_tokens = reading.cached, reading.read
+        run.stats.moved_prompt_tokens = reading.moved
         if not reading.done:  # cut while reading: no row has a token (what was read stays cached)
             run.active = []
             return

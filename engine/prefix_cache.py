@@ -57,6 +57,42 @@ class PrefixCache:
                 best, best_key = shared, key
         return best, best_key
 
+    def moved_run(self, token_ids: list[int], at_least: int) -> tuple[tuple[int, ...], int, int, int] | None:
+        """(entry key, shared, start, length): the entry whose first `shared` tokens begin token_ids and which holds
+        the next `length` tokens of token_ids further on, from `start` > shared (lines dropped before them: an
+        editor's window moved forward), the most tokens in all, when that beats the longest exact prefix by at
+        least `at_least`; None otherwise."""
+        wanted = tuple(token_ids)
+        exact, _ = self.longest_prefix(token_ids)
+        best, best_total = None, exact + at_least
+        for key in self._entries:
+            shared = len(os.path.commonprefix([key, wanted]))
+            needle = wanted[shared : shared + MOVED_PROBE]
+            if len(needle) < MOVED_PROBE:
+                continue
+            start = shared + 1
+            while (start := _find(key, needle, start)) >= 0:
+                length = len(os.path.commonprefix([key[start:], wanted[shared:]]))
+                if shared + length > best_total:
+                    best, best_total = (key, shared, start, length), shared + length
+                start += 1
+        return best
+
+    def load_moved(self, run: tuple[tuple[int, ...], int, int, int], cache: RaggedKVCache, shift_keys) -> None:
+        """Write an entry's first `shared` positions, then its `length` positions from `start`, moved back to follow
+        them (keys re-rotated by shift_keys), into an empty batch-1 cache. The moved entries were computed after the
+        dropped tokens, not after what now precedes them: close to a cold read, not equal (measured in the editor
+        benchmark, docs/MEASUREMENTS.md), and used only where the caller asks for it."""
+        key, shared, start, length = run
+        entry = self._entries[key]
+        self._entries.move_to_end(key)
+        shift = shared - start
+        keys = [
+            torch.cat([k[:, :, :shared], shift_keys(k[:, :, start : start + length], shift)], 2) for k in entry.keys
+        ]
+        values = [torch.cat([v[:, :, :shared], v[:, :, start : start + length]], 2) for v in entry.values]
+        cache.preload(keys, values)
+
     def load(self, key: tuple[int, ...], length: int, cache: RaggedKVCache) -> None:
         """Write the entry's first `length` positions into an empty batch-1 cache (and mark the entry recently used)."""
         entry = self._entries[key]
@@ -98,6 +134,18 @@ class PrefixCache:
             self._entries.popitem(last=False)
 
 
+MOVED_PROBE = 16  # tokens of a prompt a moved run must begin with (where to look for it in an entry)
+
+
+def _find(haystack: tuple[int, ...], needle: tuple[int, ...], start: int) -> int:
+    """The first index >= start where needle occurs in haystack, or -1."""
+    first = needle[0]
+    for index in range(start, len(haystack) - len(needle) + 1):
+        if haystack[index] == first and haystack[index : index + len(needle)] == needle:
+            return index
+    return -1
+
+
 @dataclass
 class PromptReading:
     """How one prompt was read: tokens from the cache, tokens computed, and whether it was read to the end."""
@@ -106,6 +154,7 @@ class PromptReading:
     cached: int = 0
     computed: int = 0
     forwards: int = 0
+    moved: int = 0  # of the cached tokens, those reused at another place than they were read at (moved_run)
     done: bool = False
     last_logits: torch.Tensor | None = field(default=None, repr=False)  # [1, V] after the last prompt token
 
@@ -122,18 +171,28 @@ def read_prompt(
     store: PrefixCache | None,
     chunk_tokens: int,
     should_go_on: Callable[[PromptReading], bool] = lambda reading: True,
+    shift_keys: Callable[[torch.Tensor, int], torch.Tensor] | None = None,
+    moved_at_least: int = 64,
 ) -> PromptReading:
     """Fill an empty batch-1 cache with the prompt's entries: the longest cached prefix is copied (at most all but
     the last token, whose logits are needed), the rest computed `chunk_tokens` at a time. should_go_on(reading) is
     asked before each chunk (a deadline, a cancel, progress); what was read is stored either way, so a request cut
-    short still speeds up the next one."""
+    short still speeds up the next one. With shift_keys (attention.key_shifter), a run of tokens an entry holds
+    further on is reused where it lands (PrefixCache.moved_run, at least `moved_at_least` more tokens than the exact
+    prefix): approximate, for the editor's moving window only."""
     reading = PromptReading(total=len(prompt_ids))
     device = cache.lengths.device
     if store is not None:
         shared, key = store.longest_prefix(prompt_ids)
         reading.last_logits = store.last_logits(prompt_ids)  # the same prompt, read whole before: nothing to compute
         reading.cached = shared if reading.last_logits is not None else min(shared, len(prompt_ids) - 1)
-        if reading.cached > 0:
+        moved = None
+        if shift_keys is not None and reading.last_logits is None:
+            moved = store.moved_run(prompt_ids[:-1], moved_at_least)  # the last token is computed: its logits
+        if moved is not None:
+            store.load_moved(moved, cache, shift_keys)
+            reading.cached = reading.moved = moved[1] + moved[3]
+        elif reading.cached > 0:
             store.load(key, reading.cached, cache)
     while reading.read < reading.total:
         if not should_go_on(reading):

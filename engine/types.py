@@ -168,6 +168,7 @@ class GenerationStats:
     drafter_choices: dict[str, int] = field(default_factory=dict)  # steps (row-steps) per drafter name
     prompt_tokens: int = 0  # tokens of the prompt as the model reads it (a middle's FIM markers included)
     cached_prompt_tokens: int = 0  # of which the prefix cache gave (not computed)
+    moved_prompt_tokens: int = 0  # of those, reused at another place than they were read at (an editor's window)
     prompt_read_tokens: int = 0  # of which are read so far (cached and computed; all of them once generating)
 
     @property
@@ -199,6 +200,7 @@ class GenerationStats:
             "drafter_choices": dict(self.drafter_choices),
             "prompt_tokens": self.prompt_tokens,
             "cached_prompt_tokens": self.cached_prompt_tokens,
+            "moved_prompt_tokens": self.moved_prompt_tokens,
             "computed_prompt_tokens": self.prompt_read_tokens - self.cached_prompt_tokens,
             "prompt_read_tokens": self.prompt_read_tokens,
             "prefill_s": round(self.prefill_s, 4),

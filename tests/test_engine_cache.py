@@ -115,3 +115,19 @@ def test_the_cache_goes_by_the_name_the_models_forward_takes():
 
     assert _cache_argument(OlderModel) == "past_key_values"
     assert _cache_argument(Qwen2ForCausalLM) == "cache"
+
+
+def test_a_cached_key_moved_by_its_rotation_equals_the_key_written_at_the_new_position(target):
+    """Layer 0's keys depend only on the token and its position: keys written at positions 0.. and moved by
+    `shift` must equal the same tokens' keys written `shift` positions further on."""
+    from engine.attention import key_shifter
+
+    tokens = torch.tensor([[5, 17, 99, 3, 42, 7, 250, 11]])
+    near, far = RaggedKVCache(2, 1, torch.device("cpu"), 64), RaggedKVCache(2, 1, torch.device("cpu"), 64)
+    forward(target, near, tokens)
+    forward(target, far, torch.cat([torch.tensor([[1] * 13]), tokens], 1))
+    shift = key_shifter(target)
+    moved = shift(near.keys[0][:, :, :8], 13)
+    assert torch.allclose(moved, far.keys[0][:, :, 13:21], atol=1e-5)
+    assert torch.allclose(shift(moved, -13), near.keys[0][:, :, :8], atol=1e-5)
+    assert not torch.allclose(near.keys[0][:, :, :8], far.keys[0][:, :, 13:21], atol=1e-3)  # positions matter

@@ -317,3 +317,26 @@ def test_a_bounded_prefix_keeps_the_beginning_a_cached_window_had_until_it_holds
     moved = engine.generate(ask(106)).stats
     assert moved.cached_prompt_tokens > 400  # the old window's lines up to the old cursor came from the cache
     assert moved.prompt_tokens - moved.cached_prompt_tokens < 6 * 37 + 150 + 10  # moved lines, suffix, markers
+
+
+def test_a_window_that_moved_reuses_the_cached_lines_it_kept_where_they_land(fim_model, fim_tokenizer):
+    """The cursor jumps 12 lines: the new window begins past the old one's beginning, and the lines both hold come
+    from the cache at their new places (moved_prompt_tokens), unless moved reuse is off."""
+    lines = [f"    value_{i} = compute({i}, {i * 7 % 13})\n" for i in range(200)]
+    ask = lambda cursor: GenerationRequest(
+        "".join(lines[:cursor]) + "    ",
+        suffix="".join(lines[cursor : cursor + 3]),
+        k=1,
+        max_new_tokens=2,
+        context_tokens=600,
+        seed=0,
+        stop=(),
+    )
+    stats = {}
+    for moved_reuse in (True, False):
+        engine = fim_engine(fim_model, fim_tokenizer, moved_reuse=moved_reuse)
+        engine.generate(ask(100))
+        stats[moved_reuse] = engine.generate(ask(112)).stats
+    assert stats[True].moved_prompt_tokens > 64 and stats[False].moved_prompt_tokens == 0
+    assert stats[True].cached_prompt_tokens >= stats[False].cached_prompt_tokens + 64
+    assert stats[True].prompt_tokens == stats[False].prompt_tokens  # the same prompt, read with less computed
