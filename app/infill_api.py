@@ -2,8 +2,8 @@
 
 Fields as llama.cpp's server reads them (tools/server: server-context.cpp, server-common.cpp' format_infill):
 - `input_prefix`, `input_suffix`, `prompt` (the cursor line's text before the cursor, read after the prefix);
-  the local context is bounded as llama-server bounds it by its batch: the prefix's last 3/4 and the suffix's
-  first 1/4 of LOCAL_CONTEXT_TOKENS (whole lines here, tokens there);
+  the local context is bounded within LOCAL_CONTEXT_TOKENS: the prefix's last 3/4, as llama-server bounds it by its
+  batch, and the suffix's first 1/8 (whole lines; llama-server's 1/4 was measured right less often);
 - `input_extra` ([{filename, text}]): other files before the current one, at most EXTRA_CONTEXT_TOKENS of them, the
   ones nearest the end kept (llama.cpp keeps the end of its extra context);
 - `n_predict` (0: only read the prompt into the cache, as the plugins' warm-up requests ask; -1: the app's most),
@@ -40,9 +40,10 @@ from app.service import Pipeline
 from engine import ContextFile, InvalidRequest, ModelSetupError
 from engine.types import FINISH_BUDGET, FINISH_LENGTH, FINISH_STOP
 
-# The prompt a middle reads, as llama-server bounds it with the batch size llama.vim recommends (-b 1024): the
-# prefix's last 768 tokens and the suffix's first 256 (whole lines here), and at most 4096 tokens of other files
-# (n_ctx - n_batch - 2 n_predict at the plugins' n_predict 128 and a context of about 5.4k), the nearest the end.
+# The prompt a middle reads: the prefix's last 768 tokens, as llama-server bounds it with the batch size llama.vim
+# recommends (-b 1024), the suffix's first 128 (llama-server takes 256; see engine/text/infill.py SUFFIX_SHARE), whole
+# lines, and at most 4096 tokens of other files (n_ctx - n_batch - 2 n_predict at the plugins' n_predict 128 and a
+# context of about 5.4k), the nearest the end.
 LOCAL_CONTEXT_TOKENS = 1024
 EXTRA_CONTEXT_TOKENS = 4096
 # what the run raised -> llama.cpp's status and error type (busy, a server or model that cannot serve: unavailable)

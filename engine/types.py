@@ -74,7 +74,7 @@ class GenerationRequest:
     budget_waits_for_line: bool = False  # past the budget a row ends only once its text holds a newline, so that it
     # has one whole line (llama.cpp's t_max_predict_ms); max_new_tokens bounds it
     context_tokens: int | None = None  # a middle's local context in tokens: the prefix's last 3/4 and the suffix's
-    # first 1/4, whole lines (llama-server's batch-bounded prompt); None: all
+    # first SUFFIX_SHARE (engine/text/infill.py), whole lines; None: all
     extra_tokens: int | None = None  # the other files' tokens at most, the files nearest the end kept; None: all
     min_indent: int = 0  # a row ends before a new line indented less than this (llama.cpp's n_indent)
 

@@ -254,10 +254,10 @@ def test_a_bounded_prompt_reads_the_end_of_the_prefix_and_the_start_of_the_suffi
     encode = lambda text: fim_tokenizer(text, add_special_tokens=False, split_special_tokens=True)["input_ids"]
     prefix = "".join(f"p{i} = {i}\n" for i in range(100))
     suffix = "".join(f"s{i} = {i}\n" for i in range(100))
-    request = GenerationRequest(prefix, suffix=suffix, context_tokens=80)
+    request = GenerationRequest(prefix, suffix=suffix, context_tokens=160)  # suffix: 160 / 8 - 2 markers
     text = fim_tokenizer.decode(fim.prompt_ids(request, encode))
     head = text.split("<|fim_suffix|>")[0]
-    assert head.startswith("<|fim_prefix|>p") and head.endswith("p99 = 99\n") and len(head) < 80 + 2 * 32 * 8
+    assert head.startswith("<|fim_prefix|>p") and head.endswith("p99 = 99\n") and len(head) < 160 + 2 * 32 * 8
     assert "p99 = 99\n<|fim_suffix|>s0 = 0\ns1 = 1\n" in text
     assert text.endswith("s1 = 1\n<|fim_middle|>")
 
@@ -320,23 +320,17 @@ def test_a_bounded_prefix_keeps_the_beginning_a_cached_window_had_until_it_holds
 
 
 def test_a_window_that_moved_reuses_the_cached_lines_it_kept_where_they_land(fim_model, fim_tokenizer):
-    """The cursor jumps 12 lines: the new window begins past the old one's beginning, and the lines both hold come
-    from the cache at their new places (moved_prompt_tokens), unless moved reuse is off."""
-    lines = [f"    value_{i} = compute({i}, {i * 7 % 13})\n" for i in range(200)]
-    ask = lambda cursor: GenerationRequest(
-        "".join(lines[:cursor]) + "    ",
-        suffix="".join(lines[cursor : cursor + 3]),
-        k=1,
-        max_new_tokens=2,
-        context_tokens=600,
-        seed=0,
-        stop=(),
+    """The editor's ring of other files loses a chunk from its middle: the chunks after it and the code come from
+    the cache at their new places (moved_prompt_tokens), unless moved reuse is off."""
+    chunk = lambda name: ContextFile(name, "".join(f"    {name}_{i} = compute({i})\n" for i in range(8)))
+    ask = lambda extra: GenerationRequest(
+        PREFIX, suffix=SUFFIX, extra=extra, k=1, max_new_tokens=2, context_tokens=600, seed=0, stop=()
     )
     stats = {}
     for moved_reuse in (True, False):
         engine = fim_engine(fim_model, fim_tokenizer, moved_reuse=moved_reuse)
-        engine.generate(ask(100))
-        stats[moved_reuse] = engine.generate(ask(112)).stats
+        engine.generate(ask((chunk("a"), chunk("b"), chunk("c"))))
+        stats[moved_reuse] = engine.generate(ask((chunk("a"), chunk("c")))).stats
     assert stats[True].moved_prompt_tokens > 64 and stats[False].moved_prompt_tokens == 0
     assert stats[True].cached_prompt_tokens >= stats[False].cached_prompt_tokens + 64
     assert stats[True].prompt_tokens == stats[False].prompt_tokens  # the same prompt, read with less computed

@@ -72,9 +72,10 @@ class FimFormat:
             tokens += encode("".join(f"# file: {c.name}\n{c.text}\n" for c in extra))
         typed = typed_at_cursor(request.prompt)
         head, suffix, typed_ids = request.prompt[: len(request.prompt) - len(typed)], request.suffix, encode(typed)
-        if request.context_tokens is not None:  # llama-server's split of its batch: 3/4 before, 1/4 after
+        if request.context_tokens is not None:  # 3/4 before, as llama-server's split of its batch; SUFFIX_SHARE after
             head = lines_within(head, request.context_tokens * 3 // 4, encode, from_end=True, starts=window_starts)
-            suffix = lines_within(suffix, max(request.context_tokens // 4 - 2 - len(typed_ids), 0), encode)
+            after = int(request.context_tokens * SUFFIX_SHARE)
+            suffix = lines_within(suffix, max(after - 2 - len(typed_ids), 0), encode)
         return tokens + (
             [ids[s.prefix]] + encode(head) + [ids[s.suffix]] + encode(suffix) + [ids[s.middle]] + typed_ids
         )
@@ -87,6 +88,9 @@ def typed_at_cursor(prompt: str) -> str:
     return typed if typed.strip() else ""
 
 
+# the code after the cursor a bounded middle reads, as a share of its context_tokens: chosen by measurement on
+# llama.vim's requests (docs/MEASUREMENTS.md): 1/8 was right more often than llama-server's 1/4 and 1/16, and reads less
+SUFFIX_SHARE = 1 / 8
 WINDOW_START_LINES = 2  # a window's beginning is known by the text of its first lines (lines_within's `starts`)
 ANCHOR_EVERY = 32  # on average one line in this many is an anchor a bounded prefix may begin at (lines_within)
 
