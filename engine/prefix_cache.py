@@ -57,14 +57,13 @@ class PrefixCache:
                 best, best_key = shared, key
         return best, best_key
 
-    def moved_run(self, token_ids: list[int], at_least: int) -> tuple[tuple[int, ...], int, int, int] | None:
+    def moved_run(self, token_ids: list[int], beat: int) -> tuple[tuple[int, ...], int, int, int] | None:
         """(entry key, shared, start, length): the entry whose first `shared` tokens begin token_ids and which holds
         the next `length` tokens of token_ids further on, from `start` > shared (lines dropped before them: an
-        editor's window moved forward), the most tokens in all, when that beats the longest exact prefix by at
-        least `at_least`; None otherwise."""
+        editor's window moved forward), the most tokens in all, when that is more than `beat` (the exact prefix's
+        tokens and the least gain worth it); None otherwise."""
         wanted = tuple(token_ids)
-        exact, _ = self.longest_prefix(token_ids)
-        best, best_total = None, exact + at_least
+        best, best_total = None, beat
         for key in self._entries:
             shared = len(os.path.commonprefix([key, wanted]))
             needle = wanted[shared : shared + MOVED_PROBE]
@@ -188,7 +187,8 @@ def read_prompt(
         reading.cached = shared if reading.last_logits is not None else min(shared, len(prompt_ids) - 1)
         moved = None
         if shift_keys is not None and reading.last_logits is None:
-            moved = store.moved_run(prompt_ids[:-1], moved_at_least)  # the last token is computed: its logits
+            # the last token is computed (its logits); the exact prefix read above is what a moved run must beat
+            moved = store.moved_run(prompt_ids[:-1], reading.cached + moved_at_least)
         if moved is not None:
             store.load_moved(moved, cache, shift_keys)
             reading.cached = reading.moved = moved[1] + moved[3]

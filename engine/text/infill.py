@@ -3,6 +3,7 @@ prompt tokens; a prompt that already carries the markers (as Continue builds it)
 
 from __future__ import annotations
 
+import functools
 import re
 import zlib
 from dataclasses import dataclass
@@ -122,15 +123,10 @@ def lines_within(text: str, budget: int, encode, from_end: bool = False, starts:
                 break
             kept.append(line)
         return "".join(kept)
-    first, used = len(lines), 0
-    while first > 0 and used + len(encode(lines[first - 1])) <= budget:
-        first -= 1
-        used += len(encode(lines[first]))
+    cost = functools.cache(lambda index: len(encode(lines[index])))  # each line encoded once
+    first = _run_back(cost, len(lines), budget)
     if starts:
-        earliest, extra = first, 0
-        while earliest > 0 and extra + len(encode(lines[earliest - 1])) <= budget:  # at most the budget again
-            earliest -= 1
-            extra += len(encode(lines[earliest]))
+        earliest = _run_back(cost, first, budget)  # at most the budget again
         for start in range(earliest, first + 1):
             if "".join(lines[start : start + WINDOW_START_LINES]) in starts:
                 return "".join(lines[start:])
@@ -140,6 +136,16 @@ def lines_within(text: str, budget: int, encode, from_end: bool = False, starts:
                 return "".join(lines[start:])
             break
     return "".join(lines[first:])
+
+
+def _run_back(cost, end: int, budget: int) -> int:
+    """Where the longest run of lines ending before `end` begins whose costs (cost(index) tokens) add up to at most
+    `budget`."""
+    start, used = end, 0
+    while start > 0 and used + cost(start - 1) <= budget:
+        start -= 1
+        used += cost(start)
+    return start
 
 
 def files_within(files: tuple[ContextFile, ...], budget: int, encode) -> tuple[ContextFile, ...]:
