@@ -41,7 +41,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import httpx
@@ -49,9 +49,11 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
 LLAMA_SERVER = Path.home() / ".cache/ranked-drafts/llama.cpp-0.3.36/build/bin/llama-server"
-# llama.vim's recommended server (llama-server --fim-qwen-1.5b-default): batch 1024, prompt cache reuse 256
+# llama.vim's recommended server (llama-server --fim-qwen-1.5b-default): batch 1024, prompt cache reuse 256 (and
+# the model's whole context, --ctx-per-slot)
 LLAMA_ARGS = "-b 1024 -ub 1024 --cache-reuse 256"
 SERVERS = ("ours", "llama")
+VSCODE_COMPLETIONS = 3  # llama.vscode's max_parallel_completions: its n_cmpl
 RING_VISIT = 2  # mode "ring": requests in one file before the cursor moves to the next
 WARMUP = {"input_prefix": "def add(a, b):\n", "input_suffix": "\n", "prompt": "    return", "input_extra": []}
 
@@ -209,7 +211,7 @@ def start_server(
     slots: int,
     log_dir: str,
     threads: int = 2,
-    ctx_per_slot: int = 4096,
+    ctx_per_slot: int = 32768,
     llama_server: str = str(LLAMA_SERVER),
     llama_args: str = LLAMA_ARGS,
     app_args: str = "",
@@ -400,10 +402,44 @@ def llama_vim_body(step: Step, temperature: float | None = None) -> dict:
     return body
 
 
-def ring_warmup_body(extra: tuple[dict, ...]) -> dict:
+def llama_vscode_body(step: Step, temperature: float | None = None) -> dict:
+    """The request llama.vscode sends by default (src/llama-server.ts and package.json at v0.0.63, 3938fb3):
+    n_cmpl 3 (max_parallel_completions), n_predict 128, top_k 40, top_p 0.99, its samplers, no temperature,
+    t_max_prompt_ms 500, t_max_predict_ms 500, n_indent only when the line is indented, the cursor line as typed
+    in `prompt` but "" when only blanks are typed (src/completion.ts), the step's ring as input_extra."""
+    indent = len(step.prompt) - len(step.prompt.lstrip())
+    body = {
+        "id_slot": 0,
+        "input_prefix": step.prefix,
+        "input_suffix": step.suffix,
+        "input_extra": list(step.extra),
+        "prompt": step.prompt if step.prompt.strip() else "",
+        "n_predict": 128,
+        "n_cmpl": VSCODE_COMPLETIONS,
+        "top_k": 40,
+        "top_p": 0.99,
+        "stream": False,
+        "samplers": ["top_k", "top_p", "infill"],
+        "cache_prompt": True,
+        **({"n_indent": indent} if indent else {}),
+        "t_max_prompt_ms": 500,
+        "t_max_predict_ms": 500,
+    }
+    if temperature is not None:
+        body["temperature"] = temperature
+    return body
+
+
+def plugin_body(plugin: str, step: Step, temperature: float | None) -> dict:
+    """The default suggestion request of `plugin` (llama.vim or llama.vscode) at `step`."""
+    return (llama_vscode_body if plugin == "llama.vscode" else llama_vim_body)(step, temperature)
+
+
+def ring_warmup_body(extra: tuple[dict, ...], plugin: str = "llama.vim") -> dict:
     """The request llama.vim sends after each ring update (s:ring_update): the whole ring read into the cache,
-    nothing generated; here it asks for the two timings the plugin does not read (what was computed, cached)."""
-    return {
+    nothing generated; here it asks for the two timings the plugin does not read (what was computed, cached).
+    llama.vscode's (extra-context.ts, the same ring rules save similarity measures) differs in a few fields."""
+    body = {
         "id_slot": 0,
         "input_prefix": "",
         "input_suffix": "",
@@ -418,6 +454,10 @@ def ring_warmup_body(extra: tuple[dict, ...]) -> dict:
         "t_max_predict_ms": 1,
         "response_fields": ["timings/prompt_n", "timings/cache_n"],  # the plugin asks for [""]: it reads nothing
     }
+    if plugin == "llama.vscode":  # its warm-up (createRequestPayload with noPredict): no temperature, its limits
+        del body["temperature"], body["stream"], body["response_fields"]
+        body["t_max_prompt_ms"] = 500
+    return body
 
 
 def first_line_scores(step: Step, content: str) -> tuple[bool, float]:
@@ -574,11 +614,11 @@ def replay(server: Server, steps: list[Step], args, out) -> Tally:
     with httpx.Client() as client:
         for number, step in enumerate(steps):
             for ring in step.warmups:
-                warm = post_infill(client, server.url, ring_warmup_body(ring), timeout_s=args.timeout)
+                warm = post_infill(client, server.url, ring_warmup_body(ring, args.plugin), timeout_s=args.timeout)
                 tally.warmups.append(warm)
                 tally.ring_tokens = (warm.prompt_n or 0) + (warm.cache_n or 0)
-            if args.plugin == "llama.vim":
-                body = llama_vim_body(step, args.plugin_temperature)
+            if args.plugin != "none":
+                body = plugin_body(args.plugin, step, args.plugin_temperature)
             else:
                 body = infill_body(
                     step.prefix,
@@ -593,8 +633,9 @@ def replay(server: Server, steps: list[Step], args, out) -> Tally:
                     t_max_predict_ms=args.t_max_predict_ms,
                 )
             reply = post_infill(client, server.url, body, timeout_s=args.timeout)
-            if reply.contents:
-                reply.first_line_right, reply.first_line_similarity = first_line_scores(step, reply.contents[0])
+            if reply.contents:  # the line as the plugin shows it: what it sent as typed, then the suggestion
+                shown = replace(step, prompt=body["prompt"])
+                reply.first_line_right, reply.first_line_similarity = first_line_scores(shown, reply.contents[0])
             tally.replies.append(reply)
             tally.ring_read.append(tally.ring_tokens if step.ring_settled else None)
             print(
@@ -648,7 +689,11 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--threads", type=int, default=2, help="llama-server threads")
     parser.add_argument(
-        "--ctx-per-slot", type=int, default=4096, help="llama-server context per slot (-c = slots x this)"
+        "--ctx-per-slot",
+        type=int,
+        default=32768,
+        help="llama-server context per slot (-c = slots x this; default: the model's 32768, as the preset llama.vim "
+        "recommends, --fim-qwen-1.5b-default, sets -c 0)",
     )
     parser.add_argument("--app-args", default="", help="more app.py options, e.g. '--drafter none'")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for one answer")
@@ -688,11 +733,12 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--t-max-predict-ms", type=int, default=20000, help="long enough to end by themselves")
     parser.add_argument(
         "--plugin",
-        choices=("none", "llama.vim"),
+        choices=("none", "llama.vim", "llama.vscode"),
         default="none",
         help="llama.vim: send llama.vim's default request body instead (no n_cmpl, no temperature, "
         "n_predict 128, t_max_predict_ms 250, n_indent; --k, --n-predict, --temperature and "
-        "the sampling options are then not sent)",
+        "the sampling options are then not sent); llama.vscode: its default body (n_cmpl 3, top_p 0.99, "
+        "t_max_predict_ms 500; --k is then 3)",
     )
     parser.add_argument(
         "--ring-updates",
@@ -712,8 +758,10 @@ def main(argv: list[str] | None = None) -> dict:
     modes = args.modes.split(",")
     if any(m not in ("lines", "keys", "cold", "ring") for m in modes):
         parser.error(f"--modes {args.modes!r}: choose from lines, keys, cold, ring")
-    if "ring" in modes and args.plugin != "llama.vim":
-        parser.error("--modes ring replays llama.vim's ring of extra context: give --plugin llama.vim")
+    if "ring" in modes and args.plugin == "none":
+        parser.error("--modes ring replays a plugin's ring of extra context: give --plugin llama.vim or llama.vscode")
+    if args.plugin == "llama.vscode":
+        args.k = VSCODE_COMPLETIONS  # the plugin's n_cmpl: the servers' slots
     if not 1 <= args.k <= 32:
         parser.error(f"--k {args.k} is out of range: 1..32")
     keys = [int(x) for x in args.keys.split(",")]
