@@ -767,28 +767,11 @@ def main(argv: list[str] | None = None) -> dict:
     keys = [int(x) for x in args.keys.split(",")]
     model = model_name(args.model)
     files = args.files.split(",")
+    lines = {"stride": args.stride, "typed": args.typed, "n_prefix": args.n_prefix, "n_suffix": args.n_suffix}
     plan = {
-        mode: ring_session(
-            files,
-            args.steps,
-            stride=args.stride,
-            typed=args.typed,
-            n_prefix=args.n_prefix,
-            n_suffix=args.n_suffix,
-            updates=args.ring_updates,
-            seed=args.seed,
-        )
+        mode: ring_session(files, args.steps, updates=args.ring_updates, seed=args.seed, **lines)
         if mode == "ring"
-        else session(
-            files,
-            args.steps,
-            mode,
-            stride=args.stride,
-            typed=args.typed,
-            keys=keys,
-            n_prefix=args.n_prefix,
-            n_suffix=args.n_suffix,
-        )
+        else session(files, args.steps, mode, keys=keys, **lines)
         for mode in modes
     }
     log_dir = args.log_dir or tempfile.mkdtemp(prefix="bench_editor-")
