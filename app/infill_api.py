@@ -6,7 +6,8 @@ Fields as llama.cpp's server reads them (tools/server: server-context.cpp, serve
   batch, and the suffix's first 1/8 (whole lines; llama-server's 1/4 was measured right less often);
 - `input_extra` ([{filename, text}]): other files before the current one, at most EXTRA_CONTEXT_TOKENS of them, the
   ones nearest the end kept (llama.cpp keeps the end of its extra context);
-- `n_predict` (0: only read the prompt into the cache, as the plugins' warm-up requests ask; -1: the app's most),
+- `n_predict` (0: only read the prompt into the cache, as the plugins' warm-up requests ask; -1 or more than the
+  app's most: its most, as llama-server caps it by its own `-n`),
   `n_cmpl` (alternatives, alias `n`), `temperature`, `top_p`, `seed`, `stop`;
 - `t_max_predict_ms`: the time limit of generation, counted once the prompt is read; past it a row ends at the
   next newline it writes, so that the plugin always gets whole lines (llama.cpp stops "upon another new line");
@@ -134,8 +135,8 @@ def _parse(body: dict, limits: Limits, defaults: Defaults):
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= limits.max_k:
         raise InvalidRequest(f"Field 'n_cmpl': Value must be between 1 <= value <= {limits.max_k}, but got {n!r}")
     n_predict = body.get("n_predict", defaults.max_new_tokens)
-    if isinstance(n_predict, int) and not isinstance(n_predict, bool) and n_predict < 0:
-        n_predict = limits.max_new_tokens  # llama.cpp's -1: as many as allowed
+    if isinstance(n_predict, int) and not isinstance(n_predict, bool) and not 0 <= n_predict <= limits.max_new_tokens:
+        n_predict = limits.max_new_tokens  # llama.cpp's -1, or more than the server's cap: its cap, as llama.cpp
     warm_up = n_predict == 0
     budget_ms = body.get("t_max_predict_ms")
     after_prompt = isinstance(budget_ms, (int, float)) and not isinstance(budget_ms, bool) and budget_ms > 0

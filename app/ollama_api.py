@@ -1,10 +1,11 @@
 """Ranked drafts over Ollama's API, which Continue, Twinny and Zed use for local models (ollama/ollama docs/api.md).
 
 - `POST /api/generate`: `prompt` (the code before the cursor) and `suffix` (after it: then a middle), `options`
-  (`num_predict`, `temperature`, `top_p`, `seed`, `stop`; `top_k`, `num_ctx` and the rest are accepted and not
-  applied), `stream` (default true: lines of JSON, the text in `response`, then a last line with `done` true and
-  the counts and durations in nanoseconds). One answer, as Ollama gives: the best-ranked of `n` candidates (an extra
-  option, default 1). A request without a prompt loads the model (`done_reason` "load"), as Ollama's does.
+  (`num_predict`: -1 or past the app's most, its most; `temperature`, `top_p`, `seed`, `stop`; `top_k`, `num_ctx`
+  and the rest are accepted and not applied), `stream` (default true: lines of JSON, the text in `response`, then a
+  last line with `done` true and the counts and durations in nanoseconds). One answer, as Ollama gives: the
+  best-ranked of `n` candidates (an extra option, default 1). A request without a prompt loads the model
+  (`done_reason` "load"), as Ollama's does.
 - `GET /api/tags`, `POST /api/show` (its `template` names `.Suffix`, which Continue reads as "this model fills in
   the middle"), `GET /api/version`.
 Any `model` name is served by the app's model of that label, or else its default (the editors' configurations name
@@ -135,8 +136,8 @@ def _parse(body: dict, hub: EngineHub, limits: Limits, defaults: Defaults):
     if not prompt and not suffix:
         return None, name, True
     n_predict = options.get("num_predict", defaults.max_new_tokens)
-    if isinstance(n_predict, int) and not isinstance(n_predict, bool) and n_predict < 0:
-        n_predict = limits.max_new_tokens  # Ollama's -1: as many as allowed
+    if isinstance(n_predict, int) and not isinstance(n_predict, bool) and not 0 <= n_predict <= limits.max_new_tokens:
+        n_predict = limits.max_new_tokens  # Ollama's -1, or a cap past ours (Continue's default is 4096): our most
     seed = options.get("seed", -1)
     request = build_request(
         prompt,

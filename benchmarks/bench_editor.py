@@ -10,18 +10,19 @@ written) + "\\n" + up to --n-suffix following lines + "\\n". Modes (--modes):
   keys    the same line typed in chunks (--keys chars after the indentation, e.g. 1,3,5): a request per chunk,
           as llama.vim asks again while one types
   cold    one request per file at its end, the whole file before the cursor
-  ring    (--plugin llama.vim) the cursor moves between the files, two lines in one, then the next; every request
+  ring    (--plugin) the cursor moves between the files, two lines in one, then the next; every request
           carries llama.vim's ring of extra context as the plugin builds it (benchmarks/editor_ring.py), after
           --ring-updates ring updates, each sent as the plugin's warm-up (n_predict 0, timed apart); reported
-          apart for the requests sent with a settled ring (full, or every chunk picked so far in it, at least 8): their
-          p50 / p90, and the share of the ring's tokens (as the latest warm-up read them) that their prompts took
-          from the cache
+          apart for the requests sent with a settled ring (full, or every chunk picked so far in it, at least
+          8): their p50 / p90, and the share of the ring's tokens (as the latest warm-up read them) that their
+          prompts took from the cache
 Every request asks for --k alternatives (n_cmpl; ours answers them ranked, best first), --n-predict tokens,
 --temperature, llama.vim's top_k / top_p / samplers, cache_prompt, and a t_max_predict_ms long enough that both
-servers end by themselves. Each request is timed on the client, from the send to the whole answer (ours: all k
-ranked). Each server first gets one untimed warm-up request (another text): our app loads its model then.
-Prompt tokens computed and cached are read from each answer's timings (prompt_n, cache_n), from the second
-timed request of a mode on.
+servers end by themselves; or, with --plugin llama.vim or llama.vscode, that plugin's own default body (then the
+suggestion's first line is scored against the file's line). Each request is timed on the client, from the send
+to the whole answer (ours: all k ranked). Each server first gets one untimed warm-up request (another text): our
+app loads its model then. Prompt tokens computed and cached are read from each answer's timings (prompt_n,
+cache_n), from the second timed request of a mode on.
 
 Example: python -m benchmarks.bench_editor --model qwen2.5-coder-0.5b --steps 6 --servers llama
 Prints a table and, as its last line, one JSON object. This module also holds the /infill client and the two
@@ -714,8 +715,8 @@ def main(argv: list[str] | None = None) -> dict:
         "--modes",
         default="lines,keys",
         help="comma-separated of lines, keys, cold (one request per file at its end, the whole file before the cursor), "
-        "ring (with --plugin llama.vim: the cursor moving between the files, llama.vim's ring of extra context "
-        "and its warm-ups sent as the plugin sends them)",
+        "ring (with --plugin: the cursor moving between the files, llama.vim's ring of extra context and its "
+        "warm-ups sent as the plugin sends them)",
     )
     parser.add_argument("--stride", type=int, default=8, help="every N-th code line of function bodies")
     parser.add_argument("--typed", type=int, default=3, help="lines mode: characters typed after the indentation")

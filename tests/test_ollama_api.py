@@ -99,3 +99,11 @@ def test_a_load_request_and_bad_fields(url):
     assert bad.status_code == 400 and "temperature=9 is out of range" in bad.json()["error"]
     with pytest.raises(ollama.ResponseError):
         ollama.Client(host=url.rstrip("/")).generate(model="m", prompt="x = ", options={"num_predict": 0.5})
+
+
+def test_a_num_predict_past_the_apps_most_is_capped_not_refused(url):
+    """Continue sends its maxTokens (4096 by default) as num_predict: served with the app's most, as Ollama would."""
+    body = {**CONTINUE, "stream": False, "options": {**CONTINUE["options"], "num_predict": 4096}}
+    answer = httpx.post(url + "api/generate", json=body, timeout=120)
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["done"] and answer.json()["eval_count"] <= LIMITS.max_new_tokens
