@@ -128,15 +128,18 @@ class _Run:
 
 @dataclass(frozen=True)
 class Healing:
-    """Token healing: the prompt's last token, the partial word typed at the cursor, is backed over, and the first
-    generated token must begin with its text, so the model finishes the word with a token it would have chosen for
-    the whole word (" retur" + "n" splits a word where the model never saw it split)."""
+    """Token healing: the prompt's last tokens, the partial word typed at the cursor, are backed over, and the first
+    generated token must begin with their text, so the model finishes the word with a token it would have chosen for
+    the whole word (" retur" + "n" splits a word where the model never saw it split; " r" + "ai" is backed over
+    whole, and " raise" may follow, where "ai" alone would ask for a token the word never holds)."""
 
-    text: str  # the backed-over token's text; rows' texts leave it out (the client has it typed already)
+    text: str  # the backed-over tokens' text; rows' texts leave it out (the client has it typed already)
     allowed: torch.Tensor  # [V] bool: the tokens whose text begins with it
+    tokens: int = 1  # how many prompt tokens were backed over
 
 
 HEALING_MASKS = 256  # token healing's masks kept (each one bool per vocabulary entry: 150 KB for the bundled models)
+HEALING_TOKENS = 3  # at most this many tokens of the typed word are backed over
 WINDOW_LINE_TOKENS = 96  # tokens read of a cached prompt's window to find its first lines (longer ones: no start)
 
 
@@ -173,7 +176,9 @@ class Engine:
         self.chat = chat_form_for(self.settings.prompt_form, tokenizer, model)  # None: continuations read raw
         self._vocabulary = tokenizer.get_vocab()  # spelling -> id (token healing)
         self.shift_keys = key_shifter(model)  # moves cached keys to other positions; None: the model cannot
-        self._healing_masks: dict[int, torch.Tensor] = {}  # token id -> the tokens that may finish it (at most
+        self._healing_masks: dict[
+            tuple[int, ...], torch.Tensor
+        ] = {}  # token id -> the tokens that may finish it (at most
         # HEALING_MASKS, the oldest out: a keystroke's request finds its word's mask)
         self.not_first = self._not_first(tokenizer) if self.chat is not None else None  # no chat-form row begins so
         cache_bytes = int(self.settings.prefix_cache_mb * 2**20)
@@ -224,7 +229,7 @@ class Engine:
         prompt_ids = self._prompt_ids(request)
         healing = self._healing(request, prompt_ids)
         if healing is not None:
-            prompt_ids = prompt_ids[:-1]
+            prompt_ids = prompt_ids[: -healing.tokens]
         room = self.context_limit - request.max_new_tokens - self.settings.controller.max_length - 1
         if not prompt_ids or len(prompt_ids) > room:
             raise InvalidRequest(
@@ -252,29 +257,42 @@ class Engine:
 
     def _healing(self, request: GenerationRequest, prompt_ids: list[int]) -> Healing | None:
         """Token healing for a middle whose cursor line has text typed before the cursor (it ends the prompt, after
-        the FIM middle marker); None when it is off, nothing is typed, or the last token is not whole text."""
+        the FIM middle marker): the most tokens of the typed word (up to HEALING_TOKENS, none holding a blank but
+        the first's leading ones) that some ordinary token begins with; None when it is off, nothing is typed, or
+        the last token is not whole text."""
         if not (self.settings.token_healing and request.is_infill and typed_at_cursor(request.prompt)):
             return None
-        text = self._decode(prompt_ids[-1:])
-        if not text or "\ufffd" in text or len(prompt_ids) < 2:
-            return None
-        if prompt_ids[-1] not in self._healing_masks:
-            if len(self._healing_masks) >= HEALING_MASKS:
-                self._healing_masks.pop(next(iter(self._healing_masks)))
-            self._healing_masks[prompt_ids[-1]] = self._tokens_beginning(prompt_ids[-1], text)
-        return Healing(text, self._healing_masks[prompt_ids[-1]])
+        best = None
+        for count in range(1, min(HEALING_TOKENS, len(prompt_ids) - 1) + 1):
+            ids = tuple(prompt_ids[-count:])
+            text = self._decode(list(ids))
+            if not text or "\ufffd" in text or any(c.isspace() for c in text.lstrip()):
+                break
+            if ids not in self._healing_masks:
+                if len(self._healing_masks) >= HEALING_MASKS:
+                    self._healing_masks.pop(next(iter(self._healing_masks)))
+                self._healing_masks[ids] = self._tokens_beginning(ids, text)
+            if count == 1 or bool(self._healing_masks[ids].any()):
+                best = Healing(text, self._healing_masks[ids], count)
+            if text[:1].isspace():  # the word's first token (it holds the blank before it): back over no more
+                break
+        return best
 
-    def _tokens_beginning(self, token_id: int, text: str) -> torch.Tensor:
-        """[V] bool: the ordinary tokens whose text begins with `text`, the text of `token_id` (among them). Those
-        whose spelling begins with its spelling are the candidates (byte-level BPE spells each byte as one symbol);
-        each is kept when its decoded text begins with `text`; special and added tokens never are."""
-        spelled = self.tokenizer.convert_ids_to_tokens(token_id)
+    def _tokens_beginning(self, token_ids: tuple[int, ...], text: str) -> torch.Tensor:
+        """[V] bool: the ordinary tokens whose text begins with `text`, the text of `token_ids` (a single token is
+        among them). Those whose spelling begins with the tokens' spelling are the candidates (byte-level BPE spells
+        each byte as one symbol); each is kept when its decoded text begins with `text`; special and added tokens
+        never are."""
+        spelled = "".join(self.tokenizer.convert_ids_to_tokens(list(token_ids)))
         width = self.model.config.vocab_size
         added = set(self.tokenizer.get_added_vocab().values()) | set(self.eos_ids)
         ids = [i for s, i in self._vocabulary.items() if i < width and i not in added and s.startswith(spelled)]
-        ids = [i for i in ids if self._decode([i]).startswith(text)] + [token_id]
+        ids = [i for i in ids if self._decode([i]).startswith(text)] + list(
+            token_ids[:1] if len(token_ids) == 1 else ()
+        )
         allowed = torch.zeros(width, dtype=torch.bool, device=self.device)
-        allowed[torch.tensor(ids, dtype=torch.long, device=self.device)] = True
+        if ids:
+            allowed[torch.tensor(ids, dtype=torch.long, device=self.device)] = True
         return allowed
 
     def _drafters(self, run: _Run) -> dict[str, Drafter]:

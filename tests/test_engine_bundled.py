@@ -237,3 +237,19 @@ def test_a_half_typed_word_is_finished_by_a_healed_first_token(bundled):
     assert not set(allowed) & set(tokenizer.get_added_vocab().values())  # no special token may come first
     middle = built.generate(request).candidates[0].text
     assert middle.startswith("urn s"), middle
+
+
+def test_a_word_typed_over_two_tokens_is_backed_over_whole(bundled):
+    """`rai` is read as " r" + "ai": both are backed over, so that the first token may be " raise" (after " r"
+    alone nothing begins with "ai" that the word holds); the middle finishes the word."""
+    model, tokenizer = bundled
+    built = make(bundled, drafter="none")
+    prefix = "def check(value):\n    if value < 0:\n        rai"
+    request = GenerationRequest(prefix, suffix="\n    return value\n", k=1, max_new_tokens=8, temperature=0)
+    prompt_ids = built._prompt_ids(request)
+    assert [tokenizer.decode([i]) for i in prompt_ids[-2:]] == [" r", "ai"]
+    healing = built._healing(request, prompt_ids)
+    assert healing is not None and healing.text == " rai" and healing.tokens == 2
+    assert tokenizer.convert_tokens_to_ids("Ġraise") in healing.allowed.nonzero().flatten().tolist()
+    middle = built.generate(request).candidates[0].text
+    assert middle.startswith("se "), middle
