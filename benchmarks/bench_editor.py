@@ -129,7 +129,8 @@ def post_infill(client: httpx.Client, url: str, body: dict, timeout_s: float = 6
         }
         for r in results
     ]
-    ranks = [r["ranked_drafts"].get("rank") for r in results] if all("ranked_drafts" in r for r in results) else None
+    ranked = all(r.get("ranked_drafts") for r in results)  # ours; a warm-up's is null
+    ranks = [r["ranked_drafts"].get("rank") for r in results] if ranked else None
     return Reply(
         seconds,
         [r.get("content", "") for r in results],
