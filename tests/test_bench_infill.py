@@ -63,7 +63,7 @@ def test_true_middles_pass_and_wrong_ones_fail_in_the_sandbox(official):
     for kind, (tasks, _) in official.items():
         for task in bench.draw(tasks, 2, 0, kind):
             chosen.append((kind, task))
-            middles[task.task_id] = [task.middle, "    return None\n" if kind in bench.SINGLE_LINE else ""]
+            middles[task.task_id] = [task.middle, "    return None\n" if kind == "he-single" else ""]
             wrong.add(task.task_id)
     # a wrong line with the right one's indentation: HumanEval/0's last line answers the opposite
     single = next(t for t in official["he-single"][0] if t.middle == "    return False\n")
