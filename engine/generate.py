@@ -176,10 +176,9 @@ class Engine:
         self.chat = chat_form_for(self.settings.prompt_form, tokenizer, model)  # None: continuations read raw
         self._vocabulary = tokenizer.get_vocab()  # spelling -> id (token healing)
         self.shift_keys = key_shifter(model)  # moves cached keys to other positions; None: the model cannot
-        self._healing_masks: dict[
-            tuple[int, ...], torch.Tensor
-        ] = {}  # token id -> the tokens that may finish it (at most
-        # HEALING_MASKS, the oldest out: a keystroke's request finds its word's mask)
+        # backed-over token ids -> the tokens that may finish them (at most HEALING_MASKS, the oldest out: a
+        # keystroke's request finds its word's mask)
+        self._healing_masks: dict[tuple[int, ...], torch.Tensor] = {}
         self.not_first = self._not_first(tokenizer) if self.chat is not None else None  # no chat-form row begins so
         cache_bytes = int(self.settings.prefix_cache_mb * 2**20)
         self.prefix_cache = PrefixCache(cache_bytes)  # the target's recent prompts
