@@ -110,8 +110,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--no-token-healing",
         action="store_true",
-        help="a middle typed into a word is read as typed (by default its last token is backed over and the first "
-        "generated token must finish it)",
+        help="a middle typed into a word is read as typed (by default its last token, or up to three of a word read "
+        "as several, is backed over and the first generated token must finish it)",
     )
     parser.add_argument("--share", action="store_true", help="create a public Gradio share link (off by default)")
     parser.add_argument(
