@@ -300,7 +300,7 @@ def warmup_body(k: int, temperature: float) -> dict:
 class Step:
     """One request of the session: where the cursor is and what has been typed on its line."""
 
-    mode: str  # "lines" or "keys"
+    mode: str  # "lines", "keys", "cold" or "ring"
     file: str  # the module's file name
     line: int  # 1-based cursor line
     prefix: str  # input_prefix
@@ -364,7 +364,8 @@ def typed_text(line: str, chars: int) -> str:
 def llama_vim_body(step: Step, temperature: float | None = None) -> dict:
     """The request llama.vim sends by default (autoload/llama.vim at a1c8e6e, its g:llama_config defaults): no
     n_cmpl and no temperature (the server's own default applies unless `temperature` is given), n_predict 128,
-    top_k 40, top_p 0.90, its samplers, n_indent the cursor line's indentation, t_max_prompt_ms 500,
+    top_k 40, top_p 0.90, its samplers, n_indent the cursor line's indentation (a line of blanks: prompt "" and
+    n_indent 0, s:fim_ctx_local's special case), t_max_prompt_ms 500,
     t_max_predict_ms 250 (llama#fim's first request at a position; its speculative follow-up, not sent here, has
     1000), the fields it reads back (and timings/cache_n, which the plugin does not ask for), the step's ring as
     input_extra."""
@@ -373,10 +374,10 @@ def llama_vim_body(step: Step, temperature: float | None = None) -> dict:
         "input_prefix": step.prefix,
         "input_suffix": step.suffix,
         "input_extra": list(step.extra),
-        "prompt": step.prompt,
+        "prompt": step.prompt if step.prompt.strip() else "",
         "n_predict": 128,
         "stop": [],
-        "n_indent": len(step.prompt) - len(step.prompt.lstrip()),
+        "n_indent": len(step.prompt) - len(step.prompt.lstrip()) if step.prompt.strip() else 0,
         "top_k": 40,
         "top_p": 0.90,
         "samplers": ["top_k", "top_p", "infill"],
@@ -501,7 +502,7 @@ def ring_session(
     """Mode "ring": `steps` requests whose cursor moves between the files' functions, RING_VISIT lines in one file
     and then the next file's (round the files again from where each was left), each request carrying llama.vim's
     ring of extra context as the plugin would have built it by then (benchmarks/editor_ring.py), `updates` ring
-    updates and their warm-ups before it."""
+    updates and their warm-ups before it; the chunks come from the files as written at each request (as_written)."""
     from benchmarks.editor_ring import replay_ring
 
     texts = {module: module_path(module).read_text(encoding="utf-8") for module in files}
@@ -513,7 +514,9 @@ def ring_session(
                 cursors.append((module_path(module).name, texts[module].split("\n"), row))
     cursors = cursors[:steps]
     chosen = []
-    for (name, lines, row), visit in zip(cursors, replay_ring(cursors, updates_between=updates, seed=seed)):
+    buffers = [as_written(cursors, index, typed) for index in range(len(cursors))]
+    visits = replay_ring(buffers, updates_between=updates, seed=seed)
+    for (name, lines, row), visit in zip(cursors, visits):
         prompt = typed_text(lines[row], typed)
         prefix, suffix = request_at(lines, row, prompt, n_prefix, n_suffix)
         chosen.append(
@@ -531,6 +534,17 @@ def ring_session(
             )
         )
     return chosen
+
+
+def as_written(cursors: list[tuple[str, list[str], int]], index: int, typed: int) -> tuple[str, list[str], int]:
+    """The cursor `index` of a ring session with its file as the user has it then, which is what the plugin picks
+    chunks from: the cursor line holds only what is typed, and the lines the session asks for later are not
+    written yet (blank), so that no chunk holds a line a request asks for."""
+    name, lines, row = cursors[index]
+    later = {r for n, _, r in cursors[index + 1 :] if n == name}
+    buffer = ["" if number in later else line for number, line in enumerate(lines)]
+    buffer[row] = typed_text(lines[row], typed)
+    return name, buffer, row
 
 
 def _cold_step(module: str, typed: int, n_suffix: int) -> Step:
@@ -694,8 +708,8 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
         "--ctx-per-slot",
         type=int,
         default=32768,
-        help="llama-server context per slot (-c = slots x this; default: the model's 32768, as the preset llama.vim "
-        "recommends, --fim-qwen-1.5b-default, sets -c 0)",
+        help="llama-server context per slot (-c = slots x this; default: the model's 32768 for each slot, as the "
+        "preset llama.vim recommends, --fim-qwen-1.5b-default, gives its one slot with -c 0)",
     )
     parser.add_argument("--app-args", default="", help="more app.py options, e.g. '--drafter none'")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for one answer")

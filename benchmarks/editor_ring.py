@@ -17,7 +17,9 @@ The rules, as the plugin has them:
 - before each suggestion request, ring chunks resembling a random chunk around the cursor by more than 0.5 leave
   the ring.
 What is not replayed: yanks and saves (they pick chunks the same way), the plugin's speculative follow-up request
-after a suggestion is shown, and wall-clock timers (here a fixed number of ring updates between two requests).
+after a suggestion is shown, wall-clock timers (here a fixed number of ring updates between two requests), and the
+rule that buffers with unsaved changes give no chunk on entering or leaving (the replay's user saves before moving
+to another file, which picks the same lines around the cursor).
 """
 
 from __future__ import annotations

@@ -38,6 +38,6 @@ class EngineSettings:
     # an editor's window (a request with context_tokens) reuses the cached lines it kept where they land, keys
     # re-rotated (attention.key_shifter), as llama-server's --cache-reuse: close to a cold read, not equal
     moved_reuse: bool = True
-    token_healing: bool = True  # a middle typed into a word: back over its last token, the first one finishes it
+    token_healing: bool = True  # a middle typed into a word: back over its last token(s), the first one finishes it
     prompt_form: str = "auto"  # continuations, one of PROMPT_FORMS: "raw" text, "chat" (engine/text/chat.py),
     # "auto": chat for an instruct model

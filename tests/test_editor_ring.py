@@ -86,3 +86,16 @@ def test_a_replayed_session_sends_warmups_and_a_settled_ring():
     assert all(len(v.extra) <= ring_rules.RING_CHUNKS for v in visits)
     assert {e["filename"] for v in visits for e in v.extra} == set(files)
     assert replay_ring(cursors, updates_between=2, seed=1) == visits  # the same seed, the same session
+
+
+def test_a_ring_session_picks_from_the_files_as_written_so_no_chunk_holds_a_line_asked():
+    from benchmarks.bench_editor import as_written
+
+    lines = [f"    value_{i} = compute({i})" for i in range(300)]
+    cursors = [("a.py", lines, row) for row in (100, 160, 220)]
+    name, buffer, row = as_written(cursors, 0, 3)
+    assert buffer[100] == "    val" and buffer[160] == buffer[220] == ""  # typed so far; not written yet
+    assert as_written(cursors, 2, 3)[1][100] == lines[100]  # written by then
+    visits = replay_ring([as_written(cursors, i, 3) for i in range(3)], updates_between=2, seed=0)
+    for (_, _, asked), visit in zip(cursors, visits):
+        assert all(lines[asked] not in chunk["text"] for chunk in visit.extra)
