@@ -198,7 +198,8 @@ def test_greedy_alternatives_and_streams_come_in_llama_cpps_shape(server):
     events = [json.loads(line[5:]) for line in streamed.text.splitlines() if line.startswith("data:")]
     assert len(events) == 3 and [e["index"] for e in events] == [0, 1, 2] and all(e["stop"] for e in events)
     capped = post(server, dict(LLAMA_VIM, n_predict=5000))  # past the app's most: its most, as llama-server's -n
-    assert capped.status_code == 200 and capped.json()["timings/predicted_n"] <= LIMITS.max_new_tokens
+    answer = capped.json()
+    assert capped.status_code == 200 and answer["timings/predicted_n"] <= LIMITS.max_new_tokens + 1  # + the healed
 
 
 def test_a_newer_request_of_the_same_editor_supersedes_the_running_one(server):
