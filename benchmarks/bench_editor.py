@@ -507,17 +507,19 @@ def ring_session(
 
     texts = {module: module_path(module).read_text(encoding="utf-8") for module in files}
     rows = {m: [n - 1 for n in body_lines(text, min_chars=typed + 2)[::stride]] for m, text in texts.items()}
+    names = {module: module_path(module).name for module in files}
+    split = {module: text.split("\n") for module, text in texts.items()}  # each file's lines, once
     cursors = []
     for turn in range(steps):  # enough turns for `steps` cursors even when a file runs out
         for module in files:
             for row in rows[module][turn * RING_VISIT : (turn + 1) * RING_VISIT]:
-                cursors.append((module_path(module).name, texts[module].split("\n"), row))
+                cursors.append((names[module], split[module], row))
     cursors = cursors[:steps]
     chosen = []
     buffers = [as_written(cursors, index, typed) for index in range(len(cursors))]
     visits = replay_ring(buffers, updates_between=updates, seed=seed)
-    for (name, lines, row), visit in zip(cursors, visits):
-        prompt = typed_text(lines[row], typed)
+    for (name, lines, row), (_, written, _), visit in zip(cursors, buffers, visits):
+        prompt = written[row]  # the cursor line as typed
         prefix, suffix = request_at(lines, row, prompt, n_prefix, n_suffix)
         chosen.append(
             Step(

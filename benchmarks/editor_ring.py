@@ -105,8 +105,7 @@ class Ring:
 
     def evict_near(self, lines: list[str], row: int) -> None:
         """Before a suggestion request: drop ring chunks resembling a random chunk around the cursor (row 0-based)."""
-        around = lines[max(0, row - RING_CHUNK_LINES // 2) : min(row + RING_CHUNK_LINES // 2 + 1, len(lines))]
-        near = self.draw(around)
+        near = self.draw(around_cursor(lines, row))
         for i in range(len(self.chunks) - 1, 0, -1):
             if chunk_similarity(self.chunks[i].lines, near) > 0.5:
                 del self.chunks[i]
