@@ -33,8 +33,8 @@ from fastapi.responses import Response, StreamingResponse
 
 from app.models import EngineHub
 from app.remote import RemoteError
-from app.requests import SINGLE_CHOICES, CheckRequest, Defaults, Limits, build_request
-from app.results import ranked_copies
+from app.requests import SINGLE_CHOICES, CheckRequest, Defaults, Limits, build_request, capped_tokens, stop_strings
+from app.results import RunResult
 from app.routes import final_or_error, in_protocol_names, json_handler, mount_first
 from app.runs import USER_ERRORS, BusyError, RunControl, RunRegistry
 from app.service import Pipeline
@@ -86,8 +86,8 @@ def mount_infill(
         if error is not None:
             return _error(*error, {"Retry-After": "1"} if error[0] == 503 else None)
         results = _results(final, request, choice.label, warm_up)
-        if final["stopped"]:  # superseded by this editor's newer request, or the client left: say so
-            results = [dict(r, stopped=final["stopped"]) for r in results]
+        if final.stopped:  # superseded by this editor's newer request, or the client left: say so
+            results = [dict(r, stopped=final.stopped) for r in results]
         results = [dict(results[i % len(results)], index=i) for i in range(n)]  # greedy: one answer, n copies
         fields = body.get("response_fields")
         if isinstance(fields, list) and fields:
@@ -134,9 +134,7 @@ def _parse(body: dict, limits: Limits, defaults: Defaults):
     n = body.get("n_cmpl", body.get("n", 1))
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= limits.max_k:
         raise InvalidRequest(f"Field 'n_cmpl': Value must be between 1 <= value <= {limits.max_k}, but got {n!r}")
-    n_predict = body.get("n_predict", defaults.max_new_tokens)
-    if isinstance(n_predict, int) and not isinstance(n_predict, bool) and not 0 <= n_predict <= limits.max_new_tokens:
-        n_predict = limits.max_new_tokens  # llama.cpp's -1, or more than the server's cap: its cap, as llama.cpp
+    n_predict = capped_tokens(body.get("n_predict", defaults.max_new_tokens), limits)
     warm_up = n_predict == 0
     budget_ms = body.get("t_max_predict_ms")
     after_prompt = isinstance(budget_ms, (int, float)) and not isinstance(budget_ms, bool) and budget_ms > 0
@@ -158,15 +156,13 @@ def _parse(body: dict, limits: Limits, defaults: Defaults):
         suffix or "\n",
         extra,
     )  # always a middle: "\n" is an empty file's end
-    stop = body.get("stop") or []
-    if not (isinstance(stop, list) and all(isinstance(s, str) and s for s in stop)):
-        raise InvalidRequest(f"stop={stop!r} is invalid: give a list of non-empty strings")
+    stop = stop_strings(body.get("stop"))
     n_indent = body.get("n_indent", 0)
     if isinstance(n_indent, bool) or not isinstance(n_indent, int) or not 0 <= n_indent <= 1000:
         raise InvalidRequest(f"n_indent={n_indent!r} is out of range: it must be an integer in 0..1000")
     request = replace(
         request,
-        stop=tuple(stop),
+        stop=stop,
         budget_after_prompt=after_prompt,
         budget_waits_for_line=after_prompt,
         min_indent=n_indent,
@@ -202,25 +198,26 @@ def _extra(chunks) -> tuple[ContextFile, ...]:
     return tuple(ContextFile(str(c.get("filename") or "tmp"), c["text"]) for c in chunks if c["text"])
 
 
-def _results(final: dict, request, model: str, warm_up: bool) -> list[dict]:
-    """llama.cpp's result objects, best first (copies of one middle side by side), for the done pipeline state."""
-    stats = final["stats"]
-    prompt_ms = stats.get("prefill_s", 0.0) * 1000
-    predicted_ms = max(stats.get("generation_s", 0.0) * 1000 - prompt_ms, 0.0)
-    computed, cached = stats.get("computed_prompt_tokens", 0), stats.get("cached_prompt_tokens", 0)
-    copies = [] if warm_up else ranked_copies(final)
+def _results(final: RunResult, request, model: str, warm_up: bool) -> list[dict]:
+    """llama.cpp's result objects, best first (copies of one middle side by side), for the done run."""
+    stats = final.engine_stats
+    prompt_ms = stats.prefill_s * 1000
+    predicted_ms = max(final.timings.generation_s * 1000 - prompt_ms, 0.0)
+    cached = stats.cached_prompt_tokens
+    computed = stats.prompt_read_tokens - cached
+    copies = [] if warm_up else final.ranked_copies()
     results = [
         _result(
             index,
-            entry["code"],
-            entry["tokens"],
-            entry["finish_reason"],
+            entry.code,
+            entry.tokens,
+            entry.finish_reason,
             model,
             request,
             (computed, cached, prompt_ms, predicted_ms),
-            ranking,
+            entry.ranking(),
         )
-        for index, (entry, ranking) in enumerate(copies)
+        for index, entry in enumerate(copies)
     ]
     if not results:  # a warm-up, or nothing came in time
         results.append(

@@ -24,11 +24,13 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from app.models import EngineHub
 from app.remote import RemoteError
-from app.requests import CheckRequest, Defaults, Limits, build_request
+from app.requests import CheckRequest, Defaults, Limits, build_request, capped_tokens, stop_strings
+from app.results import RunResult, Timings
 from app.routes import final_or_error, json_handler, mount_first
 from app.runs import USER_ERRORS, BusyError, RunControl, RunRegistry
 from app.service import Pipeline
-from engine import InvalidRequest, ModelSetupError
+from engine import GenerationStats, InvalidRequest, ModelSetupError
+from engine.types import FINISH_STOP
 
 VERSION = "0.6.5"  # the Ollama version whose API this follows (clients check it against their minimum)
 OLLAMA_ERRORS = [((BusyError, RemoteError, ModelSetupError), 503, "unavailable")]
@@ -54,19 +56,20 @@ def mount_ollama(
         choice = hub.choice(name if name in hub.choices else None)
         if load_only:
             hub.engine(choice.label)
-            return _answer(body, [_done(body, "", "load", {}, started)])
+            return _answer(body, [_done(body, "", "load", None, started)])
         final, error = final_or_error(
             pipeline, hub, choice, request, control, OLLAMA_ERRORS, CheckRequest(run=request.k > 1)
         )
         if error is not None:
             return _error(error[0], error[1])
-        best = final["candidates"][0] if final["candidates"] else {"code": "", "finish_reason": "budget"}
-        reason = "stop" if best["finish_reason"] == "stop" else "length"
+        best = final.candidates[0] if final.candidates else None
+        code = best.code if best is not None else ""
+        reason = "stop" if best is not None and best.finish_reason == FINISH_STOP else "length"
         return _answer(
             body,
-            [_chunk(body, best["code"]), _done(body, "", reason, final["stats"], started)]
+            [_chunk(body, code), _done(body, "", reason, final, started)]
             if body.get("stream", True)
-            else [_done(body, best["code"], reason, final["stats"], started)],
+            else [_done(body, code, reason, final, started)],
         )
 
     def show(body: dict, control: RunControl) -> Response:
@@ -135,9 +138,7 @@ def _parse(body: dict, hub: EngineHub, limits: Limits, defaults: Defaults):
     options = {key: value for key, value in options.items() if value is not None}  # Continue sends nulls
     if not prompt and not suffix:
         return None, name, True
-    n_predict = options.get("num_predict", defaults.max_new_tokens)
-    if isinstance(n_predict, int) and not isinstance(n_predict, bool) and not 0 <= n_predict <= limits.max_new_tokens:
-        n_predict = limits.max_new_tokens  # Ollama's -1, or a cap past ours (Continue's default is 4096): our most
+    n_predict = capped_tokens(options.get("num_predict", defaults.max_new_tokens), limits)
     seed = options.get("seed", -1)
     request = build_request(
         prompt,
@@ -150,11 +151,7 @@ def _parse(body: dict, hub: EngineHub, limits: Limits, defaults: Defaults):
         limits,
         suffix,
     )
-    stop = options.get("stop") or []
-    stop = [stop] if isinstance(stop, str) else stop
-    if not (isinstance(stop, list) and all(isinstance(s, str) and s for s in stop)):
-        raise InvalidRequest(f"stop={stop!r} is invalid: give a string or a list of non-empty strings")
-    request = replace(request, stop=tuple(stop))
+    request = replace(request, stop=stop_strings(options.get("stop")))
     request.validate()
     return request, name, False
 
@@ -178,9 +175,12 @@ def _chunk(body: dict, text: str) -> dict:
     return {"model": body.get("model") or "", "created_at": _now(), "response": text, "done": False}
 
 
-def _done(body: dict, text: str, reason: str, stats: dict, started: float) -> dict:
-    """The last object of an answer: done, why, and the counts and durations (nanoseconds) Ollama reports."""
-    prompt_s = stats.get("prefill_s", 0.0)
+def _done(body: dict, text: str, reason: str, final: RunResult | None, started: float) -> dict:
+    """The last object of an answer: done, why, and the counts and durations (nanoseconds) Ollama reports (none for
+    a request that only loads the model)."""
+    stats = final.engine_stats if final is not None else GenerationStats()
+    timings = final.timings if final is not None else Timings()
+    prompt_s = stats.prefill_s
     return {
         "model": body.get("model") or "",
         "created_at": _now(),
@@ -189,11 +189,11 @@ def _done(body: dict, text: str, reason: str, stats: dict, started: float) -> di
         "done_reason": reason,
         "context": [],
         "total_duration": int((time.perf_counter() - started) * 1e9),
-        "load_duration": int(stats.get("load_s", 0.0) * 1e9),
-        "prompt_eval_count": stats.get("prompt_tokens", 0),
+        "load_duration": int((timings.load_s or 0.0) * 1e9),
+        "prompt_eval_count": stats.prompt_tokens,
         "prompt_eval_duration": int(prompt_s * 1e9),
-        "eval_count": stats.get("generated_tokens", 0),
-        "eval_duration": int(max(stats.get("generation_s", 0.0) - prompt_s, 0.0) * 1e9),
+        "eval_count": stats.generated_tokens,
+        "eval_duration": int(max(timings.generation_s - prompt_s, 0.0) * 1e9),
     }
 
 

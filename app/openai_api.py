@@ -2,8 +2,9 @@
 
 `n` is k; the choices come back best first, after static analysis and reranking, each with its rank, score, score
 parts and findings in an extra `ranked_drafts` field; `stream` sends the ranked choices as server-sent events once the
-ranking is done; extra fields `budget_s`, `stop_at_body_end` (default true), `checks` (assert lines, as text or a list,
-run on every candidate in the sandbox beside the prompt's own examples) and `run_checks` (default true) are honoured.
+ranking is done; `max_tokens` past the app's most is capped to it, as llama-server caps; extra fields `budget_s`,
+`stop_at_body_end` (default true), `checks` (assert lines, as text or a list, run on every candidate in the sandbox
+beside the prompt's own examples) and `run_checks` (default true) are honoured.
 A client that disconnects stops its run. Errors use OpenAI's error shape with the same messages as /generate.
 Editors that speak this protocol (and the official `openai` client) get ranked candidates without knowing about Gradio.
 """
@@ -20,8 +21,8 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 from app.models import EngineHub
 from app.remote import RemoteError
-from app.requests import Defaults, Limits, build_checks, build_request
-from app.results import ranked_copies
+from app.requests import Defaults, Limits, build_checks, build_request, capped_tokens, stop_strings
+from app.results import RunResult
 from app.routes import final_or_error, in_protocol_names, json_handler, mount_first
 from app.runs import USER_ERRORS, BusyError, RunControl
 from app.service import Pipeline
@@ -84,10 +85,7 @@ def _parse(body: dict, hub: EngineHub, limits: Limits, defaults: Defaults):
     n = body.get("n", defaults.k)
     if isinstance(n, int) and not isinstance(n, bool) and not 1 <= n <= limits.max_k:
         raise InvalidRequest(f"n={n} is out of range: it must be an integer in 1..{limits.max_k} (the app's --max-k)")
-    stop = body.get("stop")
-    stop = (stop,) if isinstance(stop, str) else stop
-    if stop is not None and not (isinstance(stop, (list, tuple)) and all(isinstance(s, str) and s for s in stop)):
-        raise InvalidRequest(f"stop={body.get('stop')!r} is invalid: give a string or a list of non-empty strings")
+    stop = stop_strings(body.get("stop"))
     body_end = body.get("stop_at_body_end", True)
     if not isinstance(body_end, bool):
         raise InvalidRequest(f"stop_at_body_end={body_end!r} is invalid: it must be true or false")
@@ -101,14 +99,14 @@ def _parse(body: dict, hub: EngineHub, limits: Limits, defaults: Defaults):
         n,
         body.get("budget_s", defaults.budget_s),
         body.get("temperature", defaults.temperature),
-        body.get("max_tokens", defaults.max_new_tokens),
+        capped_tokens(body.get("max_tokens", defaults.max_new_tokens), limits),
         body.get("top_p", defaults.top_p),
         -1 if body.get("seed") is None else body.get("seed"),
         limits,
         suffix,
         extra,
     )
-    request = replace(request, stop=tuple(stop or ()), stop_at_body_end=body_end)
+    request = replace(request, stop=stop, stop_at_body_end=body_end)
     request.validate()
     return choice, request
 
@@ -126,19 +124,19 @@ def _protocol_names(message: str) -> str:
     return in_protocol_names(message, PROTOCOL_NAMES)
 
 
-def _response(final: dict, model: str) -> dict:
+def _response(final: RunResult, model: str) -> dict:
     """The protocol's completion object: one choice per candidate (copies of one text side by side), best first."""
     choices = [
         {
             "index": index,
-            "text": entry["code"],
+            "text": entry.code,
             "logprobs": None,
-            "finish_reason": protocol_finish(entry["finish_reason"]),
-            "ranked_drafts": ranking,
+            "finish_reason": protocol_finish(entry.finish_reason),
+            "ranked_drafts": entry.ranking(),
         }
-        for index, (entry, ranking) in enumerate(ranked_copies(final))
+        for index, entry in enumerate(final.ranked_copies())
     ]
-    tokens = final["stats"].get("generated_tokens", 0)
+    tokens = final.engine_stats.generated_tokens
     return {
         "id": f"cmpl-{uuid.uuid4().hex[:24]}",
         "object": "text_completion",
@@ -147,10 +145,10 @@ def _response(final: dict, model: str) -> dict:
         "choices": choices,
         "usage": {"prompt_tokens": 0, "completion_tokens": tokens, "total_tokens": tokens},
         "ranked_drafts": {
-            "notes": final["notes"],
-            "stats": final["stats"],
-            "stopped": final["stopped"],
-            "checks": final["checks"],
+            "notes": final.notes,
+            "stats": final.stats(),
+            "stopped": final.stopped,
+            "checks": final.checks.as_dict(),
         },
     }
 

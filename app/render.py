@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from html import escape
 
+from app.results import GrowingCandidate, Progress, RankedEntry, RunResult
+from checks import CandidateChecks, Check
 from engine.types import FINISH_BUDGET, FINISH_INTERRUPTED, FINISH_LENGTH, FINISH_STOP
 
 # the page's words for engine.types.FINISH_REASONS (tests/test_app_render.py checks that every reason has one)
@@ -20,42 +22,37 @@ REASONS = {
 }
 
 
-def status_html(state: dict) -> str:
+def status_html(state: Progress | RunResult | None) -> str:
     """One line (and a bar) saying what the run is doing and how far it got."""
-    status, progress = state.get("status"), state.get("progress") or {}
-    model = escape(str((state.get("model") or {}).get("choice", "")))
-    if status == "waiting":
-        return _line("Waiting for the engine (another request is finishing)…")
-    if status == "loading":
-        what = escape(state.get("loading") or "the model")
+    if state is None:
+        return _line("Enter a prompt and press Generate.")
+    model = escape(str(state.model.get("choice", "")))
+    if isinstance(state, RunResult):
+        head = f"Stopped ({escape(state.stopped)}); ranked what was produced" if state.stopped else "Done"
+        total = state.timings.total_s or 0.0
         return _line(
-            f"Loading {what} for <b>{model}</b> — {progress.get('elapsed_s', 0):.0f} s. The first start of "
-            "a bundled model prepares it once (minutes); this page stays connected meanwhile."
+            f"{head}: {len(state.candidates)} distinct candidates in {total:.1f} s with <b>{model}</b>."
+        ) + _bar(1.0)
+    if state.status == "waiting":
+        return _line("Waiting for the engine (another request is finishing)…")
+    if state.status == "loading":
+        return _line(
+            f"Loading {escape(state.loading or 'the model')} for <b>{model}</b> — {state.elapsed_s:.0f} s. The first "
+            "start of a bundled model prepares it once (minutes); this page stays connected meanwhile."
         )
-    total, read = progress.get("prompt_tokens", 0), progress.get("prompt_read_tokens", 0)
-    if status == "generating" and read < total:
-        cached = progress.get("cached_prompt_tokens", 0)
+    total, read = state.prompt_tokens, state.prompt_read_tokens
+    if read < total:
+        cached = state.cached_prompt_tokens
         return _line(
             f"Reading the prompt with <b>{model}</b>: {read} of {total} tokens"
             + (f" ({cached} from the cache of recent prompts)" if cached else "")
-            + f" · {progress.get('elapsed_s', 0.0):.1f} s"
+            + f" · {state.elapsed_s:.1f} s"
         ) + _bar(read / total)
-    if status == "generating":
-        used, budget = progress.get("generation_s", 0.0), progress.get("budget_s", 1.0)
-        return _line(
-            f"Generating with <b>{model}</b>: {used:.1f} s of {budget:g} s budget · "
-            f"{progress.get('generated_tokens', 0)} tokens · {progress.get('finished', 0)} of "
-            f"{progress.get('k', 0)} candidates finished"
-        ) + _bar(min(used / budget, 1.0) if budget else 1.0)
-    if status == "done":
-        stats = state.get("stats", {})
-        stopped = state.get("stopped")
-        head = f"Stopped ({escape(stopped)}); ranked what was produced" if stopped else "Done"
-        return _line(
-            f"{head}: {len(state.get('candidates', []))} distinct candidates in {stats.get('total_s', 0):.1f} s "
-            f"with <b>{model}</b>."
-        ) + _bar(1.0)
-    return _line("Enter a prompt and press Generate.")
+    used, budget = state.generation_s, state.budget_s
+    return _line(
+        f"Generating with <b>{model}</b>: {used:.1f} s of {budget:g} s budget · {state.generated_tokens} tokens · "
+        f"{state.finished} of {state.k} candidates finished"
+    ) + _bar(min(used / budget, 1.0) if budget else 1.0)
 
 
 def model_state_html(label: str, state: str, detail: str) -> str:
@@ -80,59 +77,64 @@ def notes_html(notes: list[str]) -> str:
     return f'<div class="rd-notes" style="color:#a15c00"><b>Note:</b><ul>{items}</ul></div>'
 
 
-def candidate_header_html(entry: dict, check_items: list[dict] = ()) -> str:
+def candidate_header_html(entry: RankedEntry | GrowingCandidate, check_items: list[Check] = ()) -> str:
     """Rank, checks passed, score and its parts, copies, finish reason, static findings and each check's outcome
     (`check_items`: the run's checks, in the order of the candidate's outcomes)."""
-    reason = escape(REASONS.get(entry.get("finish_reason"), str(entry.get("finish_reason"))))
-    if entry.get("rank") is None:  # still generating: no rank yet
-        return (
-            f'<div class="rd-cand"><b>candidate {entry.get("index", 0) + 1}</b> · {entry.get("tokens", 0)} tokens'
-            f" · {reason}</div>"
-        )
-    parts = entry.get("score_parts") or {}
-    bits = [f"<b>#{int(entry['rank'])}</b>"]
-    checks = entry.get("checks")
-    if checks and checks.get("outcomes"):
-        bits.append(f"checks passed {int(checks['passed'])} of {len(checks['outcomes'])}")
-    if entry.get("score") is not None:
-        bits.append(
-            f"score {_num(entry['score'])} = consistency {_num(parts.get('consistency'))}"
-            + (f" × logprob {_num(parts['logprob_term'])}" if parts.get("logprob_term") else "")
-            + f" − static penalty {_num(parts.get('static_penalty'))}"
-        )
-    else:
-        bits.append("unranked")
-    if parts.get("mean_logprob") is not None:
-        bits.append(f"mean logprob {_num(parts['mean_logprob'])}")
-    if entry.get("count", 1) > 1:
-        bits.append(f"×{int(entry['count'])} identical")
+    reason = escape(REASONS.get(entry.finish_reason, str(entry.finish_reason)))
+    if isinstance(entry, GrowingCandidate):  # still generating: no rank yet
+        return f'<div class="rd-cand"><b>candidate {entry.index + 1}</b> · {entry.tokens} tokens · {reason}</div>'
+    bits = [f"<b>#{int(entry.rank)}</b>"]
+    if entry.checks is not None and entry.checks.outcomes:
+        bits.append(f"checks passed {entry.checks.passed} of {len(entry.checks.outcomes)}")
+    bits.append(_score_text(entry))
+    if entry.score_parts.mean_logprob is not None:
+        bits.append(f"mean logprob {_num(entry.score_parts.mean_logprob)}")
+    if entry.count > 1:
+        bits.append(f"×{entry.count} identical")
     bits.append(reason)
-    if not (entry.get("code") or "").strip():
-        bits.append('<span style="color:#b00020">empty: no code was produced</span>')
-    if entry.get("tie_break"):
-        bits.append(escape(entry["tie_break"]))
-    if entry.get("parses") is False:
-        bits.append('<span style="color:#b00020">does not parse</span>')
-    if entry.get("demoted"):
-        bits.append("moved below the parsing candidates")
+    bits += [escape(entry.tie_break)] if entry.tie_break else []
+    bits += _warnings(entry)
     return (
-        f'<div class="rd-cand">{" · ".join(bits)}{checks_html(checks, list(check_items))}'
-        f"{findings_html(entry.get('findings') or [])}</div>"
+        f'<div class="rd-cand">{" · ".join(bits)}{checks_html(entry.checks, list(check_items))}'
+        f"{findings_html(entry.findings)}</div>"
     )
+
+
+def _score_text(entry: RankedEntry) -> str:
+    if entry.score is None:
+        return "unranked"
+    parts = entry.score_parts
+    return (
+        f"score {_num(entry.score)} = consistency {_num(parts.consistency)}"
+        + (f" × logprob {_num(parts.logprob_term)}" if parts.logprob_term else "")
+        + f" − static penalty {_num(parts.static_penalty)}"
+    )
+
+
+def _warnings(entry: RankedEntry) -> list[str]:
+    """What is wrong with a candidate, in red where it is bad."""
+    warnings = []
+    if not entry.code.strip():
+        warnings.append('<span style="color:#b00020">empty: no code was produced</span>')
+    if entry.parses is False:
+        warnings.append('<span style="color:#b00020">does not parse</span>')
+    if entry.demoted:
+        warnings.append("moved below the parsing candidates")
+    return warnings
 
 
 CHECK_MARKS = {"passed": "✓", "failed": "✗", "error": "✗ error", "timeout": "✗ timeout"}
 
 
-def checks_html(checks: dict | None, items: list[dict]) -> str:
+def checks_html(checks: CandidateChecks | None, items: list[Check]) -> str:
     """Each check of one candidate: ✓ or ✗, the check as written, its line, and what came back."""
-    if not checks or not checks.get("outcomes"):
+    if checks is None or not checks.outcomes:
         return ""
     rows = "".join(
-        f"<tr><td>{escape(CHECK_MARKS.get(o.get('status'), str(o.get('status'))))}</td>"
-        f"<td>{int(item.get('line', 0))}</td><td><code>{escape(str(item.get('label', '')))}</code></td>"
-        f"<td>{escape(str(o.get('got', '')))}</td></tr>"
-        for o, item in zip(checks["outcomes"], items)
+        f"<tr><td>{escape(CHECK_MARKS.get(o.status, str(o.status)))}</td>"
+        f"<td>{int(item.line)}</td><td><code>{escape(item.label())}</code></td>"
+        f"<td>{escape(str(o.got))}</td></tr>"
+        for o, item in zip(checks.outcomes, items)
     )
     return (
         '<table class="rd-checks" style="font-size:0.85em;margin-top:4px"><tr><th>check</th><th>line</th>'

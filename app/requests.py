@@ -108,6 +108,26 @@ def build_request(
     return request
 
 
+def stop_strings(value, name: str = "stop") -> tuple[str, ...]:
+    """A protocol's stop field (absent, a string, or a list of strings), as the engine's stop strings; InvalidRequest
+    names a value of another kind or an empty string in a list."""
+    if value is None or value == []:
+        return ()
+    stops = [value] if isinstance(value, str) else value
+    if not (isinstance(stops, (list, tuple)) and all(isinstance(s, str) and s for s in stops)):
+        raise InvalidRequest(f"{name}={value!r} is invalid: give a string or a list of non-empty strings")
+    return tuple(stops)
+
+
+def capped_tokens(value, limits: Limits):
+    """A protocol's token count with "no limit" (-1) or more than the app's most read as the app's most, as
+    llama-server caps n_predict by its own -n (Continue asks for 4096 by default); anything else is left for
+    build_request to validate."""
+    if isinstance(value, int) and not isinstance(value, bool) and not 0 <= value <= limits.max_new_tokens:
+        return limits.max_new_tokens
+    return value
+
+
 @dataclass(frozen=True)
 class CheckRequest:
     """What a request asks of the checks: the user's own assert lines, and whether to run any checks at all (the

@@ -1,19 +1,21 @@
-"""The JSON shape of a result: progress while a run goes on, and one entry per ranked candidate when it is done."""
+"""The typed records of a run that the entry points read (progress while it goes on, the ranked result when it is
+done), each with one `as_dict()` for the JSON shape that /generate, the page's raw view and the protocols carry."""
 
 from __future__ import annotations
 
 import math
-import time
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 
-from engine import GenerationRequest, GenerationResult
+from checks import CandidateChecks, Check
+from engine import GenerationRequest, GenerationResult, GenerationStats
 
 GREEDY_NOTE = (
     "temperature 0 is greedy decoding, which has one answer: one candidate was computed whatever k "
     "asked for. Set a temperature above 0 for k different candidates to rank."
 )
+TIE_RULE = "equal score: the higher mean log-probability ranks first, then the earlier row"
 
 
 def request_notes(request: GenerationRequest) -> list[str]:
@@ -21,61 +23,237 @@ def request_notes(request: GenerationRequest) -> list[str]:
     return [GREEDY_NOTE] if request.temperature == 0 else []
 
 
-def progress(
-    phase: str,
-    latest: GenerationResult | None,
-    request: GenerationRequest,
-    model: dict,
-    started: float,
-    loading: str | None,
-) -> dict:
-    """A state while the run goes on: its phase ("waiting", "loading", "generating") and the growing rows."""
-    candidates = (
-        []
-        if latest is None
-        else [
-            {"rank": None, "index": i, "code": c.text, "finish_reason": c.finish_reason, "tokens": len(c.token_ids)}
-            for i, c in enumerate(latest.candidates)
-        ]
-    )
-    return {
-        "status": phase,
-        "model": model,
-        "loading": loading if phase == "loading" else None,
-        "progress": {
-            "elapsed_s": round(time.perf_counter() - started, 3),
-            "generation_s": round(latest.stats.wall_s, 3) if latest else 0.0,
-            "budget_s": request.budget_s,
-            "k": request.k,
-            "generated_tokens": latest.stats.generated_tokens if latest else 0,
-            "prompt_tokens": latest.stats.prompt_tokens if latest else 0,
-            "prompt_read_tokens": latest.stats.prompt_read_tokens if latest else 0,
-            "cached_prompt_tokens": latest.stats.cached_prompt_tokens if latest else 0,
-            "finished": sum(c["finish_reason"] is not None for c in candidates),
-        },
-        "candidates": candidates,
-    }
+# --- while a run goes on ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class GrowingCandidate:
+    """One row while it grows: no rank yet."""
+
+    index: int  # the row
+    code: str  # its text so far
+    finish_reason: str | None  # None while it grows
+    tokens: int
+    rank: None = None  # ranked only when the run is done
+
+    def as_dict(self) -> dict:
+        return {
+            "rank": None,
+            "index": self.index,
+            "code": self.code,
+            "finish_reason": self.finish_reason,
+            "tokens": self.tokens,
+        }
 
 
-def entry_for(rank: int, indices: list[int], cands, reports) -> dict:
-    """The fields every displayed candidate has, from its first copy (and the reasons of all copies)."""
+@dataclass(frozen=True)
+class Progress:
+    """A state while the run goes on: its phase and the growing rows."""
+
+    status: str  # "waiting" (for the engine), "loading" (the model), "generating"
+    model: dict  # the model choice (app.models.ModelChoice.as_dict)
+    loading: str | None  # what is loading, in the "loading" phase
+    elapsed_s: float  # since the request came
+    generation_s: float  # of which generating
+    budget_s: float
+    k: int
+    generated_tokens: int
+    prompt_tokens: int
+    prompt_read_tokens: int  # of the prompt read so far (cached and computed)
+    cached_prompt_tokens: int
+    candidates: tuple[GrowingCandidate, ...]
+
+    @property
+    def finished(self) -> int:
+        return sum(c.finish_reason is not None for c in self.candidates)
+
+    @staticmethod
+    def of(
+        phase: str,
+        latest: GenerationResult | None,
+        request: GenerationRequest,
+        model: dict,
+        elapsed_s: float,
+        loading: str | None,
+    ) -> Progress:
+        """The state of a run in `phase`, from the engine's latest partial result (None before the first)."""
+        stats = latest.stats if latest is not None else GenerationStats()
+        rows = latest.candidates if latest is not None else []
+        return Progress(
+            status=phase,
+            model=model,
+            loading=loading if phase == "loading" else None,
+            elapsed_s=round(elapsed_s, 3),
+            generation_s=round(stats.wall_s, 3),
+            budget_s=request.budget_s,
+            k=request.k,
+            generated_tokens=stats.generated_tokens,
+            prompt_tokens=stats.prompt_tokens,
+            prompt_read_tokens=stats.prompt_read_tokens,
+            cached_prompt_tokens=stats.cached_prompt_tokens,
+            candidates=tuple(
+                GrowingCandidate(i, c.text, c.finish_reason, len(c.token_ids)) for i, c in enumerate(rows)
+            ),
+        )
+
+    def as_dict(self) -> dict:
+        counts = ("elapsed_s", "generation_s", "budget_s", "k", "generated_tokens", "prompt_tokens")
+        return {
+            "status": self.status,
+            "model": self.model,
+            "loading": self.loading,
+            "progress": {
+                **{name: getattr(self, name) for name in counts},
+                "prompt_read_tokens": self.prompt_read_tokens,
+                "cached_prompt_tokens": self.cached_prompt_tokens,
+                "finished": self.finished,
+            },
+            "candidates": [c.as_dict() for c in self.candidates],
+        }
+
+
+# --- when it is done -------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ScoreParts:
+    """Why a candidate ranks where it does (rerank.Ranked's breakdown)."""
+
+    checks_passed: int | None  # checks it passed (None: none ran)
+    consistency: float | None  # mean similarity to the others
+    logprob_term: float | None  # the token-probability weight, where the ranker uses one
+    static_penalty: float | None  # what its findings took off
+    mean_logprob: float | None  # of its tokens
+
+
+@dataclass
+class RankedEntry:
+    """One distinct candidate of a done run, with everything that says why it ranks where it does."""
+
+    rank: int  # 1 = best
+    code: str  # the completion (a middle, for a request with code after the cursor)
+    count: int  # rows that produced this text
+    indices: list[int]  # those rows
+    score: float | None
+    scorer: str | None
+    demoted: bool  # moved below the candidates that parse
+    score_parts: ScoreParts
+    finish_reason: str | None  # its first copy's (engine.types.FINISH_REASONS)
+    finish_reasons: dict[str, int]  # every copy's
+    tokens: int
+    parses: bool | None  # None: no static analysis
+    complete: bool | None
+    n_errors: int | None
+    n_warnings: int | None
+    n_type_errors: int | None
+    findings: list[dict]  # static_eval's findings as data
+    checks: CandidateChecks | None  # its outcomes on the checks, where they ran
+    tie_break: str | None = None  # the tie rule, where an equal score was ordered by it
+
+    def ranking(self) -> dict:
+        """The fields the protocols carry beside each choice (`ranked_drafts`)."""
+        return {
+            "rank": self.rank,
+            "score": self.score,
+            "score_parts": asdict(self.score_parts),
+            "copies": self.count,
+            "finish_reason": self.finish_reason,
+            "parses": self.parses,
+            "findings": self.findings,
+            "checks": self.checks.as_dict() if self.checks is not None else None,
+            "tie_break": self.tie_break,
+        }
+
+    def as_dict(self) -> dict:
+        fields = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        return {**fields, "score_parts": asdict(self.score_parts), "checks": self.ranking()["checks"]}
+
+
+@dataclass(frozen=True)
+class ChecksInfo:
+    """The run's checks: whether they could run, whether they did, and each check as data."""
+
+    available: bool  # the sandbox can run them here
+    reason: str | None  # why not, where they cannot
+    ran: bool = False
+    items: tuple[Check, ...] = ()  # the prompt's examples, then the user's checks
+
+    def as_dict(self) -> dict:
+        items = [{**c.as_dict(), "label": c.label()} for c in self.items]
+        return {"available": self.available, "reason": self.reason, "ran": self.ran, "items": items}
+
+
+@dataclass
+class Timings:
+    """Where a run's seconds went."""
+
+    generation_s: float = 0.0
+    analysis_s: float = 0.0
+    checks_s: float = 0.0
+    ranking_s: float = 0.0
+    pipeline_s: float = 0.0  # the four above
+    wait_s: float | None = None  # for the engine (another request was running)
+    load_s: float | None = None  # loading the model
+    total_s: float | None = None  # from the request to the answer
+
+
+@dataclass
+class RunResult:
+    """The ranked result of one run (status "done"): candidates best first, and how they were made and judged."""
+
+    request: GenerationRequest
+    stopped: str | None  # why the run was stopped before its end (superseded, gone, Stop); None: it ran out
+    ranking_method: str
+    static_analysis: bool  # whether static analysis ran
+    checks: ChecksInfo
+    notes: list[str]  # what the user should know about how the request was served
+    candidates: list[RankedEntry]  # best first
+    similarity: list[list[float | None]]  # pairwise, in rank order, the diagonal empty
+    engine_stats: GenerationStats
+    timings: Timings = field(default_factory=Timings)
+    model: dict = field(default_factory=dict)  # the model choice (app.models.ModelChoice.as_dict)
+    status: str = "done"
+
+    @property
+    def labels(self) -> list[str]:
+        return [f"#{c.rank}" for c in self.candidates]
+
+    def ranked_copies(self) -> Iterator[RankedEntry]:
+        """Each distinct candidate once per copy, best first: the protocols give one choice per candidate asked
+        for, copies side by side."""
+        for candidate in self.candidates:
+            yield from [candidate] * candidate.count
+
+    def stats(self) -> dict:
+        """The engine's statistics and the timings, in one flat mapping."""
+        stats = self.engine_stats.as_dict()
+        stats["speculation"] = speculation = self.engine_stats.proposed_tokens > 0
+        if not speculation:  # acceptance and draft length mean nothing without drafts
+            stats["acceptance_rate"] = stats["mean_draft_length"] = None
+        timings = {name: value for name, value in asdict(self.timings).items() if value is not None}
+        return {**stats, **timings}
+
+    def as_dict(self) -> dict:
+        return {
+            "status": self.status,
+            "stopped": self.stopped,
+            "request": request_dict(self.request),
+            "ranking": {"available": True, "method": self.ranking_method},
+            "static_analysis": {"available": self.static_analysis},
+            "checks": self.checks.as_dict(),
+            "notes": list(self.notes),
+            "candidates": [c.as_dict() for c in self.candidates],
+            "similarity": {"labels": self.labels, "matrix": self.similarity},
+            "stats": self.stats(),
+            "model": self.model,
+        }
+
+
+def candidate_fields(rank: int, indices: list[int], cands, reports) -> dict:
+    """The fields every ranked candidate has from its first copy (and the reasons of all copies)."""
     head = cands[indices[0]]
     report = reports[indices[0]] if reports else None
-    findings = [asdict(f) for f in report.findings] if report is not None else []
     return {
         "rank": rank,
         "code": head.text,
         "count": len(indices),
         "indices": list(indices),
-        "score": None,
-        "scorer": None,
-        "demoted": False,
-        "score_parts": {
-            "consistency": None,
-            "logprob_term": None,
-            "static_penalty": None,
-            "mean_logprob": finite(sum(head.logprobs) / len(head.logprobs)) if head.logprobs else None,
-        },
         "finish_reason": head.finish_reason,
         "finish_reasons": dict(Counter(cands[i].finish_reason for i in indices)),
         "tokens": len(head.token_ids),
@@ -84,49 +262,16 @@ def entry_for(rank: int, indices: list[int], cands, reports) -> dict:
         "n_errors": len(report.errors) if report is not None else None,
         "n_warnings": len(report.warnings) if report is not None else None,
         "n_type_errors": len(report.type_errors) if report is not None else None,
-        "findings": findings,
+        "findings": [asdict(f) for f in report.findings] if report is not None else [],
     }
 
 
-def ranked_copies(final: dict) -> Iterator[tuple[dict, dict]]:
-    """(entry, its ranking fields) of a done result once per copy of each distinct candidate, best first: the
-    protocols give one choice per candidate asked for, copies side by side."""
-    for entry in final["candidates"]:
-        ranking = {
-            "rank": entry["rank"],
-            "score": entry["score"],
-            "score_parts": entry["score_parts"],
-            "copies": entry["count"],
-            "finish_reason": entry["finish_reason"],
-            "parses": entry["parses"],
-            "findings": entry["findings"],
-            "checks": entry.get("checks"),
-            "tie_break": entry.get("tie_break"),
-        }
-        for _ in range(entry["count"]):
-            yield entry, ranking
-
-
-def mark_ties(entries: list[dict]) -> None:
+def mark_ties(candidates: list[RankedEntry]) -> None:
     """Say where equal scores were ordered by the tie rule (rerank.rank: higher mean log-probability, then
     generation order), so that two equal numbers in a row explain themselves."""
-    for entry, other in zip(entries, entries[1:]):
-        if entry["score"] is not None and entry["score"] == other["score"] and entry["demoted"] == other["demoted"]:
-            entry["tie_break"] = other["tie_break"] = TIE_RULE
-    for entry in entries:
-        entry.setdefault("tie_break", None)
-
-
-TIE_RULE = "equal score: the higher mean log-probability ranks first, then the earlier row"
-
-
-def run_stats(result: GenerationResult) -> dict:
-    stats = result.stats.as_dict()
-    speculation = result.stats.proposed_tokens > 0
-    stats["speculation"] = speculation
-    if not speculation:  # acceptance and draft length mean nothing without drafts
-        stats["acceptance_rate"] = stats["mean_draft_length"] = None
-    return stats
+    for one, other in zip(candidates, candidates[1:]):
+        if one.score is not None and one.score == other.score and one.demoted == other.demoted:
+            one.tie_break = other.tie_break = TIE_RULE
 
 
 def request_dict(request: GenerationRequest) -> dict:

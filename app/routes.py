@@ -12,6 +12,7 @@ from fastapi import Request
 from starlette.concurrency import run_in_threadpool
 
 from app.requests import CheckRequest
+from app.results import RunResult
 from app.runs import USER_ERRORS, RunControl, RunRegistry, as_reported
 
 
@@ -77,8 +78,8 @@ def final_or_error(
     control: RunControl,
     statuses: list[tuple[tuple[type, ...], int, str]],
     checks: CheckRequest = CheckRequest(),
-) -> tuple[dict | None, tuple[int, str, str] | None]:
-    """(the run's final dict, None), or (None, (status, message, kind)) from the first of `statuses` (exception
+) -> tuple[RunResult | None, tuple[int, str, str] | None]:
+    """(the run's RunResult, None), or (None, (status, message, kind)) from the first of `statuses` (exception
     types, HTTP status, the protocol's error kind) that matches what the run raised; other user errors are a 400,
     anything else is ours: a 500 whose message has the logged error's id."""
     try:

@@ -1,4 +1,4 @@
-"""The request pipeline: generate k candidates (streaming), analyze, rerank, into one JSON-ready dict.
+"""The request pipeline: generate k candidates (streaming), analyze, check, rerank, into one typed RunResult.
 
 Nothing here knows Gradio or validates fields (app/requests.py does): the objects it works with (engines,
 analyzer) are given to it, and anything that fails inside a run is logged and reported as an InternalError.
@@ -9,20 +9,31 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import rerank
 from app.requests import CheckRequest
-from app.results import entry_for, finite, mark_ties, progress, request_dict, request_notes, run_stats
+from app.results import (
+    ChecksInfo,
+    Progress,
+    RankedEntry,
+    RunResult,
+    ScoreParts,
+    Timings,
+    candidate_fields,
+    finite,
+    mark_ties,
+    request_notes,
+)
 from app.runs import BusyError, RunControl, as_reported
-from checks import CandidateChecks, Check, CheckRunner, checks_for_infill, checks_for_prompt
+from checks import CandidateChecks, CheckRunner, checks_for_infill, checks_for_prompt
 from engine import CandidateSource, GenerationRequest, GenerationResult
 from static_eval import StaticAnalyzer
 
 
 @dataclass
 class Pipeline:
-    """generate -> analyze -> rerank for one request, as a JSON-ready dict (see `run`)."""
+    """generate -> analyze -> check -> rerank for one request, as a RunResult (see `run`)."""
 
     analyzer: StaticAnalyzer | None = None  # None: no static analysis
     checker: CheckRunner | None = None  # runs the user's examples in the sandbox; None: checks are off
@@ -43,8 +54,8 @@ class Pipeline:
         control: RunControl | None = None,
         on_update: Callable[[GenerationResult], None] | None = None,
         checks: CheckRequest = CheckRequest(),
-    ) -> dict:
-        """Generate, analyze, check and rank synchronously; the final result dict (status "done")."""
+    ) -> RunResult:
+        """Generate, analyze, check and rank synchronously; the ranked result."""
         started = time.perf_counter()
         result = engine.generate(request, on_update=on_update, should_stop=control.should_stop if control else None)
         generated = time.perf_counter()
@@ -53,37 +64,35 @@ class Pipeline:
         reports = self.analyzer.analyze(request.prompt, texts, cut, request.suffix) if self.analyzer else None
         analyzed = time.perf_counter()
         stopped = control is not None and control.stopped  # superseded or gone: what it had, without running it
-        found, outcomes, checks_info = self._check(request, texts, checks if not stopped else CheckRequest(run=False))
+        info, outcomes, check_notes = self._check(request, texts, checks if not stopped else CheckRequest(run=False))
         checked = time.perf_counter()
         candidates, matrix = self._rank(result, reports, outcomes)
         ranked = time.perf_counter()
-        stats = run_stats(result)
-        stats.update(
-            generation_s=round(generated - started, 4),
-            analysis_s=round(analyzed - generated, 4),
-            checks_s=round(checked - analyzed, 4),
-            ranking_s=round(ranked - checked, 4),
-            pipeline_s=round(ranked - started, 4),
+        return RunResult(
+            request=request,
+            stopped=control.reason if stopped else None,
+            ranking_method=self.rank_settings.label(),
+            static_analysis=self.analyzer is not None,
+            checks=info,
+            notes=list(self.notes) + request_notes(request) + check_notes,
+            candidates=candidates,
+            similarity=matrix,
+            engine_stats=result.stats,
+            timings=Timings(
+                generation_s=round(generated - started, 4),
+                analysis_s=round(analyzed - generated, 4),
+                checks_s=round(checked - analyzed, 4),
+                ranking_s=round(ranked - checked, 4),
+                pipeline_s=round(ranked - started, 4),
+            ),
         )
-        return {
-            "status": "done",
-            "stopped": control.reason if control is not None and control.stopped else None,
-            "request": request_dict(request),
-            "ranking": {"available": True, "method": self.rank_settings.label()},
-            "static_analysis": {"available": self.analyzer is not None},
-            "checks": {**checks_info, "items": [{**c.as_dict(), "label": c.label()} for c in found]},
-            "notes": list(self.notes) + request_notes(request) + checks_info.pop("notes"),
-            "candidates": candidates,
-            "similarity": {"labels": [f"#{c['rank']}" for c in candidates], "matrix": matrix},
-            "stats": stats,
-        }
 
     def _check(
         self,
         request: GenerationRequest,
         texts: list[str],
         asked: CheckRequest,
-    ) -> tuple[list[Check], list[CandidateChecks] | None, dict]:
+    ) -> tuple[ChecksInfo, list[CandidateChecks] | None, list[str]]:
         """The checks of this request (the examples in the prompt's code, then the user's own), each candidate's
         outcomes when they ran (prompt + candidate + suffix, one sandboxed program each), and what to say."""
         found = (
@@ -91,27 +100,26 @@ class Pipeline:
         ) + list(asked.user)
         available = self.checker is not None and self.checker.available
         reason = None if available else self.checker.reason if self.checker else "checks are off (--no-run-checks)"
-        info = {"available": available, "reason": reason, "ran": False, "notes": []}
+        info = ChecksInfo(available, reason, ran=False, items=tuple(found))
         if not found:
-            return found, None, info
+            return info, None, []
         if not asked.run:
-            info["notes"].append(
-                f"{len(found)} checks were found and not run (run_checks is off, or the run was stopped)"
+            return (
+                info,
+                None,
+                [f"{len(found)} checks were found and not run (run_checks is off, or the run was stopped)"],
             )
-            return found, None, info
-        if not info["available"]:
-            info["notes"].append(f"{len(found)} checks were found and not run: {reason}")
-            return found, None, info
+        if not available:
+            return info, None, [f"{len(found)} checks were found and not run: {reason}"]
         outcomes = self.checker.run([request.prompt + text + request.suffix for text in texts], found)
-        info["ran"] = True
-        return found, outcomes, info
+        return replace(info, ran=True), outcomes, []
 
     def _rank(
         self,
         result: GenerationResult,
         reports,
         outcomes: list[CandidateChecks] | None,
-    ) -> tuple[list[dict], list[list[float | None]]]:
+    ) -> tuple[list[RankedEntry], list[list[float | None]]]:
         """One entry per distinct candidate, best first, and their similarity matrix in the same order (its
         diagonal, a candidate with itself, left empty: it says nothing)."""
         cands = result.candidates
@@ -119,29 +127,30 @@ class Pipeline:
         ranked, similarities = rerank.rank_with_similarity(
             [c.text for c in cands], [c.logprobs for c in cands], reports, self.rank_settings, check_passes=passes
         )
-        entries = []
-        for r in ranked:
-            parts = r.as_dict()
-            entry = entry_for(r.rank, r.indices, cands, reports)
-            entry.update(
-                score=parts["score"],
-                scorer=r.scorer,
-                demoted=r.demoted,
-                score_parts={
-                    "checks_passed": r.checks_passed,
-                    "consistency": parts["consistency"],
-                    "logprob_term": parts["logprob_term"] if self.rank_settings.uses_logprobs else None,
-                    "static_penalty": parts["static_penalty"],
-                    "mean_logprob": parts["mean_logprob"],
-                },
-                checks=outcomes[r.indices[0]].as_dict() if outcomes is not None else None,
-            )
-            entries.append(entry)
-        mark_ties(entries)
+        candidates = [self._ranked_candidate(r, cands, reports, outcomes) for r in ranked]
+        mark_ties(candidates)
         matrix = [
             [None if i == j else finite(v) for j, v in enumerate(row)] for i, row in enumerate(similarities.tolist())
         ]
-        return entries, matrix
+        return candidates, matrix
+
+    def _ranked_candidate(self, ranked: rerank.RankedCandidate, cands, reports, outcomes) -> RankedEntry:
+        """One ranked candidate: its first copy's fields, its score and the parts of it, its checks."""
+        parts = ranked.as_dict()
+        return RankedEntry(
+            **candidate_fields(ranked.rank, ranked.indices, cands, reports),
+            score=parts["score"],
+            scorer=ranked.scorer,
+            demoted=ranked.demoted,
+            score_parts=ScoreParts(
+                checks_passed=ranked.checks_passed,
+                consistency=parts["consistency"],
+                logprob_term=parts["logprob_term"] if self.rank_settings.uses_logprobs else None,
+                static_penalty=parts["static_penalty"],
+                mean_logprob=parts["mean_logprob"],
+            ),
+            checks=outcomes[ranked.indices[0]] if outcomes is not None else None,
+        )
 
     # --- streaming ---------------------------------------------------------------------------------------
     def stream(
@@ -153,8 +162,8 @@ class Pipeline:
         model: dict,
         loading: Callable[[], str | None] = lambda: None,
         checks: CheckRequest = CheckRequest(),
-    ) -> Iterator[dict]:
-        """Yield progress dicts (status "waiting", "loading", "generating") then the final dict ("done").
+    ) -> Iterator[Progress | RunResult]:
+        """Yield Progress states ("waiting", "loading", "generating") then the RunResult ("done").
 
         The run happens in a worker thread that waits for `lock` (one generation at a time), gets the
         engine (`engine_for` may load it: minutes on a first start, so progress keeps the client alive),
@@ -173,7 +182,7 @@ class Pipeline:
         worker.start()
         finished = False
         try:
-            yield progress(box.phase, box.latest, request, model, started, loading())
+            yield Progress.of(box.phase, box.latest, request, model, time.perf_counter() - started, loading())
             while True:
                 control.heartbeat()
                 final, error = box.wait(self.update_interval_s)
@@ -182,11 +191,11 @@ class Pipeline:
                     raise error
                 if final is not None:
                     finished = True
-                    final["stats"]["total_s"] = round(time.perf_counter() - started, 4)
-                    final["model"] = model
+                    final.timings.total_s = round(time.perf_counter() - started, 4)
+                    final.model = model
                     yield final
                     return
-                yield progress(box.phase, box.latest, request, model, started, loading())
+                yield Progress.of(box.phase, box.latest, request, model, time.perf_counter() - started, loading())
         finally:
             if not finished:
                 control.stop("the request was cancelled")
@@ -199,8 +208,8 @@ class Pipeline:
         control: RunControl,
         model: dict,
         checks: CheckRequest = CheckRequest(),
-    ) -> dict:
-        """The final dict of a run (status "done"), for callers that wait for it without progress (HTTP APIs): the
+    ) -> RunResult:
+        """The RunResult of a run, for callers that wait for it without progress (HTTP APIs): the
         run happens in the caller's thread, and the caller stops `control` when its client goes. Errors are raised
         as reported (user errors in the app's terms, anything else an InternalError, logged)."""
         started = time.perf_counter()
@@ -211,8 +220,8 @@ class Pipeline:
             if reported is err:
                 raise
             raise reported from err
-        final["stats"]["total_s"] = round(time.perf_counter() - started, 4)
-        final["model"] = model
+        final.timings.total_s = round(time.perf_counter() - started, 4)
+        final.model = model
         return final
 
     def _serve(
@@ -224,9 +233,9 @@ class Pipeline:
         checks: CheckRequest,
         on_phase: Callable[[str], None] = lambda phase: None,
         on_update: Callable[[GenerationResult], None] | None = None,
-    ) -> dict:
+    ) -> RunResult:
         """Wait for `lock` (one generation at a time), get the engine (`engine_for` may load it), run the pipeline;
-        the final dict with the time spent waiting and loading."""
+        the RunResult with the time spent waiting and loading."""
         started = time.perf_counter()
         if not lock.acquire(timeout=self.busy_timeout_s):
             raise BusyError(
@@ -242,7 +251,7 @@ class Pipeline:
             final = self.run(engine, request, control, on_update=on_update, checks=checks)
         finally:
             lock.release()
-        final["stats"].update(wait_s=round(locked - started, 4), load_s=round(loaded - locked, 4))
+        final.timings.wait_s, final.timings.load_s = round(locked - started, 4), round(loaded - locked, 4)
         return final
 
     def _work(
@@ -271,13 +280,13 @@ class Pipeline:
 
 
 class _Mailbox:
-    """The worker's latest news for the consumer: phase, latest partial result, final dict or error."""
+    """The worker's latest news for the consumer: phase, latest partial result, RunResult or error."""
 
     def __init__(self):
         self._cond = threading.Condition()
         self.phase = "waiting"
         self.latest: GenerationResult | None = None
-        self.final: dict | None = None
+        self.final: RunResult | None = None
         self.error: BaseException | None = None
 
     def post(self, **news) -> None:
@@ -287,7 +296,7 @@ class _Mailbox:
             if "final" in news or "error" in news:
                 self._cond.notify_all()
 
-    def wait(self, timeout: float) -> tuple[dict | None, BaseException | None]:
+    def wait(self, timeout: float) -> tuple[RunResult | None, BaseException | None]:
         """Wait up to `timeout` for the end of the run; (final, error), both None while it runs."""
         with self._cond:
             self._cond.wait_for(lambda: self.final is not None or self.error is not None, timeout)

@@ -1,18 +1,20 @@
 """The Gradio Blocks UI and the named API endpoints, built from the objects it is given (no globals).
 
-Endpoints: `/generate` (JSON in the shape of app.service.Pipeline.run, streamed while it runs) and
+Endpoints: `/generate` (JSON in the shape of app.results: Progress while it runs, then RunResult) and
 `/stop` (stops the caller's running generation; the run still returns what was produced).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass, replace
 
 import gradio as gr
 
 from app import render
 from app.models import EngineHub
 from app.requests import Defaults, Limits, build_checks, build_request
+from app.results import Progress, RunResult
 from app.runs import USER_ERRORS, InternalError, RunControl, RunRegistry, as_reported
 from app.service import Pipeline
 
@@ -42,6 +44,46 @@ QUEUE_SIZE = 8  # requests that may wait for the engine; one more is refused ("q
 ENGINE_CONCURRENCY = "engine"  # one concurrency group for every event that uses the engine
 
 
+@dataclass(frozen=True)
+class FormValues:
+    """What one Generate asks for: the page's form and /generate's fields, by the same names."""
+
+    prompt: str
+    k: int
+    budget_s: float
+    temperature: float
+    max_new_tokens: int
+    top_p: float
+    seed: int  # -1: a fresh random seed
+    model: str  # a model choice's label
+    suffix: str = ""  # the code after the cursor: candidates are then middles
+    checks: str = ""  # the user's assert lines
+    run_checks: bool = True
+
+
+@dataclass
+class Page:
+    """The page's components that events read or write."""
+
+    form: dict[str, gr.components.Component]  # one per FormValues field, by its name
+    generate: gr.Button
+    stop: gr.Button
+    model_state: gr.HTML
+    state_timer: gr.Timer
+    status: gr.HTML
+    notes: gr.HTML
+    heatmap: gr.HTML
+    stats: gr.HTML
+    prompt_echo: gr.Code
+    raw: gr.JSON
+    slots: list[tuple]  # (group, header, code, whole code) per candidate shown
+
+    def outputs(self) -> list:
+        """What one pipeline state updates, in the order of `_ui_updates`."""
+        fixed = [self.status, self.notes, self.heatmap, self.stats, self.prompt_echo, self.raw]
+        return fixed + [component for slot in self.slots for component in slot]
+
+
 def build_demo(
     hub: EngineHub,
     pipeline: Pipeline,
@@ -53,298 +95,295 @@ def build_demo(
     """The Blocks app: the form, Generate/Stop, live candidates, ranked results, heatmap, stats, and the API."""
     runs = runs or RunRegistry()
     defaults = defaults.clipped(limits)
+    run = _Runner(hub, pipeline, limits, runs)
+    with gr.Blocks(title="Ranked code drafts") as demo:
+        page = _layout(hub, pipeline, limits, defaults)
+        _page_events(page, hub, run, runs)
+        _api(hub, run, runs, defaults)
+    demo.queue(max_size=queue_size, default_concurrency_limit=1)
+    return demo
 
-    def run_stream(
-        prompt,
-        k,
-        budget_s,
-        temperature,
-        max_new_tokens,
-        top_p,
-        seed,
-        model,
-        suffix,
-        checks_text,
-        run_checks,
-        session: str,
-    ):
-        """Validate, then stream pipeline states; errors for people and programs are gr.Error."""
+
+@dataclass
+class _Runner:
+    """Validates one request's FormValues and streams the pipeline's states; errors for people and programs are
+    gr.Error."""
+
+    hub: EngineHub
+    pipeline: Pipeline
+    limits: Limits
+    runs: RunRegistry
+
+    def stream(self, form: FormValues, session: str) -> Iterator[Progress | RunResult]:
         try:
-            request = build_request(prompt, k, budget_s, temperature, max_new_tokens, top_p, seed, limits, suffix)
-            checks = build_checks(checks_text, run_checks)
-            choice = hub.choice(model)
+            request = build_request(
+                form.prompt,
+                form.k,
+                form.budget_s,
+                form.temperature,
+                form.max_new_tokens,
+                form.top_p,
+                form.seed,
+                self.limits,
+                form.suffix,
+            )
+            checks = build_checks(form.checks, form.run_checks)
+            choice = self.hub.choice(form.model)
         except USER_ERRORS as err:
             raise gr.Error(str(err), print_exception=False) from None
-        control = runs.start(session, RunControl(pipeline.idle_timeout_s))
+        control = self.runs.start(session, RunControl(self.pipeline.idle_timeout_s))
         try:
-            yield from pipeline.stream(
+            yield from self.pipeline.stream(
                 request,
-                lambda: hub.engine(choice.label),
-                hub.generation_lock,
+                lambda: self.hub.engine(choice.label),
+                self.hub.generation_lock,
                 control,
                 choice.as_dict(),
-                loading=lambda: hub.loading,
+                loading=lambda: self.hub.loading,
                 checks=checks,
             )
         except USER_ERRORS as err:
             raise gr.Error(str(err), print_exception=False) from None
         except Exception as err:  # noqa: BLE001 - ours, not the user's: logged, then said so
             reported = as_reported(err)
-            raise gr.Error(
-                str(reported),
-                title="Internal error" if isinstance(reported, InternalError) else "Error",
-                print_exception=False,
-            ) from None
+            title = "Internal error" if isinstance(reported, InternalError) else "Error"
+            raise gr.Error(str(reported), title=title, print_exception=False) from None
         finally:
-            runs.finish(session, control)
+            self.runs.finish(session, control)
 
-    with gr.Blocks(title="Ranked code drafts") as demo:
-        gr.Markdown(
-            "# Ranked code drafts\nk sampled completions of your prompt, checked statically, run against "
-            "the examples your docstring gives (and the checks you add) in a sandbox, and ranked: checks "
-            "passed first, then by how much they agree with each other."
+
+def _layout(hub: EngineHub, pipeline: Pipeline, limits: Limits, defaults: Defaults) -> Page:
+    """The page's components, in their places."""
+    gr.Markdown(
+        "# Ranked code drafts\nk sampled completions of your prompt, checked statically, run against "
+        "the examples your docstring gives (and the checks you add) in a sandbox, and ranked: checks "
+        "passed first, then by how much they agree with each other."
+    )
+    with gr.Row():
+        with gr.Column(scale=3):
+            form = _code_inputs()
+        with gr.Column(scale=2):
+            form.update(_settings_inputs(hub, pipeline, limits, defaults))
+            with gr.Row():
+                generate_btn = gr.Button("Generate", variant="primary", elem_id="generate")
+                stop_btn = gr.Button("Stop", variant="stop", elem_id="stop")
+    model_state = gr.HTML(render.model_state_html(hub.default_label, *hub.state()), elem_id="model-state")
+    state_timer = gr.Timer(1.0, active=hub.state()[0] != "ready")
+    status = gr.HTML(render.status_html(None), elem_id="status")
+    notes = gr.HTML(render.notes_html(pipeline.notes), elem_id="notes")
+    with gr.Row():
+        with gr.Column(scale=3):
+            gr.Markdown("## Candidates (best first)")
+            slots = [_candidate_slot(index) for index in range(limits.max_k)]
+        with gr.Column(scale=2):
+            gr.Markdown("## Agreement")
+            heatmap = gr.HTML(elem_id="heatmap")
+            gr.Markdown("## Run statistics")
+            stats = gr.HTML(elem_id="stats")
+            with gr.Accordion("Prompt as run", open=False):
+                prompt_echo = gr.Code(language="python", interactive=False, show_label=False, elem_id="prompt-echo")
+            with gr.Accordion("Raw JSON (what /generate returns)", open=False):
+                raw = gr.JSON(elem_id="raw-json")
+    return Page(
+        form, generate_btn, stop_btn, model_state, state_timer, status, notes, heatmap, stats, prompt_echo, raw, slots
+    )
+
+
+def _code_inputs() -> dict:
+    """The prompt, the code after the cursor and the checks, with the example prompts."""
+    prompt = gr.Code(value=EXAMPLES[0], language="python", label="Prompt", lines=12, interactive=True, elem_id="prompt")
+    suffix = gr.Code(
+        value="",
+        language="python",
+        lines=3,
+        interactive=True,
+        elem_id="suffix",
+        label="Code after the cursor (optional: then each candidate is a middle between the "
+        "prompt and this code, checked in place)",
+    )
+    checks = gr.Code(
+        value="",
+        language="python",
+        lines=2,
+        interactive=True,
+        elem_id="checks",
+        label="Checks (optional: assert lines such as assert add(2, 3) == 5, run with the examples in your docstring)",
+    )
+    gr.Examples(
+        EXAMPLES, inputs=[prompt], label="Example prompts", example_labels=["is_palindrome", "running_max", "fizzbuzz"]
+    )
+    return {"prompt": prompt, "suffix": suffix, "checks": checks}
+
+
+def _settings_inputs(hub: EngineHub, pipeline: Pipeline, limits: Limits, defaults: Defaults) -> dict:
+    """Model, k and budget, then the advanced settings."""
+    model = gr.Dropdown(hub.labels, value=hub.default_label, label="Model", elem_id="model")
+    k = gr.Slider(1, limits.max_k, value=defaults.k, step=1, precision=0, label="Candidates (k)", elem_id="k")
+    budget = gr.Slider(
+        limits.min_budget_s,
+        limits.max_budget_s,
+        value=defaults.budget_s,
+        step=1,
+        label="Time budget (s)",
+        elem_id="budget",
+    )
+    with gr.Accordion("Advanced settings", open=False):
+        temperature = gr.Slider(
+            0, limits.max_temperature, value=defaults.temperature, step=0.05, label="Temperature (0 = greedy)"
         )
-        with gr.Row():
-            with gr.Column(scale=3):
-                prompt = gr.Code(
-                    value=EXAMPLES[0], language="python", label="Prompt", lines=12, interactive=True, elem_id="prompt"
-                )
-                suffix = gr.Code(
-                    value="",
-                    language="python",
-                    lines=3,
-                    interactive=True,
-                    elem_id="suffix",
-                    label="Code after the cursor (optional: then each candidate is a middle between the "
-                    "prompt and this code, checked in place)",
-                )
-                checks_box = gr.Code(
-                    value="",
-                    language="python",
-                    lines=2,
-                    interactive=True,
-                    elem_id="checks",
-                    label="Checks (optional: assert lines such as assert add(2, 3) == 5, run with "
-                    "the examples in your docstring)",
-                )
-                gr.Examples(
-                    EXAMPLES,
-                    inputs=[prompt],
-                    label="Example prompts",
-                    example_labels=["is_palindrome", "running_max", "fizzbuzz"],
-                )
-            with gr.Column(scale=2):
-                model = gr.Dropdown(hub.labels, value=hub.default_label, label="Model", elem_id="model")
-                k = gr.Slider(
-                    1, limits.max_k, value=defaults.k, step=1, precision=0, label="Candidates (k)", elem_id="k"
-                )
-                budget = gr.Slider(
-                    limits.min_budget_s,
-                    limits.max_budget_s,
-                    value=defaults.budget_s,
-                    step=1,
-                    label="Time budget (s)",
-                    elem_id="budget",
-                )
-                with gr.Accordion("Advanced settings", open=False):
-                    temperature = gr.Slider(
-                        0,
-                        limits.max_temperature,
-                        value=defaults.temperature,
-                        step=0.05,
-                        label="Temperature (0 = greedy)",
-                    )
-                    max_new_tokens = gr.Slider(
-                        1,
-                        limits.max_new_tokens,
-                        value=defaults.max_new_tokens,
-                        step=1,
-                        precision=0,
-                        label="Max new tokens per candidate",
-                    )
-                    top_p = gr.Slider(0.05, 1.0, value=defaults.top_p, step=0.05, label="Top-p")
-                    seed = gr.Number(value=defaults.seed, precision=0, label="Seed (-1 = random)")
-                    run_checks = gr.Checkbox(
-                        value=pipeline.checker is not None,
-                        elem_id="run-checks",
-                        label="Run the examples and checks on every candidate (sandboxed: no "
-                        "network, no files of yours) and rank by them",
-                    )
-                with gr.Row():
-                    generate_btn = gr.Button("Generate", variant="primary", elem_id="generate")
-                    stop_btn = gr.Button("Stop", variant="stop", elem_id="stop")
-        model_state = gr.HTML(render.model_state_html(hub.default_label, *hub.state()), elem_id="model-state")
-        state_timer = gr.Timer(1.0, active=hub.state()[0] != "ready")
-        status = gr.HTML(render.status_html({}), elem_id="status")
-        notes = gr.HTML(render.notes_html(pipeline.notes), elem_id="notes")
-        slots = []
-        with gr.Row():
-            with gr.Column(scale=3):
-                gr.Markdown("## Candidates (best first)")
-                for index in range(limits.max_k):
-                    with gr.Group(visible=False, elem_classes=["rd-slot"]) as group:
-                        header = gr.HTML(elem_classes=["rd-header"])
-                        code = IntactCode(
-                            language="python",
-                            interactive=False,
-                            label="completion",
-                            elem_classes=["rd-code"],
-                            elem_id=f"candidate-{index}",
-                        )
-                        with gr.Accordion(
-                            "Whole code (prompt + candidate + code after the cursor), to copy", open=False
-                        ):
-                            whole = IntactCode(
-                                language="python",
-                                interactive=False,
-                                show_label=False,
-                                elem_classes=["rd-whole"],
-                                elem_id=f"whole-{index}",
-                            )
-                    slots.append((group, header, code, whole))
-            with gr.Column(scale=2):
-                gr.Markdown("## Agreement")
-                heatmap = gr.HTML(elem_id="heatmap")
-                gr.Markdown("## Run statistics")
-                stats = gr.HTML(elem_id="stats")
-                with gr.Accordion("Prompt as run", open=False):
-                    prompt_echo = gr.Code(language="python", interactive=False, show_label=False, elem_id="prompt-echo")
-                with gr.Accordion("Raw JSON (what /generate returns)", open=False):
-                    raw = gr.JSON(elem_id="raw-json")
-        slot_outputs = [component for slot in slots for component in slot]
-        form = [prompt, k, budget, temperature, max_new_tokens, top_p, seed, model, suffix, checks_box, run_checks]
-
-        def on_generate(
-            prompt_text,
-            k_value,
-            budget_value,
-            temperature_value,
-            tokens_value,
-            top_p_value,
-            seed_value,
-            model_label,
-            suffix_text,
-            checks_text,
-            run_checks_value,
-            request: gr.Request,
-        ):
-            for state in run_stream(
-                prompt_text,
-                k_value,
-                budget_value,
-                temperature_value,
-                tokens_value,
-                top_p_value,
-                seed_value,
-                model_label,
-                suffix_text or "",
-                checks_text or "",
-                bool(run_checks_value),
-                _session(request),
-            ):
-                yield _ui_updates(state, prompt_text, suffix_text or "", len(slots))
-
-        generate_btn.click(
-            on_generate,
-            inputs=form,
-            outputs=[status, notes, heatmap, stats, prompt_echo, raw, *slot_outputs],
-            api_name="generate_ui",
-            api_visibility="private",
-            concurrency_limit=hub.concurrency,
-            concurrency_id=ENGINE_CONCURRENCY,
-            show_progress="hidden",
+        max_new_tokens = gr.Slider(
+            1,
+            limits.max_new_tokens,
+            value=defaults.max_new_tokens,
+            step=1,
+            precision=0,
+            label="Max new tokens per candidate",
         )
-
-        def on_stop(request: gr.Request):
-            stopped = runs.stop(_session(request))
-            return '<div class="rd-status">Stopping…</div>' if stopped else gr.skip()
-
-        def on_model_state(label: str):
-            state, detail = hub.state(label)
-            return render.model_state_html(label, state, detail), gr.Timer(active=state in ("loading", "not loaded"))
-
-        state_update = {
-            "inputs": [model],
-            "outputs": [model_state, state_timer],
-            "queue": False,
-            "show_progress": "hidden",
-            "api_visibility": "private",
-        }
-        state_timer.tick(on_model_state, **state_update)  # the model's state, polled while it loads
-        model.change(on_model_state, **state_update)  # and at once when another model is picked
-
-        stop_btn.click(
-            on_stop, inputs=None, outputs=[status], queue=False, api_name="stop_ui", api_visibility="private"
+        top_p = gr.Slider(0.05, 1.0, value=defaults.top_p, step=0.05, label="Top-p")
+        seed = gr.Number(value=defaults.seed, precision=0, label="Seed (-1 = random)")
+        run_checks = gr.Checkbox(
+            value=pipeline.checker is not None,
+            elem_id="run-checks",
+            label="Run the examples and checks on every candidate (sandboxed: no "
+            "network, no files of yours) and rank by them",
         )
+    return {
+        "model": model,
+        "k": k,
+        "budget_s": budget,
+        "temperature": temperature,
+        "max_new_tokens": max_new_tokens,
+        "top_p": top_p,
+        "seed": seed,
+        "run_checks": run_checks,
+    }
 
-        def generate(
-            prompt: str,
-            k: int = defaults.k,
-            budget_s: float = defaults.budget_s,
-            temperature: float = defaults.temperature,
-            max_new_tokens: int = defaults.max_new_tokens,
-            top_p: float = defaults.top_p,
-            seed: int = defaults.seed,
-            model: str = hub.default_label,
-            suffix: str = "",
-            checks: str = "",
-            run_checks: bool = True,
-            request: gr.Request = None,
-        ) -> Iterator[dict]:
-            """k ranked completions of `prompt` as JSON (middles between `prompt` and `suffix`, the code after the
-            cursor, when it is given); `checks` are assert lines run on every candidate with the prompt's own
-            examples (sandboxed; `run_checks` false runs nothing); streams partial results (status != "done")
-            first."""
-            yield from run_stream(
-                prompt,
-                k,
-                budget_s,
-                temperature,
-                max_new_tokens,
-                top_p,
-                seed,
-                model,
-                suffix or "",
-                checks or "",
-                run_checks,
-                _session(request),
+
+def _candidate_slot(index: int) -> tuple:
+    """One candidate's place on the page: (group, header, code, whole code), hidden until used."""
+    with gr.Group(visible=False, elem_classes=["rd-slot"]) as group:
+        header = gr.HTML(elem_classes=["rd-header"])
+        code = IntactCode(
+            language="python",
+            interactive=False,
+            label="completion",
+            elem_classes=["rd-code"],
+            elem_id=f"candidate-{index}",
+        )
+        with gr.Accordion("Whole code (prompt + candidate + code after the cursor), to copy", open=False):
+            whole = IntactCode(
+                language="python",
+                interactive=False,
+                show_label=False,
+                elem_classes=["rd-whole"],
+                elem_id=f"whole-{index}",
             )
+    return group, header, code, whole
 
-        def stop(request: gr.Request = None) -> bool:
-            """Stop this client's running /generate; it then returns the ranking of what was produced."""
-            return runs.stop(_session(request))
 
-        gr.api(generate, api_name="generate", concurrency_limit=hub.concurrency, concurrency_id=ENGINE_CONCURRENCY)
-        gr.api(stop, api_name="stop", queue=False)
-    demo.queue(max_size=queue_size, default_concurrency_limit=1)
-    return demo
+def _page_events(page: Page, hub: EngineHub, run: _Runner, runs: RunRegistry) -> None:
+    """Generate, Stop, and the model's state while it loads."""
+    form_names = {component: name for name, component in page.form.items()}
+
+    def on_generate(values: dict, request: gr.Request):
+        form = FormValues(**{form_names[component]: value for component, value in values.items()})
+        form = replace(form, suffix=form.suffix or "", checks=form.checks or "", run_checks=bool(form.run_checks))
+        for state in run.stream(form, _session(request)):
+            yield _ui_updates(state, form.prompt, form.suffix, len(page.slots))
+
+    page.generate.click(
+        on_generate,
+        inputs=set(page.form.values()),
+        outputs=page.outputs(),
+        api_name="generate_ui",
+        api_visibility="private",
+        concurrency_limit=hub.concurrency,
+        concurrency_id=ENGINE_CONCURRENCY,
+        show_progress="hidden",
+    )
+
+    def on_stop(request: gr.Request):
+        stopped = runs.stop(_session(request))
+        return '<div class="rd-status">Stopping…</div>' if stopped else gr.skip()
+
+    page.stop.click(
+        on_stop, inputs=None, outputs=[page.status], queue=False, api_name="stop_ui", api_visibility="private"
+    )
+
+    def on_model_state(label: str):
+        state, detail = hub.state(label)
+        return render.model_state_html(label, state, detail), gr.Timer(active=state in ("loading", "not loaded"))
+
+    state_update = {
+        "inputs": [page.form["model"]],
+        "outputs": [page.model_state, page.state_timer],
+        "queue": False,
+        "show_progress": "hidden",
+        "api_visibility": "private",
+    }
+    page.state_timer.tick(on_model_state, **state_update)  # the model's state, polled while it loads
+    page.form["model"].change(on_model_state, **state_update)  # and at once when another model is picked
+
+
+def _api(hub: EngineHub, run: _Runner, runs: RunRegistry, defaults: Defaults) -> None:
+    """The named endpoints /generate and /stop (their parameters are /generate's documented fields)."""
+
+    def generate(
+        prompt: str,
+        k: int = defaults.k,
+        budget_s: float = defaults.budget_s,
+        temperature: float = defaults.temperature,
+        max_new_tokens: int = defaults.max_new_tokens,
+        top_p: float = defaults.top_p,
+        seed: int = defaults.seed,
+        model: str = hub.default_label,
+        suffix: str = "",
+        checks: str = "",
+        run_checks: bool = True,
+        request: gr.Request = None,
+    ) -> Iterator[dict]:
+        """k ranked completions of `prompt` as JSON (middles between `prompt` and `suffix`, the code after the
+        cursor, when it is given); `checks` are assert lines run on every candidate with the prompt's own
+        examples (sandboxed; `run_checks` false runs nothing); streams partial results (status != "done")
+        first."""
+        form = FormValues(
+            prompt, k, budget_s, temperature, max_new_tokens, top_p, seed, model, suffix or "", checks or "", run_checks
+        )
+        for state in run.stream(form, _session(request)):
+            yield state.as_dict()
+
+    def stop(request: gr.Request = None) -> bool:
+        """Stop this client's running /generate; it then returns the ranking of what was produced."""
+        return runs.stop(_session(request))
+
+    gr.api(generate, api_name="generate", concurrency_limit=hub.concurrency, concurrency_id=ENGINE_CONCURRENCY)
+    gr.api(stop, api_name="stop", queue=False)
 
 
 def _session(request: gr.Request | None) -> str:
     return getattr(request, "session_hash", None) or "anonymous"
 
 
-def _ui_updates(state: dict, prompt_text: str, suffix_text: str, n_slots: int) -> list:
-    """Component values for one pipeline state, in the order of build_demo's outputs."""
-    done = state.get("status") == "done"
-    candidates = state.get("candidates") or []
+def _ui_updates(state: Progress | RunResult, prompt_text: str, suffix_text: str, n_slots: int) -> list:
+    """Component values for one pipeline state, in the order of Page.outputs."""
+    done = isinstance(state, RunResult)
     values = [  # while a run goes on, the last run's notes, heatmap, statistics and JSON are cleared, not kept
         render.status_html(state),
-        render.notes_html(state.get("notes") or []) if done else "",
-        render.heatmap_html(state["similarity"]["labels"], state["similarity"]["matrix"]) if done else "",
-        render.stats_html(state.get("stats") or {}) if done else "",
+        render.notes_html(state.notes) if done else "",
+        render.heatmap_html(state.labels, state.similarity) if done else "",
+        render.stats_html(state.stats()) if done else "",
         prompt_text,
-        state if done else None,
+        state.as_dict() if done else None,
     ]
+    items = list(state.checks.items) if done else []
     for index in range(n_slots):
-        if index < len(candidates):
-            entry = candidates[index]
-            items = (state.get("checks") or {}).get("items") or []
+        if index < len(state.candidates):
+            entry = state.candidates[index]
             values += [
                 gr.Group(visible=True),
                 render.candidate_header_html(entry, items),
-                entry["code"],
-                prompt_text + entry["code"] + suffix_text,
+                entry.code,
+                prompt_text + entry.code + suffix_text,
             ]
         else:
             values += [gr.Group(visible=False), "", "", ""]

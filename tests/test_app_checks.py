@@ -41,36 +41,36 @@ def _request():
 def test_the_candidate_that_passes_the_examples_ranks_first(checker):
     source = Replay([WRONG, WRONG.replace("+ 0", "+ 0 "), RIGHT])  # the two wrong ones agree with each other
     without = Pipeline(checker=None).run(source, _request())
-    assert without["candidates"][0]["code"] != RIGHT
+    assert without.candidates[0].code != RIGHT
     result = Pipeline(checker=checker).run(source, _request())
-    first = result["candidates"][0]
-    assert first["code"] == RIGHT and first["score_parts"]["checks_passed"] == 1
-    assert first["checks"]["outcomes"] == [{"status": "passed", "got": "5"}]
-    assert result["candidates"][1]["checks"]["outcomes"] == [{"status": "failed", "got": "6"}]
-    assert result["checks"]["ran"] and result["checks"]["items"][0]["label"] == "add(2, 3) == 5"
-    assert result["checks"]["items"][0]["line"] == 3
-    assert result["stats"]["checks_s"] > 0
+    first = result.candidates[0]
+    assert first.code == RIGHT and first.score_parts.checks_passed == 1
+    assert first.as_dict()["checks"]["outcomes"] == [{"status": "passed", "got": "5"}]
+    assert result.candidates[1].as_dict()["checks"]["outcomes"] == [{"status": "failed", "got": "6"}]
+    assert result.checks.ran and result.as_dict()["checks"]["items"][0]["label"] == "add(2, 3) == 5"
+    assert result.checks.items[0].line == 3
+    assert result.timings.checks_s > 0
 
 
 def test_user_checks_join_the_examples(checker):
     asked = build_checks("assert add(10, 5) == 15\nassert add(-1, -1) == -2")
     result = Pipeline(checker=checker).run(Replay([RIGHT, WRONG]), _request(), checks=asked)
-    assert [i["origin"] for i in result["checks"]["items"]] == ["doctest", "assert", "assert"]
-    assert result["candidates"][0]["checks"]["passed"] == 3
+    assert [i.origin for i in result.checks.items] == ["doctest", "assert", "assert"]
+    assert result.candidates[0].checks.passed == 3
 
 
 def test_checks_off_runs_nothing_and_says_so(checker):
     result = Pipeline(checker=checker).run(Replay([WRONG, RIGHT]), _request(), checks=CheckRequest(run=False))
-    assert not result["checks"]["ran"] and result["candidates"][0]["checks"] is None
-    assert any("not run" in note for note in result["notes"])
+    assert not result.checks.ran and result.candidates[0].checks is None
+    assert any("not run" in note for note in result.notes)
     off = Pipeline(checker=None).run(Replay([WRONG, RIGHT]), _request())
-    assert not off["checks"]["available"] and "--no-run-checks" in off["checks"]["reason"]
+    assert not off.checks.available and "--no-run-checks" in off.checks.reason
 
 
 def test_an_unavailable_sandbox_is_reported_not_bypassed():
     runner = CheckRunner(None, "checks are not run: the sandbox is not available here (no user namespaces)")
     result = Pipeline(checker=runner).run(Replay([WRONG, RIGHT]), _request())
-    assert not result["checks"]["ran"] and "no user namespaces" in " ".join(result["notes"])
+    assert not result.checks.ran and "no user namespaces" in " ".join(result.notes)
 
 
 def test_a_bad_check_line_is_named():

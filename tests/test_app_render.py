@@ -3,23 +3,33 @@
 from __future__ import annotations
 
 from app import render
+from app.results import ChecksInfo, GrowingCandidate, RankedEntry, RunResult, ScoreParts, Timings
+from engine import GenerationRequest, GenerationStats
 
 XSS = '<script>window.__xss=1</script><img src=x onerror="window.__xss=2">'
 
 
-def entry(**changes) -> dict:
-    base = {
-        "rank": 1,
-        "code": XSS,
-        "count": 2,
-        "score": 0.5,
-        "demoted": False,
-        "finish_reason": "stop",
-        "score_parts": {"consistency": 0.6, "logprob_term": 0.0, "static_penalty": 0.1, "mean_logprob": -0.4},
-        "parses": False,
-        "findings": [{"kind": XSS, "line": 3, "column": 0, "message": XSS, "severity": "error"}],
-    }
-    return base | changes
+def entry() -> RankedEntry:
+    return RankedEntry(
+        rank=1,
+        code=XSS,
+        count=2,
+        indices=[0, 1],
+        score=0.5,
+        scorer="gsc",
+        demoted=False,
+        score_parts=ScoreParts(None, consistency=0.6, logprob_term=0.0, static_penalty=0.1, mean_logprob=-0.4),
+        finish_reason="stop",
+        finish_reasons={"stop": 2},
+        tokens=3,
+        parses=False,
+        complete=True,
+        n_errors=1,
+        n_warnings=0,
+        n_type_errors=0,
+        findings=[{"kind": XSS, "line": 3, "column": 0, "message": XSS, "severity": "error"}],
+        checks=None,
+    )
 
 
 def test_candidate_header_escapes_findings_and_shows_the_score_parts():
@@ -31,7 +41,7 @@ def test_candidate_header_escapes_findings_and_shows_the_score_parts():
 
 
 def test_growing_candidate_header_has_no_rank():
-    html = render.candidate_header_html({"rank": None, "index": 2, "tokens": 7, "finish_reason": None})
+    html = render.candidate_header_html(GrowingCandidate(index=2, code="", finish_reason=None, tokens=7))
     assert "candidate 3" in html and "7 tokens" in html and "growing" in html
 
 
@@ -41,7 +51,19 @@ def test_heatmap_escapes_labels_and_formats_numbers():
 
 
 def test_status_and_notes_escape_names():
-    state = {"status": "done", "model": {"choice": XSS}, "candidates": [], "stats": {"total_s": 1.0}, "stopped": XSS}
+    state = RunResult(
+        request=GenerationRequest(prompt="x"),
+        stopped=XSS,
+        ranking_method="gsc",
+        static_analysis=True,
+        checks=ChecksInfo(True, None),
+        notes=[],
+        candidates=[],
+        similarity=[],
+        engine_stats=GenerationStats(),
+        timings=Timings(total_s=1.0),
+        model={"choice": XSS},
+    )
     assert "<script" not in render.status_html(state)
     assert "<script" not in render.notes_html([XSS])
     assert "<script" not in render.stats_html({"drafter_choices": {XSS: 1}, "total_s": 2.0})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -71,42 +72,45 @@ def test_defaults_stay_inside_small_limits():
 
 def test_run_ranks_and_reports(engine, analyzer):
     result = Pipeline(analyzer=analyzer).run(engine, request())
-    assert result["status"] == "done" and result["notes"] == []
-    ranks = [c["rank"] for c in result["candidates"]]
+    assert result.status == "done" and result.notes == []
+    ranks = [c.rank for c in result.candidates]
     assert ranks == list(range(1, len(ranks) + 1))
-    assert sum(c["count"] for c in result["candidates"]) == 3
-    assert all(c["parses"] is not None and isinstance(c["findings"], list) for c in result["candidates"])
-    assert len(result["similarity"]["matrix"]) == len(ranks)
-    assert {"generation_s", "analysis_s", "ranking_s", "pipeline_s", "tokens_per_s"} <= set(result["stats"])
+    assert sum(c.count for c in result.candidates) == 3
+    assert all(c.parses is not None and isinstance(c.findings, list) for c in result.candidates)
+    assert len(result.similarity) == len(ranks)
+    shape = result.as_dict()  # the JSON of /generate
+    assert {"generation_s", "analysis_s", "ranking_s", "pipeline_s", "tokens_per_s"} <= set(shape["stats"])
+    assert [c["rank"] for c in shape["candidates"]] == ranks and shape["similarity"]["labels"][0] == "#1"
 
 
 def test_greedy_computes_one_candidate_and_says_why(engine, analyzer):
     made = request(k=6, temperature=0)
     assert made.k == 1  # k greedy rows would be one answer computed k times
     result = Pipeline(analyzer=analyzer).run(engine, made)
-    assert result["request"]["k"] == 1 and len(result["candidates"]) == 1
-    assert result["notes"] == [results.GREEDY_NOTE] and "one answer" in results.GREEDY_NOTE
+    assert result.request.k == 1 and len(result.candidates) == 1
+    assert result.notes == [results.GREEDY_NOTE] and "one answer" in results.GREEDY_NOTE
 
 
 def test_the_heatmap_leaves_the_diagonal_empty_and_scores_name_only_used_parts(engine, analyzer):
     result = Pipeline(analyzer=analyzer).run(engine, request(k=6, max_new_tokens=4))
-    matrix = result["similarity"]["matrix"]
+    matrix = result.similarity
     assert all(matrix[i][i] is None for i in range(len(matrix)))
-    assert all(c["score_parts"]["logprob_term"] is None for c in result["candidates"])  # gsc uses none
+    assert all(c.score_parts.logprob_term is None for c in result.candidates)  # gsc uses none
 
 
-def test_equal_scores_say_how_the_tie_was_broken():
-    entries = [{"score": 0.5, "demoted": False}, {"score": 0.5, "demoted": False}, {"score": 0.2, "demoted": False}]
+def test_equal_scores_say_how_the_tie_was_broken(engine, analyzer):
+    entries = Pipeline(analyzer=analyzer).run(engine, request()).candidates[:1] * 3
+    entries = [replace(entries[0], score=score, tie_break=None) for score in (0.5, 0.5, 0.2)]
     results.mark_ties(entries)
-    assert entries[0]["tie_break"] == entries[1]["tie_break"] == results.TIE_RULE
-    assert entries[2]["tie_break"] is None
+    assert entries[0].tie_break == entries[1].tie_break == results.TIE_RULE
+    assert entries[2].tie_break is None
 
 
 def test_without_an_analyzer_it_says_static_analysis_is_off(engine):
     result = Pipeline(analyzer=None).run(engine, request())
-    assert result["notes"] == ["static analysis is off: no findings are shown"]
-    assert result["static_analysis"] == {"available": False}
-    assert all(c["findings"] == [] and c["parses"] is None for c in result["candidates"])
+    assert result.notes == ["static analysis is off: no findings are shown"]
+    assert result.as_dict()["static_analysis"] == {"available": False}
+    assert all(c.findings == [] and c.parses is None for c in result.candidates)
 
 
 def test_a_consumer_that_stops_reading_stops_the_engine():
@@ -122,7 +126,7 @@ def test_closing_the_stream_stops_the_run_and_frees_the_lock(engine):
         request(budget_s=30, max_new_tokens=1024), lambda: engine, lock, control, {"choice": "tiny"}
     )
     for state in stream:
-        if state["progress"]["generated_tokens"] > 0:
+        if state.generated_tokens > 0:
             break
     stream.close()
     assert control.reason == "the request was cancelled"
