@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+# the drafters and acceptance rules are the speculation wing's choices, named here too for the app's command line
+from engine.speculation.choices import ACCEPTANCE_CHOICES as ACCEPTANCE_CHOICES
+from engine.speculation.choices import DRAFTER_CHOICES as DRAFTER_CHOICES
 from engine.speculation.controller import ControllerSettings
 
-DRAFTER_CHOICES = ("none", "model", "prompt", "sibling", "auto")
-ACCEPTANCE_CHOICES = ("coupled", "residual")
 PROMPT_FORMS = ("auto", "raw", "chat")  # auto: chat for a model that answers in turns (ChatForm.of), raw otherwise
 DTYPE_CHOICES = ("auto", "float32", "bfloat16", "float16")
 WEIGHT_FORMATS = ("auto", "native", "int8", "int4", "w8a8", "int4-w8a8")

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 import engine
+from engine.converted import CONVERTED_FORMAT, converted_is_valid
 from engine.models import loading
 from engine.models.loading import BUNDLED, BundledModel, ModelSetupError
 
@@ -133,9 +134,7 @@ def converted(cache: Path, name: str, marker: dict | None, files=("model.safeten
 
 
 def test_a_valid_converted_copy_is_used_without_converting_again(tmp_path, monkeypatch):
-    directory = converted(
-        tmp_path, "qwen2.5-coder-0.5b", {"format": loading.CONVERTED_FORMAT, "files": ["model.safetensors"]}
-    )
+    directory = converted(tmp_path, "qwen2.5-coder-0.5b", {"format": CONVERTED_FORMAT, "files": ["model.safetensors"]})
     monkeypatch.setattr(loading, "convert_gguf", lambda *a: pytest.fail("converted again"))
     assert loading.resolve_spec("bundled:qwen2.5-coder-0.5b", tmp_path) == str(directory)
 
@@ -144,13 +143,13 @@ def test_a_valid_converted_copy_is_used_without_converting_again(tmp_path, monke
     "marker, files",
     [
         (None, ["model.safetensors"]),  # interrupted before the marker
-        ({"format": loading.CONVERTED_FORMAT + 1, "files": []}, []),  # an older/newer layout
-        ({"format": loading.CONVERTED_FORMAT, "files": ["model.safetensors"]}, []),  # a file went missing
+        ({"format": CONVERTED_FORMAT + 1, "files": []}, []),  # an older/newer layout
+        ({"format": CONVERTED_FORMAT, "files": ["model.safetensors"]}, []),  # a file went missing
     ],
 )
 def test_an_incomplete_converted_copy_is_not_trusted(tmp_path, marker, files):
     directory = converted(tmp_path, "x", marker, files)
-    assert not loading._converted_is_valid(directory)
+    assert not converted_is_valid(directory)
 
 
 # --- vocabularies ------------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from torch import nn
 
 import engine.quant.grids as grids_module
 from engine import Engine, EngineSettings, GenerationRequest
-from engine.models.loading import CONVERTED_FORMAT
+from engine.converted import CONVERTED_FORMAT
 from engine.models.tiny import byte_tokenizer, tiny_model
 from engine.quant.weights import (
     W8A8_MAX_ROWS,

@@ -4,7 +4,6 @@ weights."""
 from __future__ import annotations
 
 import importlib.metadata
-import json
 import logging
 import os
 import shutil
@@ -14,6 +13,7 @@ from pathlib import Path
 
 import torch
 
+from engine.converted import converted_is_valid, write_marker
 from engine.quant.cpu import cpu_has_bf16
 from engine.types import SettingError
 
@@ -22,7 +22,6 @@ log = logging.getLogger(__name__)
 BUNDLED_PREFIX = "bundled:"
 CACHE_ENV = "RANKED_DRAFTS_CACHE"
 GGUF_MAGIC = b"GGUF"
-CONVERTED_FORMAT = 1  # bump when the layout of a converted directory changes
 
 
 @dataclass(frozen=True)
@@ -161,25 +160,6 @@ def converted_dir(cache_dir: Path, name: str) -> Path:
     return cache_dir / "converted" / name
 
 
-def _converted_is_valid(directory: Path) -> bool:
-    marker = directory / "ranked_drafts.json"
-    if not marker.exists():
-        return False
-    try:
-        info = json.loads(marker.read_text())
-    except (OSError, ValueError):
-        return False
-    return info.get("format") == CONVERTED_FORMAT and all((directory / f).exists() for f in info.get("files", []))
-
-
-def owned_model_dir(model) -> Path | None:
-    """The directory a model was loaded from when it is one of ours (a bundled model's converted copy, where the
-    engine may keep derived files such as int4 grids); None for a hub id or a user's directory."""
-    source = getattr(model.config, "_name_or_path", "") or ""
-    directory = Path(source) if source else None
-    return directory if directory is not None and _converted_is_valid(directory) else None
-
-
 def convert_gguf(gguf_path: Path, out_dir: Path) -> None:
     """De-quantize a GGUF once with transformers and save weights + tokenizer for fast later starts."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -197,10 +177,7 @@ def convert_gguf(gguf_path: Path, out_dir: Path) -> None:
     shutil.rmtree(partial, ignore_errors=True)
     model.save_pretrained(partial)
     tokenizer.save_pretrained(partial)
-    files = sorted(p.name for p in partial.iterdir())
-    (partial / "ranked_drafts.json").write_text(
-        json.dumps({"format": CONVERTED_FORMAT, "files": files, "source": gguf_path.name})
-    )
+    write_marker(partial, gguf_path.name)
     shutil.rmtree(out_dir, ignore_errors=True)
     partial.replace(out_dir)
     log.info("prepared %s in %.1f s", out_dir, time.perf_counter() - started)
@@ -216,7 +193,7 @@ def resolve_spec(spec: str, cache_dir: Path | None = None, progress: bool = True
                 f"unknown bundled model {spec!r}: choose one of {', '.join(BUNDLED_PREFIX + n for n in BUNDLED)}"
             )
         out_dir = converted_dir(cache_dir, name)
-        if not _converted_is_valid(out_dir):
+        if not converted_is_valid(out_dir):
             convert_gguf(bundled_gguf(BUNDLED[name], cache_dir, progress), out_dir)
         return str(out_dir)
     if Path(spec).expanduser().is_dir():

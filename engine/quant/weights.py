@@ -37,7 +37,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from engine.models.loading import owned_model_dir
+from engine.converted import owned_model_dir
 from engine.quant.grid_cache import grid_cache_file, grid_fits, load_grids, save_grids
 from engine.quant.grids import GRID_TOLERANCE, INT4_GROUP, FourBitGrid
 from engine.quant.kernels import (

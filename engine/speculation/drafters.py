@@ -14,7 +14,7 @@ import torch
 from engine.kv_cache import RaggedKVCache
 from engine.prefix_cache import PrefixCache, read_prompt
 from engine.sampling import PositionUniforms, inverse_cdf, sample, warp_probs
-from engine.settings import ACCEPTANCE_CHOICES
+from engine.speculation.choices import ACCEPTANCE_CHOICES
 
 
 @dataclass
