@@ -4,8 +4,10 @@ Settings and records (engine.settings, engine.types) import no torch; the names 
 are imported on first use, so `from engine import EngineSettings` stays cheap.
 
 Wings: the decode loop and its caches at the top (generate, kv_cache, prefix_cache, attention, sampling),
-speculation/ (drafters, controller, acceptance), quant/ (quantized weights), text/ (prompt framing and where text
-ends), models/ (loading and building).
+speculation/ (drafters, controller, acceptance, their choices), quant/ (quantized weights), text/ (the prompt a
+request is read as, its framing, and where text ends), models/ (loading and building). Read by the wings: types,
+settings (which reads speculation/'s choices and controller settings only), converted (the marker of our converted
+model directories). No wing imports a module that imports that wing back.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from engine.settings import DRAFTER_CHOICES, DTYPE_CHOICES, PROMPT_FORMS, WEIGHT
 from engine.types import (
     Candidate,
     CandidateSource,
+    ChatTurn,
     ContextFile,
     GenerationRequest,
     GenerationResult,
@@ -43,6 +46,7 @@ _LAZY = {
 __all__ = [
     "Candidate",
     "CandidateSource",
+    "ChatTurn",
     "ContextFile",
     "DRAFTER_CHOICES",
     "DTYPE_CHOICES",

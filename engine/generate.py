@@ -16,8 +16,9 @@ from engine.attention import attends_packed, key_shifter, packed_attention
 from engine.kv_cache import PACKED_ROWS, PackedRows, RaggedKVCache, UnpackedCall
 from engine.prefix_cache import PrefixCache, PromptReading, read_prompt
 from engine.sampling import PositionUniforms, inverse_cdf, token_logprobs, warp_probs
-from engine.settings import ACCEPTANCE_CHOICES, DRAFTER_CHOICES, EngineSettings
+from engine.settings import EngineSettings
 from engine.speculation.acceptance import speculative_accept
+from engine.speculation.choices import ACCEPTANCE_CHOICES, DRAFTER_CHOICES
 from engine.speculation.controller import ControllerMemory, DraftController, StepPlan, StepRecord
 from engine.speculation.drafters import (
     Draft,
@@ -28,8 +29,7 @@ from engine.speculation.drafters import (
     prompt_lookup_drafter,
     sibling_drafter,
 )
-from engine.text.chat import CLOSING_FENCE, answer_enders, chat_form_for
-from engine.text.infill import WINDOW_START_LINES, FimFormat, require_fim, typed_at_cursor
+from engine.text.prompting import PreparedPrompt, PromptPreparer, end_of_text_ids
 from engine.text.stopping import RowState, StopRules, line_end_after
 from engine.types import (
     FINISH_BUDGET,
@@ -85,13 +85,6 @@ def forward_ragged(
     return packed.pack(forward(model, cache, input_ids)), packed, batch * q_len
 
 
-def _encode(tokenizer, text: str) -> list[int]:
-    """Token ids of text read as text: a special token's spelling typed in the code stays characters."""
-    if not text:
-        return []
-    return tokenizer(text, add_special_tokens=False, split_special_tokens=True)["input_ids"]
-
-
 @functools.cache
 def _cache_argument(model_class) -> str:
     """The name a model's forward takes its KV cache by: `cache` in transformers >= 5.2x, `past_key_values` before."""
@@ -103,7 +96,7 @@ class _Run:
     """The state of one generate() call."""
 
     request: GenerationRequest
-    prompt_ids: list[int]
+    prompt: PreparedPrompt  # its ids, healing and what its form adds (text.prompting)
     rows: list[RowState]
     rules: StopRules
     cache: RaggedKVCache
@@ -116,31 +109,13 @@ class _Run:
     round_number: int = 1  # the draft/verify round under way (1: the first after the prompt's prefill)
     line_marks: dict[int, int] | None = None  # past the budget (budget_waits_for_line): each row's text length
     # at the deadline; a newline after it ends the row
-    healing: Healing | None = None  # the typed text the first token must begin with (token healing)
 
     def decode(self, decode: Callable[[list[int]], str], token_ids: list[int]) -> str:
         """A row's text: its tokens decoded, less the typed text a healed first token repeats."""
-        text = decode(token_ids)
-        if self.healing is not None and text.startswith(self.healing.text):
-            return text[len(self.healing.text) :]
+        text, healing = decode(token_ids), self.prompt.healing
+        if healing is not None and text.startswith(healing.text):
+            return text[len(healing.text) :]
         return text
-
-
-@dataclass(frozen=True)
-class Healing:
-    """Token healing: the prompt's last tokens, the partial word typed at the cursor, are backed over, and the first
-    generated token must begin with their text, so the model finishes the word with a token it would have chosen for
-    the whole word (" retur" + "n" splits a word where the model never saw it split; " r" + "ai" is backed over
-    whole, and " raise" may follow, where "ai" alone would ask for a token the word never holds)."""
-
-    text: str  # the backed-over tokens' text; rows' texts leave it out (the client has it typed already)
-    allowed: torch.Tensor  # [V] bool: the tokens whose text begins with it
-    tokens: int = 1  # how many prompt tokens were backed over
-
-
-HEALING_MASKS = 256  # token healing's masks kept (each one bool per vocabulary entry: 150 KB for the bundled models)
-HEALING_TOKENS = 3  # at most this many tokens of the typed word are backed over
-WINDOW_LINE_TOKENS = 96  # tokens read of a cached prompt's window to find its first lines (longer ones: no start)
 
 
 class Engine:
@@ -149,40 +124,20 @@ class Engine:
     def __init__(self, model, tokenizer, draft_model=None, settings: EngineSettings | None = None):
         self.model, self.tokenizer, self.draft_model = model, tokenizer, draft_model
         self.settings = settings or EngineSettings()
-        if self.settings.drafter not in DRAFTER_CHOICES:
-            raise ValueError(
-                f"drafter={self.settings.drafter!r} is unknown: choose one of {', '.join(DRAFTER_CHOICES)}"
-            )
-        if self.settings.drafter == "model" and draft_model is None:
-            raise InvalidSetting(
-                "drafter='model' needs a draft model: give the engine one (draft_model) or choose another drafter",
-                settings={"draft_model": "draft_model"},
-            )
-        if not isinstance(self.settings.prefill_chunk, int) or self.settings.prefill_chunk < 1:
-            raise ValueError(
-                f"prefill_chunk={self.settings.prefill_chunk!r} is out of range: it must be an integer >= 1"
-            )
-        if self.settings.acceptance not in ACCEPTANCE_CHOICES:
-            raise ValueError(
-                f"acceptance={self.settings.acceptance!r} is unknown: choose one of {', '.join(ACCEPTANCE_CHOICES)}"
-            )
+        _check_settings(self.settings, draft_model)
         self.device = next(model.parameters()).device
         for name, loaded in (("model", model), ("draft model", draft_model)):
             _check_attention(name, loaded)
         self.eos_ids = end_of_text_ids(model, tokenizer)
         self.context_limit = getattr(model.config, "max_position_embeddings", None) or 32768
         self.memory = ControllerMemory(self.settings.controller)  # measured costs and acceptance, across requests
-        self.fim = FimFormat.of(tokenizer)  # None: the model cannot fill in a middle
-        self.chat = chat_form_for(self.settings.prompt_form, tokenizer, model)  # None: continuations read raw
-        self._vocabulary = tokenizer.get_vocab()  # spelling -> id (token healing)
         self.shift_keys = key_shifter(model)  # moves cached keys to other positions; None: the model cannot
-        # backed-over token ids -> the tokens that may finish them (at most HEALING_MASKS, the oldest out: a
-        # keystroke's request finds its word's mask)
-        self._healing_masks: dict[tuple[int, ...], torch.Tensor] = {}
-        self.not_first = self._not_first(tokenizer) if self.chat is not None else None  # no chat-form row begins so
         cache_bytes = int(self.settings.prefix_cache_mb * 2**20)
         self.prefix_cache = PrefixCache(cache_bytes)  # the target's recent prompts
         self.draft_prefix_cache = PrefixCache(cache_bytes) if draft_model is not None else None
+        self.prompts = PromptPreparer(
+            model, tokenizer, self.settings, self.eos_ids, self.context_limit, self.prefix_cache.prompts
+        )
 
     def generate(
         self,
@@ -225,74 +180,34 @@ class Engine:
 
     # --- one request ------------------------------------------------------------------------------
     def _start(self, request: GenerationRequest) -> _Run:
-        prompt_ids = self._prompt_ids(request)
-        healing = self._healing(request, prompt_ids)
-        if healing is not None:
-            prompt_ids = prompt_ids[: -healing.tokens]
-        room = self.context_limit - request.max_new_tokens - self.settings.controller.max_length - 1
-        if not prompt_ids or len(prompt_ids) > room:
-            raise InvalidRequest(
-                f"prompt is {len(prompt_ids)} tokens: with max_new_tokens={request.max_new_tokens} "
-                f"it must be 1..{max(room, 0)} tokens for this model's context of "
-                f"{self.context_limit}"
-            )
+        prompt = self.prompts.prepare(request)
+        self._check_room(request, len(prompt.ids))
         seed = request.seed if request.seed is not None else random.SystemRandom().randrange(2**63)
-        capacity = len(prompt_ids) + request.max_new_tokens + self.settings.controller.max_length + 1  # per row
+        capacity = len(prompt.ids) + request.max_new_tokens + self.settings.controller.max_length + 1  # per row
         started = time.perf_counter()
         return _Run(
             request=request,
-            prompt_ids=prompt_ids,
+            prompt=prompt,
             rows=[RowState() for _ in range(request.k)],
-            rules=StopRules.of(request, self.eos_ids, self._form_stops(request), healed=healing is not None),
+            rules=StopRules.of(request, self.eos_ids, prompt.stops, healed=prompt.healing is not None),
             cache=RaggedKVCache(self.model.config.num_hidden_layers, 1, self.device, capacity),
             generator=torch.Generator(self.device).manual_seed(seed),
             uniforms=PositionUniforms(seed),
             deadline=started + (request.budget_s if not request.budget_after_prompt else float("inf")),
             started=started,
-            stats=GenerationStats(prompt_tokens=len(prompt_ids)),
+            stats=GenerationStats(prompt_tokens=len(prompt.ids)),
             active=list(range(request.k)),
-            healing=healing,
         )
 
-    def _healing(self, request: GenerationRequest, prompt_ids: list[int]) -> Healing | None:
-        """Token healing for a middle whose cursor line has text typed before the cursor (it ends the prompt, after
-        the FIM middle marker): the most tokens of the typed word (up to HEALING_TOKENS, none holding a blank but
-        the first's leading ones) that some ordinary token begins with; None when it is off, nothing is typed, or
-        the last token is not whole text."""
-        if not (self.settings.token_healing and request.is_infill and typed_at_cursor(request.prompt)):
-            return None
-        best = None
-        for count in range(1, min(HEALING_TOKENS, len(prompt_ids) - 1) + 1):
-            ids = tuple(prompt_ids[-count:])
-            text = self._decode(list(ids))
-            if not text or "\ufffd" in text or any(c.isspace() for c in text.lstrip()):
-                break
-            if ids not in self._healing_masks:
-                if len(self._healing_masks) >= HEALING_MASKS:
-                    self._healing_masks.pop(next(iter(self._healing_masks)))
-                self._healing_masks[ids] = self._tokens_beginning(ids, text)
-            if count == 1 or bool(self._healing_masks[ids].any()):
-                best = Healing(text, self._healing_masks[ids], count)
-            if text[:1].isspace():  # the word's first token (it holds the blank before it): back over no more
-                break
-        return best
-
-    def _tokens_beginning(self, token_ids: tuple[int, ...], text: str) -> torch.Tensor:
-        """[V] bool: the ordinary tokens whose text begins with `text`, the text of `token_ids` (a single token is
-        among them). Those whose spelling begins with the tokens' spelling are the candidates (byte-level BPE spells
-        each byte as one symbol); each is kept when its decoded text begins with `text`; special and added tokens
-        never are."""
-        spelled = "".join(self.tokenizer.convert_ids_to_tokens(list(token_ids)))
-        width = self.model.config.vocab_size
-        added = set(self.tokenizer.get_added_vocab().values()) | set(self.eos_ids)
-        ids = [i for s, i in self._vocabulary.items() if i < width and i not in added and s.startswith(spelled)]
-        ids = [i for i in ids if self._decode([i]).startswith(text)] + list(
-            token_ids[:1] if len(token_ids) == 1 else ()
-        )
-        allowed = torch.zeros(width, dtype=torch.bool, device=self.device)
-        if ids:
-            allowed[torch.tensor(ids, dtype=torch.long, device=self.device)] = True
-        return allowed
+    def _check_room(self, request: GenerationRequest, prompt_tokens: int) -> None:
+        """Refuse a prompt that is empty or leaves the context no room for max_new_tokens and a draft."""
+        room = self.context_limit - request.max_new_tokens - self.settings.controller.max_length - 1
+        if not prompt_tokens or prompt_tokens > room:
+            raise InvalidRequest(
+                f"prompt is {prompt_tokens} tokens: with max_new_tokens={request.max_new_tokens} "
+                f"it must be 1..{max(room, 0)} tokens for this model's context of "
+                f"{self.context_limit}"
+            )
 
     def _drafters(self, run: _Run) -> dict[str, Drafter]:
         choice = self.settings.drafter
@@ -305,7 +220,7 @@ class Engine:
             request = run.request
             drafters["model"] = ModelDrafter(
                 self.draft_model,
-                run.prompt_ids,
+                run.prompt.ids,
                 request.temperature,
                 request.top_p,
                 run.generator,
@@ -319,57 +234,6 @@ class Engine:
                 chunk_tokens=self.settings.prefill_chunk,
             )
         return drafters
-
-    def _prompt_ids(self, request: GenerationRequest) -> list[int]:
-        """The prompt's tokens: the text as it is or in the chat form, or a middle's prompt in the FIM format."""
-        encode = functools.partial(_encode, self.tokenizer)
-        if request.is_infill:
-            name = getattr(self.model.config, "_name_or_path", "") or type(self.model).__name__
-            if request.extra_tokens is not None:  # other files get what the context leaves (llama.cpp's n_extra_take)
-                room = (
-                    self.context_limit
-                    - (request.context_tokens or 0)
-                    - 2 * request.max_new_tokens
-                    - self.settings.controller.max_length
-                    - 16
-                )
-                request = replace(request, extra_tokens=max(0, min(request.extra_tokens, room)))
-            starts = self._window_starts() if request.context_tokens is not None else frozenset()
-            return require_fim(self.fim, name).prompt_ids(request, encode, starts)
-        if self._in_chat_form(request):
-            return self.chat.prompt_ids(request.prompt, encode, self._encode_special)
-        return encode(request.prompt)
-
-    def _window_starts(self) -> frozenset[str]:
-        """How the bounded prefixes of recent middles' prompts (those in the prefix cache) began, their first
-        WINDOW_START_LINES lines: a new window that begins there reads its beginning from the cache
-        (infill.lines_within)."""
-        marker = self.fim.ids[self.fim.spelling.prefix]
-        starts = set()
-        for prompt in self.prefix_cache.prompts():
-            if marker in prompt:
-                after = prompt.index(marker) + 1
-                lines = self._decode(list(prompt[after : after + WINDOW_LINE_TOKENS])).splitlines(keepends=True)
-                if len(lines) > WINDOW_START_LINES:  # the lines after them began too: they are whole
-                    starts.add("".join(lines[:WINDOW_START_LINES]))
-        return frozenset(starts)
-
-    def _in_chat_form(self, request: GenerationRequest) -> bool:
-        """Whether the request's prompt is read in the chat form (a continuation, on an engine that has one)."""
-        return self.chat is not None and not request.is_infill
-
-    def _not_first(self, tokenizer) -> torch.Tensor | None:
-        """The ids a chat-form row cannot begin with (chat.answer_enders), those within the model's logits."""
-        width = self.model.config.vocab_size  # the logits' width (a swapped head in another format has no .weight)
-        ids = [i for i in answer_enders(tokenizer, self.eos_ids) if 0 <= i < width]
-        return torch.tensor(ids, dtype=torch.long, device=self.device) if ids else None
-
-    def _encode_special(self, text: str) -> list[int]:
-        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
-
-    def _form_stops(self, request: GenerationRequest) -> tuple[str, ...]:
-        """Stop strings the prompt's form adds: the chat form's closing fence."""
-        return (CLOSING_FENCE,) if self._in_chat_form(request) else ()
 
     def _prefill(self, run: _Run, on_update, should_stop) -> None:
         """Read the prompt once (batch 1; the longest prefix a recent request left in the prefix cache is copied,
@@ -386,7 +250,7 @@ class Engine:
             forward,
             self.model,
             run.cache,
-            run.prompt_ids,
+            run.prompt.ids,
             self.prefix_cache,
             self.settings.prefill_chunk,
             go_on,
@@ -404,10 +268,10 @@ class Engine:
         rows = list(range(run.request.k))
         first_uniform = run.uniforms.at(rows, [0] * len(rows), 1)[:, 0]  # [k]
         allowed = logits
-        if self.not_first is not None and self._in_chat_form(run.request):  # a chat-form answer does not end at once
-            allowed = logits.index_fill(-1, self.not_first, float("-inf"))
-        if run.healing is not None:  # the first token finishes the typed word
-            allowed = allowed.masked_fill(~run.healing.allowed, float("-inf"))
+        if run.prompt.not_first is not None:  # a chat-form answer does not end at once
+            allowed = logits.index_fill(-1, run.prompt.not_first, float("-inf"))
+        if run.prompt.healing is not None:  # the first token finishes the typed word
+            allowed = allowed.masked_fill(~run.prompt.healing.allowed, float("-inf"))
         decode = functools.partial(run.decode, self._decode)
         first_tokens = inverse_cdf(_target_probs(run.request, allowed, rows), first_uniform)
         first_logprobs = token_logprobs(logits, first_tokens)
@@ -421,7 +285,7 @@ class Engine:
         request, batch = run.request, len(run.active)
         step_started = time.perf_counter()
         context = DraftContext(
-            run.prompt_ids,
+            run.prompt.ids,
             [r.token_ids for r in run.rows],
             list(run.active),
             self.settings.controller.max_lookup_length,
@@ -570,19 +434,22 @@ def _target_probs(request: GenerationRequest, logits: torch.Tensor, rows: list[i
     return probs
 
 
-def end_of_text_ids(model, tokenizer) -> frozenset[int]:
-    """Every token after which a model's text is over: the end-of-sequence ids of the config, the generation
-    config and the tokenizer, and every special token of the tokenizer (decoding drops them, so a row that
-    went on after one would glue a new text onto the old one: Qwen ends a completion with <|endoftext|>, which
-    its generation config lists only as padding)."""
-    ids = set(getattr(tokenizer, "all_special_ids", None) or [])
-    for token_id, token in (getattr(tokenizer, "added_tokens_decoder", None) or {}).items():
-        if getattr(token, "special", False):
-            ids.add(token_id)
-    for source in (getattr(model, "generation_config", None), model.config, tokenizer):
-        value = getattr(source, "eos_token_id", None)
-        ids.update(value if isinstance(value, (list, tuple, set)) else [value] if value is not None else [])
-    return frozenset(int(i) for i in ids)
+def _check_settings(settings: EngineSettings, draft_model) -> None:
+    """Refuse settings the engine cannot run: an unknown drafter or acceptance rule, a draft model asked for but not
+    given, a prefill chunk below one token."""
+    if settings.drafter not in DRAFTER_CHOICES:
+        raise ValueError(f"drafter={settings.drafter!r} is unknown: choose one of {', '.join(DRAFTER_CHOICES)}")
+    if settings.drafter == "model" and draft_model is None:
+        raise InvalidSetting(
+            "drafter='model' needs a draft model: give the engine one (draft_model) or choose another drafter",
+            settings={"draft_model": "draft_model"},
+        )
+    if not isinstance(settings.prefill_chunk, int) or settings.prefill_chunk < 1:
+        raise ValueError(f"prefill_chunk={settings.prefill_chunk!r} is out of range: it must be an integer >= 1")
+    if settings.acceptance not in ACCEPTANCE_CHOICES:
+        raise ValueError(
+            f"acceptance={settings.acceptance!r} is unknown: choose one of {', '.join(ACCEPTANCE_CHOICES)}"
+        )
 
 
 ATTENTION_IMPLEMENTATIONS = ("sdpa", "eager")  # those that read the cache's additive 4-D mask

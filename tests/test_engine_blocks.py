@@ -4,9 +4,9 @@ import pytest
 import torch
 
 from engine import Engine, EngineSettings, GenerationRequest
-from engine.generate import end_of_text_ids
 from engine.models.tiny import byte_tokenizer, tiny_model
 from engine.text.blocks import BodyEnd, scan_lines
+from engine.text.prompting import end_of_text_ids
 from engine.types import FINISH_STOP
 
 STACK = (

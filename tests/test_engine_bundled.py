@@ -10,8 +10,9 @@ import torch
 
 import engine
 from engine import EngineSettings, GenerationRequest
-from engine.generate import end_of_text_ids, forward
+from engine.generate import forward
 from engine.kv_cache import RaggedKVCache
+from engine.text.prompting import end_of_text_ids
 from engine.types import FINISH_BUDGET, FINISH_STOP
 
 pytestmark = pytest.mark.bundled
@@ -48,8 +49,8 @@ def test_greedy_rows_equal_transformers_greedy(bundled):
     request = GenerationRequest(
         HUMANEVAL_LIKE, k=3, max_new_tokens=24, temperature=0, budget_s=600, stop=(), stop_at_body_end=False
     )
-    ids = torch.tensor([built._prompt_ids(request)])  # the prompt as the engine reads it (the chat form: auto)
-    assert built.chat is not None and ids.shape[1] > 2 * len(tokenizer(HUMANEVAL_LIKE).input_ids)
+    ids = torch.tensor([built.prompts.prompt_ids(request)])  # the prompt as the engine reads it (the chat form: auto)
+    assert built.prompts.chat is not None and ids.shape[1] > 2 * len(tokenizer(HUMANEVAL_LIKE).input_ids)
     with torch.inference_mode():
         out = model.generate(
             ids,
@@ -229,7 +230,7 @@ def test_a_half_typed_word_is_finished_by_a_healed_first_token(bundled):
     built = make(bundled, drafter="none")
     prefix = "def total(xs):\n    s = 0\n    for x in xs:\n        s += x\n    ret"
     request = GenerationRequest(prefix, suffix="\n\n\nprint(total([1, 2]))\n", k=1, max_new_tokens=8, temperature=0)
-    healing = built._healing(request, built._prompt_ids(request))
+    healing = built.prompts.healing(request, built.prompts.prompt_ids(request))
     assert healing is not None and healing.text == " ret"
     allowed = healing.allowed.nonzero().flatten().tolist()
     assert tokenizer.convert_tokens_to_ids("Ġreturn") in allowed and len(allowed) < 100
@@ -246,9 +247,9 @@ def test_a_word_typed_over_two_tokens_is_backed_over_whole(bundled):
     built = make(bundled, drafter="none")
     prefix = "def check(value):\n    if value < 0:\n        rai"
     request = GenerationRequest(prefix, suffix="\n    return value\n", k=1, max_new_tokens=8, temperature=0)
-    prompt_ids = built._prompt_ids(request)
+    prompt_ids = built.prompts.prompt_ids(request)
     assert [tokenizer.decode([i]) for i in prompt_ids[-2:]] == [" r", "ai"]
-    healing = built._healing(request, prompt_ids)
+    healing = built.prompts.healing(request, prompt_ids)
     assert healing is not None and healing.text == " rai" and healing.tokens == 2
     assert tokenizer.convert_tokens_to_ids("Ġraise") in healing.allowed.nonzero().flatten().tolist()
     middle = built.generate(request).candidates[0].text

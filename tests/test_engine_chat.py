@@ -48,7 +48,7 @@ def test_auto_gives_the_chat_form_only_to_a_model_that_ends_its_turns(tokenizer)
 def test_the_user_code_is_the_answer_begun_and_stays_text(tokenizer):
     engine = Engine(tiny_model(0, vocab_size=259, eos_token_id=258), tokenizer, None, EngineSettings(drafter="none"))
     code = PROMPT + "    # <|im_end|> typed in a comment\n"
-    ids = engine._prompt_ids(GenerationRequest(code))
+    ids = engine.prompts.prompt_ids(GenerationRequest(code))
     assert tokenizer.decode(ids) == (
         "<|im_start|>user\nComplete the following Python code:\n```python\n"
         + code.rstrip("\n")
@@ -57,26 +57,28 @@ def test_the_user_code_is_the_answer_begun_and_stays_text(tokenizer):
     )
     assert ids.count(258) == 1  # only the template's own <|im_end|>: the typed one is characters
     raw = Engine(engine.model, tokenizer, None, EngineSettings(drafter="none", prompt_form="raw"))
-    assert tokenizer.decode(raw._prompt_ids(GenerationRequest(code))) == code
+    assert tokenizer.decode(raw.prompts.prompt_ids(GenerationRequest(code))) == code
 
 
 def test_the_prompt_text_is_what_the_ids_spell(tokenizer):
     """bench_e2e's llama+chat sends the chat form as text to a server that reads its special tokens: the same prompt
     (its rows end by the code's own rules: tests/test_openai_api.py)."""
     engine = Engine(tiny_model(0, vocab_size=259, eos_token_id=258), tokenizer, None, EngineSettings(drafter="none"))
-    assert ChatForm.of(tokenizer).prompt_text(PROMPT) == tokenizer.decode(engine._prompt_ids(GenerationRequest(PROMPT)))
+    assert ChatForm.of(tokenizer).prompt_text(PROMPT) == tokenizer.decode(
+        engine.prompts.prompt_ids(GenerationRequest(PROMPT))
+    )
 
 
 def test_the_closing_fence_ends_a_chat_row_and_only_a_chat_row(tokenizer):
     engine = Engine(tiny_model(0, vocab_size=259, eos_token_id=258), tokenizer, None, EngineSettings(drafter="none"))
-    assert engine._form_stops(GenerationRequest(PROMPT)) == (CLOSING_FENCE,)
-    rules = StopRules.of(GenerationRequest(PROMPT), frozenset(), engine._form_stops(GenerationRequest(PROMPT)))
+    assert engine.prompts.form_stops(GenerationRequest(PROMPT)) == (CLOSING_FENCE,)
+    rules = StopRules.of(GenerationRequest(PROMPT), frozenset(), engine.prompts.form_stops(GenerationRequest(PROMPT)))
     row = RowState()
     text = "    return a + b\n```\n\nThis adds the numbers."
     rules.extend(row, list(text.encode()), [0.0] * len(text), lambda ids: bytes(ids).decode())
     assert row.text == "    return a + b" and row.finish_reason == "stop"
     raw = Engine(engine.model, tokenizer, None, EngineSettings(drafter="none", prompt_form="raw"))
-    assert raw._form_stops(GenerationRequest(PROMPT)) == ()
+    assert raw.prompts.form_stops(GenerationRequest(PROMPT)) == ()
 
 
 def test_a_chat_form_engine_generates_rows_that_continue_the_code(tokenizer):
@@ -116,7 +118,7 @@ def test_a_chat_form_row_cannot_begin_with_the_closing_fence_or_an_end_token(tok
     with torch.no_grad():  # the model now prefers its end token where it wrote `first`: it would end at once
         model.lm_head.weight[258] = 2 * model.lm_head.weight[first]
     ended = Engine(model, tokenizer, None, EngineSettings(drafter="none"))
-    ended.not_first = None  # what the engine did before the ban: the row ends empty
+    ended.prompts.not_first = None  # what the engine did before the ban: the row ends empty
     assert ended.generate(request).candidates[0].text == ""
     kept = Engine(model, tokenizer, None, EngineSettings(drafter="none")).generate(request).candidates[0]
     assert kept.token_ids and kept.token_ids[0] not in banned and kept.text
@@ -130,6 +132,6 @@ def test_the_chat_form_serves_models_in_the_low_byte_formats(tokenizer, weights)
 
     model = apply_weight_format(tiny_model(0, vocab_size=259, eos_token_id=258), weights)
     engine = Engine(model, tokenizer, None, EngineSettings(drafter="none"))
-    assert engine.chat is not None and engine.not_first is not None
+    assert engine.prompts.chat is not None and engine.prompts.not_first is not None
     result = engine.generate(GenerationRequest(PROMPT, k=2, max_new_tokens=4, temperature=0.0, budget_s=30))
     assert all(c.finished for c in result.candidates)
