@@ -18,7 +18,6 @@ from engine.settings import DRAFTER_CHOICES, DTYPE_CHOICES, PROMPT_FORMS, WEIGHT
 from engine.types import (
     Candidate,
     CandidateSource,
-    ChatTurn,
     ContextFile,
     GenerationRequest,
     GenerationResult,
@@ -46,7 +45,6 @@ _LAZY = {
 __all__ = [
     "Candidate",
     "CandidateSource",
-    "ChatTurn",
     "ContextFile",
     "DRAFTER_CHOICES",
     "DTYPE_CHOICES",
