@@ -18,6 +18,7 @@ from engine.settings import DRAFTER_CHOICES, DTYPE_CHOICES, PROMPT_FORMS, WEIGHT
 from engine.types import (
     Candidate,
     CandidateSource,
+    ChatTurn,
     ContextFile,
     GenerationRequest,
     GenerationResult,
@@ -45,6 +46,7 @@ _LAZY = {
 __all__ = [
     "Candidate",
     "CandidateSource",
+    "ChatTurn",
     "ContextFile",
     "DRAFTER_CHOICES",
     "DTYPE_CHOICES",

@@ -54,6 +54,17 @@ class ContextFile:
     text: str
 
 
+CHAT_ROLES = ("system", "user", "assistant")
+
+
+@dataclass(frozen=True)
+class ChatTurn:
+    """One turn of a conversation in words."""
+
+    role: str  # one of CHAT_ROLES
+    content: str
+
+
 @dataclass(frozen=True)
 class GenerationRequest:
     """What one call asks for: k sampled continuations of one prompt (or k middles between it and a suffix)."""
@@ -77,6 +88,16 @@ class GenerationRequest:
     # first SUFFIX_SHARE (engine/text/infill.py), whole lines; None: all
     extra_tokens: int | None = None  # the other files' tokens at most, the files nearest the end kept; None: all
     min_indent: int = 0  # a row ends before a new line indented less than this (llama.cpp's n_indent)
+    language: str = "python"  # the code's language (a name of languages.py): the chat form's words and fence, and
+    # where a function's body ends
+    language_from: str = ""  # how the app learned the language (languages.Detection.how), for the result only
+    turns: tuple[ChatTurn, ...] = ()  # a request in words: the conversation (the last turn the user's), answered in
+    # the model's chat template; each row is an answer, its code in a fenced block. Empty: `prompt` is code
+
+    @property
+    def in_words(self) -> bool:
+        """Whether this is a request in words (a conversation to answer) rather than code to continue."""
+        return bool(self.turns)
 
     @property
     def is_infill(self) -> bool:
@@ -121,6 +142,12 @@ class GenerationRequest:
             isinstance(f, ContextFile) and isinstance(f.name, str) and isinstance(f.text, str) for f in self.extra
         ):
             raise InvalidRequest("extra is invalid: each context file needs a name and a text")
+        if not isinstance(self.language, str) or not self.language:
+            raise InvalidRequest(f"language={self.language!r} is invalid: it must be a language's name")
+        if self.turns and self.is_infill:
+            raise InvalidRequest("a request in words has no code after the cursor: send turns or suffix, not both")
+        if not all(isinstance(t, ChatTurn) and t.role in CHAT_ROLES and isinstance(t.content, str) for t in self.turns):
+            raise InvalidRequest(f"turns are invalid: each needs a role ({', '.join(CHAT_ROLES)}) and text content")
 
 
 def _is_finite(value) -> bool:
