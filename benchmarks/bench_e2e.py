@@ -39,6 +39,7 @@ from dataclasses import dataclass, field, replace
 import torch
 
 from benchmarks.bench_engine import add_run_arguments, humaneval_prompts, low_byte_copies, weight_format_of
+from benchmarks.servers import start_llama_remote
 from benchmarks.soak import METHOD_PROMPTS, MID_LINE
 from engine import Engine, EngineSettings, GenerationRequest, load_any
 from engine.generate import end_of_text_ids
@@ -175,7 +176,8 @@ def run_llama(remote, prompt: str, k: int, args, form: ChatForm | None = None) -
     return time.perf_counter() - started, *_counts([len(c.logprobs) for c in result.candidates])
 
 
-def main(argv=None) -> dict:
+def parse_args(argv) -> argparse.Namespace:
+    """The options, checked: every method known."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_run_arguments(parser)
     parser.add_argument("--prompts", type=int, default=5, help="N HumanEval prompts (+ a method, a mid-line)")
@@ -194,21 +196,27 @@ def main(argv=None) -> dict:
     parser.add_argument("--llama-server", help="llama-server binary (for the llama method)")
     parser.add_argument("--threads", type=int, default=2, help="llama-server threads")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING)
-    methods = args.methods.split(",")
-    unknown = {m for m in methods if not _known(m)}
+    unknown = {m for m in args.methods.split(",") if not _known(m)}
     if unknown:
         parser.error(
             f"unknown methods {sorted(unknown)}: choose from {', '.join(METHODS)} (ours_...@int8, "
             "@int4, @w8a8 or @int4-w8a8 too, and ours_...+raw or +chat)"
         )
+    return args
+
+
+def main(argv=None) -> dict:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    methods = args.methods.split(",")
     model, tokenizer = load_any(args.model, progress=False, dtype=args.dtype)
     draft = load_any(args.draft, progress=False, dtype=args.dtype)[0] if args.draft else None
     eos_ids = end_of_text_ids(model, tokenizer)
     engines = our_engines(methods, model, tokenizer, draft, args)
     server, remote, notes = None, None, {}
     if any(m.startswith("llama") for m in methods):
-        server, remote, note = start_llama(args)
+        slots = max(int(x) for x in args.k.split(","))
+        server, remote, note = start_llama_remote(args.llama_server, args.model, slots=slots, threads=args.threads)
         notes.update({m: note for m in methods if m.startswith("llama")})
     texts, warmup = prompts(args.prompts, args.first), warmup_prompt(args.prompts, args.first)
     form = ChatForm.of(tokenizer, model)  # what llama+chat sends: the text our default form reads
@@ -217,7 +225,6 @@ def main(argv=None) -> dict:
         for k in [int(x) for x in args.k.split(",")]:
             for temperature in [float(x) for x in args.temperature.split(",")]:
                 args.temperature_now = temperature
-                tallies = {m: Tally(note=notes.get(m, "")) for m in methods}
                 run = functools.partial(
                     run_method,
                     k=k,
@@ -228,24 +235,11 @@ def main(argv=None) -> dict:
                     remote=remote,
                     form=form,
                 )
-                for method in methods:  # untimed: what every method pays once, before the prompts are timed
-                    measured = run(method, warmup, args.seed + len(texts))
-                    tallies[method].warmup_s = measured[0] if isinstance(measured, tuple) else None
-                for index, prompt in enumerate(texts):
-                    for method in methods:
-                        tally = tallies[method]
-                        measured = run(method, prompt, args.seed + index)
-                        if isinstance(measured, str):
-                            tally.note = tally.note or measured
-                            continue
-                        tally.seconds.append(measured[0])
-                        tally.tokens += measured[1]
-                        tally.empty_rows += measured[2]
+                tallies = time_methods(methods, texts, warmup, run, args.seed, notes)
                 results.append(report(k, temperature, tallies))
     finally:
         if server is not None:
-            server.kill()
-            server.wait()
+            server.stop()
     summary = {
         "benchmark": "bench_e2e",
         "model": args.model,
@@ -259,6 +253,28 @@ def main(argv=None) -> dict:
     }
     print(json.dumps(summary))
     return summary
+
+
+def time_methods(
+    methods: list[str], texts: list[str], warmup: str, run, seed: int, notes: dict[str, str]
+) -> dict[str, Tally]:
+    """Every method's untimed warm-up, then the prompts one by one, the methods interleaved on each;
+    `run(method, prompt, seed)` is run_method at one (k, temperature)."""
+    tallies = {m: Tally(note=notes.get(m, "")) for m in methods}
+    for method in methods:  # untimed: what every method pays once, before the prompts are timed
+        measured = run(method, warmup, seed + len(texts))
+        tallies[method].warmup_s = measured[0] if isinstance(measured, tuple) else None
+    for index, prompt in enumerate(texts):
+        for method in methods:
+            tally = tallies[method]
+            measured = run(method, prompt, seed + index)
+            if isinstance(measured, str):
+                tally.note = tally.note or measured
+                continue
+            tally.seconds.append(measured[0])
+            tally.tokens += measured[1]
+            tally.empty_rows += measured[2]
+    return tallies
 
 
 def run_method(
@@ -351,59 +367,6 @@ def baseline_of(methods: list[str]) -> str | None:
     if "ours_none" in methods:
         return "ours_none"
     return next((m for m in methods if m.split("@")[0] == "ours_none" and "+" not in m), None)
-
-
-def start_llama(args):
-    """(process, RemoteClient, note) for llama-server on the bundled target's GGUF; (None, None, why) without it."""
-    import subprocess
-
-    import httpx
-
-    from app.remote import RemoteClient, RemoteSettings
-    from benchmarks.local_app import free_port
-    from engine.models.loading import BUNDLED, BUNDLED_PREFIX, bundled_gguf, default_cache_dir
-
-    if not args.llama_server:
-        return None, None, "not run: give --llama-server BIN (.ci/build_llama_server builds it)"
-    if not args.model.startswith(BUNDLED_PREFIX):
-        return None, None, "not run: llama needs a bundled model's GGUF"
-    gguf = bundled_gguf(BUNDLED[args.model[len(BUNDLED_PREFIX) :]], default_cache_dir(), progress=False)
-    k_max = max(int(x) for x in args.k.split(","))
-    port = free_port()
-    context = k_max * getattr(args, "ctx_per_slot", 2048)  # tokens per slot: 2048 unless the caller says
-    process = subprocess.Popen(
-        [
-            args.llama_server,
-            "-m",
-            str(gguf),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "-np",
-            str(k_max),
-            "-c",
-            str(context),
-            "-t",
-            str(args.threads),
-            "--no-repack",
-            "--no-webui",
-            "-a",
-            "bench",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                remote = RemoteClient(RemoteSettings(f"http://127.0.0.1:{port}/v1", "bench", logprobs=True))
-                return process, remote, f"llama-server, {gguf.name} (Q4_K_M), n=k, {args.threads} threads"
-        except httpx.HTTPError:
-            time.sleep(0.5)
-    process.kill()
-    return None, None, "not run: llama-server did not become healthy"
 
 
 if __name__ == "__main__":

@@ -40,22 +40,14 @@ import json
 import random
 import sys
 import tempfile
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import httpx
 
-from benchmarks.bench_editor import (
-    add_server_arguments,
-    infill_body,
-    model_name,
-    post_infill,
-    server_names,
-    start_server,
-    warmup_body,
-)
+from benchmarks.infill_client import infill_body, post_infill, warmup_body
 from benchmarks.sandbox import SandboxSettings, run_many
+from benchmarks.servers import add_server_arguments, model_name, server_names, serving
 
 DATA = Path(__file__).resolve().parent / "data"
 # the official HumanEval-Infilling sets (openai/human-eval-infilling at 88062ff), by kind
@@ -274,7 +266,8 @@ def print_table(results: dict, kind: str, n_tasks: int, k: int) -> None:
         )
 
 
-def main(argv: list[str] | None = None) -> dict:
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The options, checked; --n-predict by --kind where not given."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter, conflict_handler="resolve"
     )
@@ -308,46 +301,54 @@ def main(argv: list[str] | None = None) -> dict:
         parser.error(f"--k {args.k} is out of range: 1..32")
     if args.tasks < 0:
         parser.error(f"--tasks {args.tasks} is out of range: 0 (all) or more")
+    return args
+
+
+def score_oracle(tasks: list[Task], problems: dict[str, dict], kind: str, sandbox: SandboxSettings) -> dict:
+    """--oracle: the canonical middles judged as a server's greedy ones (100% means the tasks and cuts are right)."""
+    judged = judge(tasks, {t.task_id: [t.middle] for t in tasks}, problems, kind, sandbox)
+    return {"greedy_pass@1": rate([judged[t.task_id][0] for t in tasks])}
+
+
+def run_servers(
+    args: argparse.Namespace,
+    model: str | None,
+    tasks: list[Task],
+    problems: dict[str, dict],
+    sandbox: SandboxSettings,
+    log_dir: str | None,
+) -> tuple[dict, dict, dict]:
+    """Each server in turn asked every task, then scored; (results by server, how each ran, answers by server)."""
+    results, notes, all_answers = {}, {}, {}
+    for name in server_names(args.servers) if args.servers != "none" else []:  # one at a time: two CPU cores
+        slots = args.k if name in args.sample_servers.split(",") else 1
+        warmup = warmup_body(slots, args.temperature)
+        with serving(name, model, args, slots=slots, log_dir=log_dir, warmup=warmup) as server:
+            notes[name] = server.report()
+            all_answers[name] = ask(server, tasks, args)
+        results[name] = score(name, tasks, all_answers[name], problems, args, sandbox)
+    return results, notes, all_answers
+
+
+def write_answers(path: str, tasks: list[Task], all_answers: dict[str, dict]) -> None:
+    """--out: one JSON line per task, the task and every server's answers."""
+    with open(path, "w", encoding="utf-8") as handle:
+        for task in tasks:
+            handle.write(json.dumps({**asdict(task), **{n: a[task.task_id] for n, a in all_answers.items()}}) + "\n")
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = parse_args(argv)
     pool, by_id = official_tasks(read_official(args.kind), parse_range(args.problems, 164))
     tasks = draw(pool, args.tasks, args.seed, args.kind)
     sandbox = SandboxSettings(timeout_s=args.exec_timeout)
     model = model_name(args.model) if args.servers != "none" else None
     log_dir = args.log_dir or (tempfile.mkdtemp(prefix="bench_infill-") if args.servers != "none" else None)
-    results, notes, all_answers = {}, {}, {}
-    if args.oracle:
-        oracle = judge(tasks, {t.task_id: [t.middle] for t in tasks}, by_id, args.kind, sandbox)
-        results["oracle"] = {"greedy_pass@1": rate([oracle[t.task_id][0] for t in tasks])}
-    for name in server_names(args.servers) if args.servers != "none" else []:  # one at a time: two CPU cores
-        slots = args.k if name in args.sample_servers.split(",") else 1
-        started = time.monotonic()
-        server = start_server(
-            name,
-            model,
-            slots=slots,
-            log_dir=log_dir,
-            threads=args.threads,
-            ctx_per_slot=args.ctx_per_slot,
-            llama_server=args.llama_server,
-            llama_args=args.llama_args,
-            app_args=args.app_args,
-            warmup_body=warmup_body(slots, args.temperature),
-        )
-        notes[name] = {
-            "command": server.note,
-            "ready_s": round(time.monotonic() - started, 1),
-            "warmup_s": round(server.warmup_s, 3),
-        }
-        try:
-            all_answers[name] = ask(server, tasks, args)
-        finally:
-            server.stop()
-        results[name] = score(name, tasks, all_answers[name], by_id, args, sandbox)
+    results = {"oracle": score_oracle(tasks, by_id, args.kind, sandbox)} if args.oracle else {}
+    served, notes, all_answers = run_servers(args, model, tasks, by_id, sandbox, log_dir)
+    results.update(served)
     if args.out:
-        with open(args.out, "w", encoding="utf-8") as handle:
-            for task in tasks:
-                handle.write(
-                    json.dumps({**asdict(task), **{n: a[task.task_id] for n, a in all_answers.items()}}) + "\n"
-                )
+        write_answers(args.out, tasks, all_answers)
     print_table(results, args.kind, len(tasks), args.k)
     summary = {
         "benchmark": "bench_infill",

@@ -19,9 +19,8 @@ import json
 import logging
 import statistics
 import time
-from argparse import Namespace
 
-from benchmarks.bench_e2e import start_llama
+from benchmarks.servers import start_llama_remote
 from engine import Engine, EngineSettings, GenerationRequest, load_any
 from engine.models.loading import DEFAULT_TARGET
 from engine.quant.weights import apply_weight_format
@@ -57,7 +56,7 @@ def llama_prefill(base_url: str, prompt: str) -> tuple[int, float]:
     return int(timings["prompt_n"]), float(timings["prompt_ms"]) / 1000
 
 
-def main(argv=None) -> dict:
+def parse_args(argv) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default=DEFAULT_TARGET)
     parser.add_argument("--weights", default="auto", help="our weight format (engine/quant/weights.py)")
@@ -68,55 +67,59 @@ def main(argv=None) -> dict:
     parser.add_argument("--repeats", type=int, default=2, help="timed reads per prompt and method")
     parser.add_argument("--llama-server", help="llama-server binary (without it only ours is measured)")
     parser.add_argument("--threads", type=int, default=2, help="llama-server threads")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def our_engine(model, tokenizer, prefill_chunk: int) -> Engine:
+    """The engine as measured: regular decoding, no prefix cache, the raw prompt form."""
+    settings = EngineSettings(drafter="none", prefix_cache_mb=0, prompt_form="raw", prefill_chunk=prefill_chunk)
+    return Engine(model, tokenizer, None, settings)
+
+
+def time_reads(readers: dict, tokenizer, lengths: list[int], repeats: int) -> list[dict]:
+    """Each reader's first call untimed, then per length `repeats` reads of each (alternating); a row per method and
+    length with the median time."""
+    for reader in readers.values():  # untimed: first calls
+        reader(code_prompt(tokenizer, WARMUP_SOURCE, 200))
+    rows = []
+    for length in lengths:
+        text = code_prompt(tokenizer, PROMPT_SOURCE, length)
+        seen: dict[str, list[tuple[int, float]]] = {name: [] for name in readers}
+        for _ in range(repeats):
+            for name, reader in readers.items():
+                seen[name].append(reader(text))
+        for name, reads in seen.items():
+            seconds = statistics.median(s for _, s in reads)
+            rows.append(
+                {
+                    "method": name,
+                    "length": length,
+                    "prompt_tokens": reads[0][0],
+                    "seconds": round(seconds, 3),
+                    "tokens_per_s": round(reads[0][0] / seconds, 1),
+                }
+            )
+    return rows
+
+
+def main(argv=None) -> dict:
+    args = parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     lengths = [int(x) for x in args.lengths.split(",")]
     model, tokenizer = load_any(args.model, progress=False)
     model = apply_weight_format(model, args.weights)
-    engine = Engine(
-        model,
-        tokenizer,
-        None,
-        EngineSettings(drafter="none", prefix_cache_mb=0, prompt_form="raw", prefill_chunk=args.prefill_chunk),
-    )
-    server, remote, note = start_llama(
-        Namespace(
-            llama_server=args.llama_server,
-            model=args.model,
-            k="1",
-            threads=args.threads,
-            ctx_per_slot=max(lengths) + 64,
-        )
+    engine = our_engine(model, tokenizer, args.prefill_chunk)
+    server, remote, note = start_llama_remote(
+        args.llama_server, args.model, slots=1, threads=args.threads, ctx_per_slot=max(lengths) + 64
     )
     readers = {"ours": lambda text: ours_prefill(engine, text)}
     if remote is not None:
-        base = remote.settings.base_url.removesuffix("/v1")
-        readers["llama"] = lambda text: llama_prefill(base, text)
-    rows = []
+        readers["llama"] = lambda text: llama_prefill(server.url, text)
     try:
-        for reader in readers.values():  # untimed: first calls
-            reader(code_prompt(tokenizer, WARMUP_SOURCE, 200))
-        for length in lengths:
-            text = code_prompt(tokenizer, PROMPT_SOURCE, length)
-            seen: dict[str, list[tuple[int, float]]] = {name: [] for name in readers}
-            for _ in range(args.repeats):
-                for name, reader in readers.items():
-                    seen[name].append(reader(text))
-            for name, reads in seen.items():
-                seconds = statistics.median(s for _, s in reads)
-                rows.append(
-                    {
-                        "method": name,
-                        "length": length,
-                        "prompt_tokens": reads[0][0],
-                        "seconds": round(seconds, 3),
-                        "tokens_per_s": round(reads[0][0] / seconds, 1),
-                    }
-                )
+        rows = time_reads(readers, tokenizer, lengths, args.repeats)
     finally:
         if server is not None:
-            server.kill()
-            server.wait()
+            server.stop()
     print(f"{'method':8} {'tokens':>7} {'s (median)':>11} {'tokens/s':>9}")
     for row in rows:
         print(f"{row['method']:8} {row['prompt_tokens']:7d} {row['seconds']:11.3f} {row['tokens_per_s']:9.1f}")

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from benchmarks.servers import launch_in_process
+
 BUSY_TEXT = "Queue is full"  # gradio_client's QueueError for a request beyond the bounded queue
 PROMPT = 'def add(a, b):\n    """Return a + b."""\n'
 
@@ -112,15 +114,12 @@ def percentiles(values: list[float]) -> dict:
     }
 
 
-def main(argv=None) -> int:
-    args = parse_args(argv)
-    from gradio_client import Client
-
+def build_app(args: argparse.Namespace):
+    """(demo, analyzer, hub): the app's page and API on a tiny local model, or on --base-url's server."""
     from app.models import EngineHub, ModelChoice, remote_menu
     from app.remote import RemoteSettings
     from app.service import Pipeline
     from app.ui import build_demo
-    from benchmarks.local_app import launch_local
     from static_eval import AnalyzerSettings, StaticAnalyzer
 
     analyzer = StaticAnalyzer(AnalyzerSettings())
@@ -130,19 +129,49 @@ def main(argv=None) -> int:
         )
     else:
         hub = EngineHub([ModelChoice("tiny", "tiny:0", None)])
-    demo = build_demo(hub, Pipeline(analyzer=analyzer), queue_size=args.queue_size)
-    url = launch_local(demo)
+    return build_demo(hub, Pipeline(analyzer=analyzer), queue_size=args.queue_size), analyzer, hub
+
+
+def send_at_once(url: str, args: argparse.Namespace) -> tuple[list[Outcome], float, dict | None]:
+    """One warm-up, then --requests clients released together; (outcomes, wall seconds, the app's overhead with
+    --base-url)."""
+    from gradio_client import Client
+
+    Client(url, verbose=False).predict(prompt=PROMPT, k=1, budget_s=1.0, api_name="/generate")  # warm up
+    clients = [Client(url, verbose=False) for _ in range(args.requests)]
+    start, t0 = threading.Barrier(args.requests + 1), [0.0]
+    with ThreadPoolExecutor(args.requests) as pool:
+        futures = [pool.submit(one_request, c, start, args, t0) for c in clients]
+        t0[0] = time.perf_counter()
+        start.wait()
+        outcomes = [f.result() for f in futures]
+    wall = time.perf_counter() - t0[0]
+    overhead = app_overhead(clients[0], args.overhead_prompts) if args.base_url else None
+    return outcomes, wall, overhead
+
+
+def print_report(summary: dict, by_kind: dict[str, list[Outcome]]) -> None:
+    """The table of outcomes and latencies; with --base-url, the app's time on top of the server's."""
+    print(f"{'outcome':<10} {'count':>5} {'p50 s':>8} {'p90 s':>8} {'p99 s':>8} {'max s':>8}")
+    for kind, key in (("completed", "latency_completed_s"), ("refused", "latency_refused_s")):
+        lat = summary[key]
+        cells = " ".join(f"{'-' if lat[q] is None else lat[q]:>8}" for q in ("p50", "p90", "p99", "max"))
+        print(f"{kind:<10} {len(by_kind[kind]):>5} {cells}")
+    print(f"{'lost':<10} {len(by_kind['lost']):>5}")
+    overhead = summary["app_overhead"]
+    if overhead:
+        print(
+            f"app time on top of the server: {overhead['app_s']:.2f} s over {overhead['server_s']:.2f} s of server "
+            f"time ({100 * (overhead['app_share_of_server'] or 0):.1f}%) for {overhead['prompts']} k=8 prompts"
+        )
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    demo, analyzer, hub = build_app(args)
+    url = launch_in_process(demo)
     try:
-        Client(url, verbose=False).predict(prompt=PROMPT, k=1, budget_s=1.0, api_name="/generate")  # warm up
-        clients = [Client(url, verbose=False) for _ in range(args.requests)]
-        start, t0 = threading.Barrier(args.requests + 1), [0.0]
-        with ThreadPoolExecutor(args.requests) as pool:
-            futures = [pool.submit(one_request, c, start, args, t0) for c in clients]
-            t0[0] = time.perf_counter()
-            start.wait()
-            outcomes = [f.result() for f in futures]
-        wall = time.perf_counter() - t0[0]
-        overhead = app_overhead(clients[0], args.overhead_prompts) if args.base_url else None
+        outcomes, wall, overhead = send_at_once(url, args)
     finally:
         demo.close()
         analyzer.close()
@@ -164,17 +193,7 @@ def main(argv=None) -> int:
         "remote_concurrency": hub.concurrency,
         "app_overhead": overhead,
     }
-    print(f"{'outcome':<10} {'count':>5} {'p50 s':>8} {'p90 s':>8} {'p99 s':>8} {'max s':>8}")
-    for kind, key in (("completed", "latency_completed_s"), ("refused", "latency_refused_s")):
-        lat = summary[key]
-        cells = " ".join(f"{'-' if lat[q] is None else lat[q]:>8}" for q in ("p50", "p90", "p99", "max"))
-        print(f"{kind:<10} {len(by_kind[kind]):>5} {cells}")
-    print(f"{'lost':<10} {len(by_kind['lost']):>5}")
-    if overhead:
-        print(
-            f"app time on top of the server: {overhead['app_s']:.2f} s over {overhead['server_s']:.2f} s of server "
-            f"time ({100 * (overhead['app_share_of_server'] or 0):.1f}%) for {overhead['prompts']} k=8 prompts"
-        )
+    print_report(summary, by_kind)
     print(json.dumps(summary))
     return 0 if not by_kind["lost"] else 1
 

@@ -9,12 +9,12 @@ import httpx
 import pytest
 from gradio_client import Client
 from gradio_client.exceptions import AppError
+from local_app import launch_local
 
 from app.models import EngineHub, ModelChoice
 from app.requests import Limits
 from app.service import Pipeline
 from app.ui import build_demo
-from benchmarks.local_app import launch_local
 from engine import EngineSettings
 from static_eval import AnalyzerSettings, StaticAnalyzer
 

@@ -6,13 +6,13 @@ import shutil
 from pathlib import Path
 
 import pytest
+from local_app import launch_local
 from playwright.sync_api import expect, sync_playwright
 
 from app.models import EngineHub, ModelChoice
 from app.requests import Defaults, Limits
 from app.service import Pipeline
 from app.ui import build_demo
-from benchmarks.local_app import launch_local
 from static_eval import AnalyzerSettings, StaticAnalyzer
 
 pytestmark = pytest.mark.browser

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 from gradio_client import Client
+from local_app import launch_local
 
 from app.models import FAST_LABEL, EngineHub, menu
 from app.service import Pipeline
 from app.ui import build_demo
-from benchmarks.local_app import launch_local
 from checks import CheckRunner
 from static_eval import AnalyzerSettings, StaticAnalyzer
 

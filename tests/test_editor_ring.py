@@ -4,6 +4,7 @@ import random
 
 from benchmarks import editor_ring as ring_rules
 from benchmarks.editor_ring import Chunk, Ring, chunk_similarity, replay_ring
+from benchmarks.editor_session import as_written
 
 
 def numbered(name: str, count: int) -> list[str]:
@@ -89,8 +90,6 @@ def test_a_replayed_session_sends_warmups_and_a_settled_ring():
 
 
 def test_a_ring_session_picks_from_the_files_as_written_so_no_chunk_holds_a_line_asked():
-    from benchmarks.bench_editor import as_written
-
     lines = [f"    value_{i} = compute({i})" for i in range(300)]
     cursors = [("a.py", lines, row) for row in (100, 160, 220)]
     name, buffer, row = as_written(cursors, 0, 3)

@@ -8,14 +8,14 @@ from __future__ import annotations
 import httpx
 import ollama
 import pytest
+from local_app import launch_local
 
 from app.infill_api import mount_infill
 from app.models import DEFAULT_DRAFT, FAST_LABEL, EngineHub, ModelChoice
 from app.ollama_api import mount_ollama
 from app.service import Pipeline
 from app.ui import build_demo
-from benchmarks.bench_editor import Step, llama_vim_body, llama_vscode_body, ring_warmup_body
-from benchmarks.local_app import launch_local
+from benchmarks.editor_requests import Step, llama_vim_body, llama_vscode_body, ring_warmup_body
 from static_eval import AnalyzerSettings, StaticAnalyzer
 
 pytestmark = pytest.mark.bundled

@@ -12,6 +12,7 @@ import urllib.parse
 import httpx
 import openai
 import pytest
+from local_app import launch_local
 
 from app.infill_api import mount_infill
 from app.models import EngineHub, ModelChoice
@@ -19,7 +20,6 @@ from app.openai_api import mount_completions
 from app.requests import Limits
 from app.service import Pipeline
 from app.ui import build_demo
-from benchmarks.local_app import launch_local
 from static_eval import AnalyzerSettings, StaticAnalyzer
 
 LIMITS = Limits(max_k=6, max_budget_s=20, max_new_tokens=256)

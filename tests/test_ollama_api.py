@@ -8,13 +8,13 @@ import json
 import httpx
 import ollama
 import pytest
+from local_app import launch_local
 
 from app.models import EngineHub, ModelChoice
 from app.ollama_api import mount_ollama
 from app.requests import Limits
 from app.service import Pipeline
 from app.ui import build_demo
-from benchmarks.local_app import launch_local
 
 LIMITS = Limits(max_k=4, max_budget_s=20, max_new_tokens=128)
 PREFIX = "def area(radius):\n    return 3.14159 * radius ** 2\n\n\ndef circumference(radius):\n    "

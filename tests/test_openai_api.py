@@ -11,6 +11,7 @@ import time
 
 import openai
 import pytest
+from local_app import free_port, launch_local
 
 from app.models import EngineHub, ModelChoice, remote_menu
 from app.openai_api import mount_completions
@@ -18,7 +19,6 @@ from app.remote import RemoteClient, RemoteError, RemoteSettings
 from app.requests import Limits
 from app.service import Pipeline
 from app.ui import build_demo
-from benchmarks.local_app import free_port, launch_local
 from engine import GenerationRequest
 from engine.text.chat import CLOSING_FENCE, ChatForm
 from engine.text.stopping import StopRules

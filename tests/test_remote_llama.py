@@ -4,20 +4,19 @@ by .ci/build_llama_server) on the bundled 0.5B's GGUF. Marked `llama`; CI builds
 from __future__ import annotations
 
 import os
-import subprocess
 import threading
 import time
 from pathlib import Path
 
-import httpx
 import openai
 import pytest
+from local_app import launch_local
 
 from app.openai_api import mount_completions
 from app.remote import RemoteClient, RemoteError, RemoteSettings
-from benchmarks.local_app import free_port, launch_local
+from benchmarks.servers import Server, bundled_gguf, start_llama_server
 from engine import GenerationRequest
-from engine.models.loading import BUNDLED, bundled_gguf, default_cache_dir
+from engine.models.loading import default_cache_dir
 from engine.types import FINISH_BUDGET, FINISH_INTERRUPTED, FINISH_STOP
 
 pytestmark = pytest.mark.llama
@@ -40,61 +39,33 @@ def llama_server_binary() -> str:
     return path
 
 
-class LlamaServer:
-    """llama-server on the bundled 0.5B GGUF, 4 slots (n up to 4), on a free loopback port."""
+def start_llama(log_dir: Path, slots: int = 4, port: int | None = None) -> Server:
+    """llama-server on the bundled 0.5B GGUF served as "qwen-0.5b", `slots` slots (n up to them) of 1024 tokens, on
+    a free loopback port (or `port`); its log in `log_dir`."""
+    binary = llama_server_binary()  # skips before the GGUF is prepared
+    return start_llama_server(
+        bundled_gguf("qwen2.5-coder-0.5b"),
+        binary=binary,
+        slots=slots,
+        ctx_per_slot=1024,
+        threads=2,
+        extra_args="-a qwen-0.5b",
+        log_dir=str(log_dir),
+        port=port,
+        ready_within_s=120,
+    )
 
-    def __init__(self, slots: int = 4, port: int | None = None):
-        gguf = bundled_gguf(BUNDLED["qwen2.5-coder-0.5b"], default_cache_dir(), progress=False)
-        self.port = port or free_port()
-        self.url = f"http://127.0.0.1:{self.port}/v1"
-        # --no-repack: ggml's AMX repacking crashes on this machine's CPU
-        self.process = subprocess.Popen(
-            [
-                llama_server_binary(),
-                "-m",
-                str(gguf),
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(self.port),
-                "-np",
-                str(slots),
-                "-c",
-                str(1024 * slots),
-                "-t",
-                "2",
-                "--no-repack",
-                "--no-webui",
-                "-a",
-                "qwen-0.5b",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"llama-server exited: {self.process.stderr.read()[-2000:]}")
-            try:
-                if httpx.get(f"http://127.0.0.1:{self.port}/health", timeout=1).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
-        self.stop()
-        raise RuntimeError("llama-server did not become healthy within 120 s")
 
-    def stop(self) -> None:
-        self.process.kill()
-        self.process.wait()
+def v1(server: Server) -> str:
+    """The server's OpenAI-compatible base URL."""
+    return server.url + "/v1"
 
 
 @pytest.fixture(scope="module")
-def llama():
-    server = LlamaServer()
+def llama(tmp_path_factory):
+    server = start_llama(tmp_path_factory.mktemp("llama"))
     yield server
-    server.stop()
+    server.kill()
 
 
 def test_the_app_ranks_candidates_from_llama_server(llama, entry_point):
@@ -105,7 +76,7 @@ def test_the_app_ranks_candidates_from_llama_server(llama, entry_point):
                 "--backend",
                 "openai",
                 "--base-url",
-                llama.url,
+                v1(llama),
                 "--served-model",
                 "qwen-0.5b",
                 "--max-k",
@@ -144,7 +115,7 @@ def test_the_app_ranks_candidates_from_llama_server(llama, entry_point):
 
 def test_candidates_stream_in_as_they_are_sampled(llama):
     seen = []
-    engine = RemoteClient(RemoteSettings(llama.url, "qwen-0.5b"))
+    engine = RemoteClient(RemoteSettings(v1(llama), "qwen-0.5b"))
     result = engine.generate(
         GenerationRequest(PROMPT, k=3, max_new_tokens=64, budget_s=110, temperature=0.8),
         on_update=lambda partial: seen.append(sum(len(c.text) for c in partial.candidates)),
@@ -155,7 +126,7 @@ def test_candidates_stream_in_as_they_are_sampled(llama):
 
 
 def test_the_deadline_cancels_the_request_and_keeps_what_arrived(llama):
-    engine = RemoteClient(RemoteSettings(llama.url, "qwen-0.5b"))
+    engine = RemoteClient(RemoteSettings(v1(llama), "qwen-0.5b"))
     started = time.monotonic()
     result = engine.generate(
         GenerationRequest(
@@ -177,9 +148,9 @@ def test_the_deadline_cancels_the_request_and_keeps_what_arrived(llama):
     assert all(c.finish_reason != FINISH_BUDGET for c in quick.candidates)
 
 
-def test_a_server_killed_mid_stream_keeps_what_arrived_and_the_next_request_is_told():
-    server = LlamaServer(slots=2)
-    engine = RemoteClient(RemoteSettings(server.url, "qwen-0.5b"))
+def test_a_server_killed_mid_stream_keeps_what_arrived_and_the_next_request_is_told(tmp_path):
+    server = start_llama(tmp_path, slots=2)
+    engine = RemoteClient(RemoteSettings(v1(server), "qwen-0.5b"))
     holder = {}
 
     def run():
@@ -201,7 +172,7 @@ def test_a_server_killed_mid_stream_keeps_what_arrived_and_the_next_request_is_t
     while "first" not in holder and time.monotonic() < deadline:
         time.sleep(0.1)
     time.sleep(1.0)
-    server.stop()
+    server.kill()
     thread.join(timeout=30)
     result = holder["result"]
     reasons = [c.finish_reason for c in result.candidates]  # a sample may have ended on its own before the kill
@@ -211,13 +182,15 @@ def test_a_server_killed_mid_stream_keeps_what_arrived_and_the_next_request_is_t
         engine.generate(GenerationRequest(PROMPT, k=1, budget_s=10))
 
 
-def test_a_server_killed_mid_stream_behind_the_app_gives_what_arrived_ranked_and_the_app_serves_on(entry_point):
+def test_a_server_killed_mid_stream_behind_the_app_gives_what_arrived_ranked_and_the_app_serves_on(
+    entry_point, tmp_path
+):
     """Regression (issue 21): the pipeline's static analysis refused the finish reason "interrupted", so the app
     answered an internal error and every candidate that had arrived was lost."""
-    server = LlamaServer(slots=4)
+    server = start_llama(tmp_path, slots=4)
     built = entry_point.build(
         entry_point.parse_args(
-            ["--backend", "openai", "--base-url", server.url, "--served-model", "qwen-0.5b", "--max-k", "4"]
+            ["--backend", "openai", "--base-url", v1(server), "--served-model", "qwen-0.5b", "--max-k", "4"]
         )
     )
     demo, analyzer = built["demo"], built["analyzer"]
@@ -240,7 +213,7 @@ def test_a_server_killed_mid_stream_behind_the_app_gives_what_arrived_ranked_and
         thread = threading.Thread(target=ask)
         thread.start()
         time.sleep(2.5)  # the four streams are under way
-        server.stop()
+        server.kill()
         thread.join(timeout=60)
         choices = holder["completion"].choices
         reasons = [c.model_extra["ranked_drafts"]["finish_reason"] for c in choices]
@@ -251,20 +224,20 @@ def test_a_server_killed_mid_stream_behind_the_app_gives_what_arrived_ranked_and
             for c in choices
             if c.model_extra["ranked_drafts"]["finish_reason"] == FINISH_INTERRUPTED
         )  # cut, in the protocol's words
-        server = LlamaServer(slots=4, port=server.port)  # back on the same port: the app serves again
+        server = start_llama(tmp_path, slots=4, port=server.port)  # back on the same port: the app serves again
         again = client.completions.create(model="x", prompt=PROMPT, n=2, max_tokens=32, extra_body={"budget_s": 60})
         assert len(again.choices) == 2 and all(
             c.model_extra["ranked_drafts"]["finish_reason"] != FINISH_INTERRUPTED for c in again.choices
         )
     finally:
-        server.stop()
+        server.kill()
         demo.close()
         analyzer.close()
 
 
 def test_middles_come_from_llama_servers_infill(llama):
     """--remote-infill infill: llama-server's /infill streams the k middles; the app's stop rules apply to them."""
-    engine = RemoteClient(RemoteSettings(llama.url, "qwen-0.5b", infill="infill"))
+    engine = RemoteClient(RemoteSettings(v1(llama), "qwen-0.5b", infill="infill"))
     prefix = "class Settings:\n    def __init__(self, path):\n        self.path = path\n\n    def save(self):\n        "
     suffix = "\n\n    def load(self):\n        return open(self.path).read()\n"
     result = engine.generate(

@@ -1,4 +1,5 @@
-"""Start the app in this process on a free loopback port, without blocking (for tests and benchmarks)."""
+"""Test support: the app's Blocks launched in this process on a free loopback port, without blocking, and a port
+that nothing listens on (tests import it by module name, as tests/ is on sys.path: `from local_app import ...`)."""
 
 from __future__ import annotations
 
