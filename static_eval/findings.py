@@ -18,6 +18,11 @@ ANALYSIS_ERROR = "analysis-error"  # the linter crashed or could not read the co
 LINT_SKIPPED = "lint-skipped"  # not linted (too large), so lint findings are unknown
 PROMPT_SYNTAX_ERROR = "prompt-syntax-error"  # the prompt alone does not parse: why a candidate cannot
 
+# The analyses a report can say ran (CandidateReport.analyses).
+SYNTAX = "syntax"  # tree-sitter: syntax errors, cut-off code, empty implementations (every language)
+LINT = "lint"  # pylint (Python only)
+TYPES = "types"  # mypy (Python only)
+
 
 @dataclass(frozen=True)
 class Finding:
@@ -38,11 +43,14 @@ class Finding:
 class CandidateReport:
     """What static analysis says about one candidate (prompt + completion)."""
 
-    parses: bool  # prompt + completion is syntactically valid Python
+    parses: bool  # prompt + completion is syntactically valid in its language (blocks the prompt opened may be
+    # left for the suffix or the harness to close)
     complete: bool  # not cut off mid-statement (by the length limit, the deadline or otherwise)
     prompt_parses: bool  # the prompt alone is a valid prefix; if not, nothing is linted or blamed
     findings: list[Finding] = field(default_factory=list)  # problems the completion brings (the prompt's own removed)
     elapsed_s: float = 0.0  # this candidate's syntax time plus its share of the batch lint time
+    language: str = "python"  # the id (languages.py) of the language it was analysed as
+    analyses: tuple[str, ...] = ()  # which analyses ran on it: SYNTAX, LINT, TYPES (lint and types: Python only)
 
     @property
     def errors(self) -> list[Finding]:
@@ -72,4 +80,6 @@ class CandidateReport:
             "n_type_errors": len(self.type_errors),
             "findings": [asdict(f) for f in self.findings],
             "elapsed_s": round(self.elapsed_s, 6),
+            "language": self.language,
+            "analyses": list(self.analyses),
         }

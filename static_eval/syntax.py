@@ -1,16 +1,37 @@
-"""Tree-sitter adapter: syntax errors (ERROR and MISSING nodes), cut-off code and what a completion adds."""
+"""Tree-sitter adapter: syntax errors (ERROR and MISSING nodes), cut-off code and what a completion adds, in any
+language of languages.py (its grammar package loaded on first use)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-import tree_sitter_python
 from tree_sitter import Language, Node, Parser
 
-STATEMENT_PARENTS = ("module", "block")
+import languages
+
+STATEMENT_PARENTS = ("module", "block")  # Python: nodes whose children are statements
 DEFINITIONS = ("function_definition", "class_definition", "decorated_definition")
 TRIVIAL = ("pass", "ellipsis", "string", "raise-not-implemented", "empty-definition")  # statements that run nothing
 MAX_DEFINITION_DEPTH = 50  # deeper nesting of definitions is not looked into (counted as code)
+# Other languages: the nodes that are a function or method with a body, in the grammars of languages.py.
+FUNCTION_NODES = frozenset(
+    {
+        "function_declaration",  # JavaScript, TypeScript, Go
+        "generator_function_declaration",
+        "function_expression",
+        "arrow_function",
+        "method_definition",
+        "function_definition",  # C, C++, PHP, Bash
+        "method_declaration",  # Java, C#, Go, PHP
+        "constructor_declaration",
+        "local_function_statement",  # C#
+        "func_literal",  # Go
+        "function_item",  # Rust
+        "closure_expression",
+        "method",  # Ruby
+        "singleton_method",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -21,6 +42,7 @@ class SyntaxProblem:
     byte_col: int  # UTF-8 byte column in that row
     missing: bool  # True for a MISSING node (something expected that is not there)
     text: str  # the unexpected text (ERROR) or the missing node's type (MISSING)
+    start_byte: int = 0  # where it starts in the full code (UTF-8 bytes)
 
 
 @dataclass(frozen=True)
@@ -32,11 +54,21 @@ class AddedCode:
     stub_categories: tuple[str, ...]  # what the completion adds to that function's body
 
 
-class PythonSyntax:
-    """A reusable tree-sitter parser for Python source."""
+@dataclass(frozen=True)
+class OpenFunction:
+    """The function a prompt leaves open for the completion to write (languages other than Python)."""
 
-    def __init__(self):
-        self._parser = Parser(Language(tree_sitter_python.language()))
+    name: str | None  # None for an anonymous function
+    empty: bool  # its body, completion included, holds nothing but comments
+
+
+class TreeSitterSyntax:
+    """A reusable tree-sitter parser for one language (Python by default). ImportError when its grammar package is
+    not installed, ValueError when tree-sitter cannot load that grammar."""
+
+    def __init__(self, language: languages.Language = languages.PYTHON):
+        self.language = language
+        self._parser = Parser(Language(language.grammar.load()))
 
     def parse(self, source: bytes) -> ParsedCode:
         return ParsedCode(self._parser.parse(source), source)
@@ -69,13 +101,14 @@ class ParsedCode:
     def _problem(self, node: Node) -> SyntaxProblem:
         row, byte_col = node.start_point
         if node.is_missing:
-            return SyntaxProblem(row, byte_col, True, node.type)
+            return SyntaxProblem(row, byte_col, True, node.type, node.start_byte)
         text = self._source[node.start_byte : min(node.end_byte, node.start_byte + 40)]
-        return SyntaxProblem(row, byte_col, False, text.decode("utf-8", "replace"))
+        return SyntaxProblem(row, byte_col, False, text.decode("utf-8", "replace"), node.start_byte)
 
-    def error_at_end(self) -> bool:
-        """Whether a syntax problem reaches the end of the code (an unfinished statement)."""
-        end = len(self._source.rstrip())
+    def error_at_end(self, end: int | None = None) -> bool:
+        """Whether a syntax problem reaches the end of the code (an unfinished statement); end: where the code ends,
+        in bytes (None: the source's end, trailing space left out)."""
+        end = len(self._source.rstrip()) if end is None else end
         stack = [self._root]
         while stack:
             node = stack.pop()
@@ -129,6 +162,25 @@ class ParsedCode:
             node = node.parent
         return None
 
+    def open_function(self, boundary: int) -> OpenFunction | None:
+        """Languages other than Python: the innermost function still open where the prompt ends (the prompt ends in
+        its `{` or its `def` header) and whether its whole body holds nothing but comments; None if there is none."""
+        prompt_end = len(self._source[:boundary].rstrip())
+        if prompt_end == 0:
+            return None
+        node = self._root.descendant_for_byte_range(prompt_end - 1, prompt_end)
+        while node is not None and not (node.type in FUNCTION_NODES and node.start_byte < boundary):
+            node = node.parent
+        if node is None or node.end_byte <= prompt_end:  # closed within the prompt
+            return None
+        body = node.child_by_field_name("body")
+        if body is None:  # Ruby: a method's statements sit beside its name and parameters
+            header = {c.id for c in (node.child_by_field_name("name"), node.child_by_field_name("parameters")) if c}
+            statements = [c for c in node.named_children if c.id not in header]
+        else:
+            statements = body.named_children
+        return OpenFunction(_function_name(node), all("comment" in c.type for c in statements))
+
 
 def _is_compound(node: Node) -> bool:
     return node.child_by_field_name("body") is not None or node.type in DEFINITIONS
@@ -137,6 +189,20 @@ def _is_compound(node: Node) -> bool:
 def _name(node: Node) -> str | None:
     name = node.child_by_field_name("name")
     return name.text.decode("utf-8", "replace") if name is not None and name.text is not None else None
+
+
+def _function_name(node: Node) -> str | None:
+    """A function's name, also where C and C++ nest it in declarators (`long *add(long a)`)."""
+    for _ in range(MAX_DEFINITION_DEPTH):
+        if node.child_by_field_name("name") is not None:
+            return _name(node)
+        inner = node.child_by_field_name("declarator")
+        if inner is None:
+            return None
+        if inner.child_by_field_name("declarator") is None and inner.child_by_field_name("name") is None:
+            return inner.text.decode("utf-8", "replace") if inner.text is not None else None
+        node = inner
+    return None
 
 
 def _category(node: Node, depth: int = 0) -> str:

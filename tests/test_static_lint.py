@@ -88,7 +88,7 @@ def test_the_prompt_is_linted_once_and_cached(analyzer):
     first = analyzer.analyze(prompt, ["    return x\n"])[0]
     second = analyzer.analyze(prompt, ["    return x + 1\n"])[0]
     assert first.kinds == second.kinds == []
-    assert analyzer._prompts[(prompt, "")].baseline is not None  # kept after the first call
+    assert analyzer._prompts[("python", prompt, "")].baseline is not None  # kept after the first call
 
 
 MIDDLE_PREFIX = "class Store:\n    def __init__(self, path):\n        self.path = path\n\n    def save(self):\n"
