@@ -220,6 +220,7 @@ def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")  # model preparation steps
     logging.getLogger("httpx").setLevel(logging.WARNING)  # gradio's own start-up requests
     check_port(args.host, args.port)
+    from app.chat_api import mount_chat
     from app.infill_api import mount_infill
     from app.ollama_api import mount_ollama
     from app.openai_api import mount_completions
@@ -232,6 +233,7 @@ def main(argv: list[str] | None = None) -> None:
             server_name=args.host, server_port=args.port, share=args.share, quiet=True, prevent_thread_lock=True
         )
         mount_completions(demo, hub, built["pipeline"], built["limits"])  # POST /v1/completions, same server
+        mount_chat(demo, hub, built["pipeline"], built["limits"])  # POST /v1/chat/completions: requests in words
         # POST /infill (llama.vim, llama.vscode)
         mount_infill(demo, hub, built["pipeline"], built["limits"], single=args.infill_single)
         mount_ollama(demo, hub, built["pipeline"], built["limits"])  # /api/generate... (Continue, Twinny, Zed)

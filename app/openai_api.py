@@ -3,8 +3,9 @@
 `n` is k; the choices come back best first, after static analysis and reranking, each with its rank, score, score
 parts and findings in an extra `ranked_drafts` field; `stream` sends the ranked choices as server-sent events once the
 ranking is done; `max_tokens` past the app's most is capped to it, as llama-server caps; extra fields `budget_s`,
-`stop_at_body_end` (default true), `checks` (assert lines, as text or a list, run on every candidate in the sandbox
-beside the prompt's own examples) and `run_checks` (default true) are honoured.
+`stop_at_body_end` (default true), `language` (the code's language: else recognised), `mode` ("auto", "code" or
+"words": a request in words gets answers, their code blocks ranked), `checks` (assert lines, as text or a list, run on
+every candidate in the sandbox beside the prompt's own examples) and `run_checks` (default true) are honoured.
 A client that disconnects stops its run. Errors use OpenAI's error shape with the same messages as /generate.
 Editors that speak this protocol (and the official `openai` client) get ranked candidates without knowing about Gradio.
 """
@@ -47,10 +48,10 @@ def mount_completions(
             choice, request = _parse(body, hub, limits, defaults)
             checks = build_checks(body.get("checks") or "", body.get("run_checks", True))
         except USER_ERRORS as err:
-            return _error(400, _protocol_names(str(err)), "invalid_request_error")
+            return error_response(400, protocol_names(str(err)), "invalid_request_error")
         final, error = final_or_error(pipeline, hub, choice, request, control, OPENAI_ERRORS, checks)
         if error is not None:
-            return _error(*error, headers={"Retry-After": "5"} if error[0] == 429 else None)
+            return error_response(*error, headers={"Retry-After": "5"} if error[0] == 429 else None)
         response = _response(final, str(body.get("model") or choice.label))
         if body.get("stream"):
             return StreamingResponse(_events(response), media_type="text/event-stream")
@@ -58,7 +59,7 @@ def mount_completions(
 
     handler = json_handler(
         completions,
-        lambda status, message: _error(status, message, "invalid_request_error"),
+        lambda status, message: error_response(status, message, "invalid_request_error"),
         "at least `prompt`",
     )
 
@@ -105,6 +106,8 @@ def _parse(body: dict, hub: EngineHub, limits: Limits, defaults: Defaults):
         limits,
         suffix,
         extra,
+        mode=body.get("mode", "auto"),
+        language=body.get("language"),
     )
     request = replace(request, stop=stop, stop_at_body_end=body_end)
     request.validate()
@@ -119,7 +122,7 @@ OPENAI_ERRORS = [
 PROTOCOL_NAMES = {"k": "n", "max_new_tokens": "max_tokens"}  # /generate's field names -> this protocol's
 
 
-def _protocol_names(message: str) -> str:
+def protocol_names(message: str) -> str:
     """A validation message with the field named as the caller sent it."""
     return in_protocol_names(message, PROTOCOL_NAMES)
 
@@ -162,7 +165,7 @@ def _events(response: dict):
     yield "data: [DONE]\n\n"
 
 
-def _error(status: int, message: str, kind: str, headers: dict | None = None) -> JSONResponse:
+def error_response(status: int, message: str, kind: str, headers: dict | None = None) -> JSONResponse:
     return JSONResponse(
         {"error": {"message": message, "type": kind, "param": None, "code": None}}, status_code=status, headers=headers
     )

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from html import escape
 
-from app.results import GrowingCandidate, Progress, RankedEntry, RunResult
+import languages
+from app.results import GrowingCandidate, Language, Progress, RankedEntry, RunResult
 from checks import CandidateChecks, Check
 from engine.types import FINISH_BUDGET, FINISH_INTERRUPTED, FINISH_LENGTH, FINISH_STOP
 
@@ -31,7 +32,8 @@ def status_html(state: Progress | RunResult | None) -> str:
         head = f"Stopped ({escape(state.stopped)}); ranked what was produced" if state.stopped else "Done"
         total = state.timings.total_s or 0.0
         return _line(
-            f"{head}: {len(state.candidates)} distinct candidates in {total:.1f} s with <b>{model}</b>."
+            f"{head}: {len(state.candidates)} distinct candidates in {total:.1f} s with <b>{model}</b> · "
+            + language_text(state.language)
         ) + _bar(1.0)
     if state.status == "waiting":
         return _line("Waiting for the engine (another request is finishing)…")
@@ -53,6 +55,17 @@ def status_html(state: Progress | RunResult | None) -> str:
         f"Generating with <b>{model}</b>: {used:.1f} s of {budget:g} s budget · {state.generated_tokens} tokens · "
         f"{state.finished} of {state.k} candidates finished"
     ) + _bar(min(used / budget, 1.0) if budget else 1.0)
+
+
+def language_text(language: Language) -> str:
+    """What the prompt was taken for, and the analyses its candidates got, in words."""
+    name = escape(languages.by_name(language.name).display)
+    what = f"a request in words, answered in {name}" if language.in_words else f"{name} code"
+    found = {"field": "as asked", "default": "nothing said otherwise"}.get(
+        language.found_from, escape(language.found_from)
+    )
+    ran = ", ".join(escape(a) for a in language.analyses) or "none"
+    return f"{what} ({found}); analyses: {ran}"
 
 
 def model_state_html(label: str, state: str, detail: str) -> str:
@@ -94,8 +107,9 @@ def candidate_header_html(entry: RankedEntry | GrowingCandidate, check_items: li
     bits.append(reason)
     bits += [escape(entry.tie_break)] if entry.tie_break else []
     bits += _warnings(entry)
+    explanation = f'<div class="rd-explanation">{escape(entry.explanation)}</div>' if entry.explanation else ""
     return (
-        f'<div class="rd-cand">{" · ".join(bits)}{checks_html(entry.checks, list(check_items))}'
+        f'<div class="rd-cand">{" · ".join(bits)}{explanation}{checks_html(entry.checks, list(check_items))}'
         f"{findings_html(entry.findings)}</div>"
     )
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import languages
 from checks import Check, parse_user_checks
-from engine import ContextFile, GenerationRequest, InvalidRequest
+from engine import ChatTurn, ContextFile, GenerationRequest, InvalidRequest
 
 # The default time budget (seconds). Measured end to end on this shared 2-core CPU with today's engine (bundled
 # 1.5B + 0.5B draft in bf16, drafter auto, k=8, T=0.8, the first 10 HumanEval prompts, candidates ending at the end
@@ -74,9 +75,15 @@ def build_request(
     limits: Limits = Limits(),
     suffix="",
     extra: tuple[ContextFile, ...] = (),
+    *,
+    mode="auto",
+    language=None,
+    filename: str | None = None,
+    turns: tuple[ChatTurn, ...] = (),
 ) -> GenerationRequest:
     """A validated GenerationRequest (a middle when there is code after the cursor, `suffix`, or other files,
-    `extra`); InvalidRequest (a ValueError) names the bad value and the allowed range."""
+    `extra`; a request in words when `mode` says so, or `turns` are given, or the prompt reads as words);
+    InvalidRequest (a ValueError) names the bad value and the allowed range."""
     prompt = _check_prompt(prompt, limits)
     suffix = _check_prompt("" if suffix is None else suffix, limits, "suffix")
     for context in extra:
@@ -92,6 +99,8 @@ def build_request(
     # Row 0 is the greedy answer, the others samples: measured on HumanEval (shipped configuration), greedy passes
     # more often than a sample (70.1% against 62.7%), and with it among the k the ranked first draft passes more
     # often (70.7% against 69.5% for the same ranker over k samples; rerank/settings.py)
+    turns = _turns_of(prompt, suffix or extra, mode, turns)
+    detection = _language_of(turns[-1].content if turns else prompt, language, filename)
     request = GenerationRequest(
         prompt=prompt,
         k=k,
@@ -103,6 +112,10 @@ def build_request(
         suffix=suffix,
         extra=tuple(extra),
         greedy_first=k > 1,
+        language=detection.language.name,
+        language_from=detection.how,
+        turns=turns,
+        stop_at_body_end=not turns,
     )
     request.validate()  # the engine's own checks (an empty prompt among them)
     return request
@@ -126,6 +139,51 @@ def capped_tokens(value, limits: Limits):
     if isinstance(value, int) and not isinstance(value, bool) and not 0 <= value <= limits.max_new_tokens:
         return limits.max_new_tokens
     return value
+
+
+MODES = ("auto", "code", "words")  # what a prompt is: recognised, code to continue, or a request in words
+
+
+def reads_as_words(text: str) -> bool:
+    """Whether a prompt is a request in words rather than code: its first line is a sentence (several words, most of
+    it letters, not a comment or a line of code). No language's code begins with a sentence."""
+    first = next((line.strip() for line in text.split("\n") if line.strip()), "")
+    words = first.split()
+    if len(words) < 4 or first.startswith(_CODE_STARTS) or words[0].rstrip(":(") in _CODE_WORDS:
+        return False
+    letters = sum(c.isalpha() or c.isspace() for c in first)
+    return letters >= 0.8 * len(first) and not first.endswith(("{", ";", "(", ",", "=", ")"))
+
+
+_CODE_STARTS = ("#", "//", "/*", "*", "--", "<", "@", '"', "'", "`", "$", "%", "!", "[", "{", "(")
+_CODE_WORDS = frozenset(
+    "def class import from function const let var fn func package public private protected static using namespace "
+    "return if for while echo print package module struct enum interface type async await pub use impl local "
+    "select insert update with".split()
+)
+
+
+def _turns_of(prompt: str, middle: object, mode, turns: tuple[ChatTurn, ...]) -> tuple[ChatTurn, ...]:
+    """The conversation of a request in words, or () for code: `turns` as given, else the prompt as the user's
+    turn when `mode` is "words", or "auto" and it reads as words (a middle is always code)."""
+    if mode not in MODES:
+        raise InvalidRequest(f"mode={mode!r} is unknown: choose one of {', '.join(MODES)}")
+    if turns:
+        return tuple(turns)
+    if mode == "words" or (mode == "auto" and not middle and reads_as_words(prompt)):
+        return (ChatTurn("user", prompt),)
+    return ()
+
+
+def _language_of(text: str, language, filename: str | None) -> languages.Detection:
+    """The language the client named (`language`, `filename`), else what the text says; InvalidRequest names an
+    unknown one."""
+    if language is not None and not isinstance(language, str):
+        raise InvalidRequest(f"language={language!r} is invalid: it must be a language's name")
+    try:
+        return languages.detect(text, language if language and language != "auto" else None, filename)
+    except ValueError as err:
+        raise InvalidRequest(str(err)) from None
 
 
 @dataclass(frozen=True)

@@ -144,6 +144,7 @@ class RankedEntry:
     n_type_errors: int | None
     findings: list[dict]  # static_eval's findings as data
     checks: CandidateChecks | None  # its outcomes on the checks, where they ran
+    explanation: str | None = None  # the prose of an answer to a request in words; None for code
     tie_break: str | None = None  # the tie rule, where an equal score was ordered by it
 
     def ranking(self) -> dict:
@@ -179,6 +180,19 @@ class ChecksInfo:
         return {"available": self.available, "reason": self.reason, "ran": self.ran, "items": items}
 
 
+@dataclass(frozen=True)
+class Language:
+    """What the run took the prompt to be, and which analyses its candidates got."""
+
+    name: str  # a languages.py id: "python", "javascript", ...
+    found_from: str  # languages.Detection.how: "field", "filename", "fence", "path header", "text", "default"
+    in_words: bool  # a request in words, answered with code blocks
+    analyses: tuple[str, ...]  # the static analyses that ran: "syntax", "lint", "types"
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "from": self.found_from, "in_words": self.in_words, "analyses": list(self.analyses)}
+
+
 @dataclass
 class Timings:
     """Where a run's seconds went."""
@@ -206,6 +220,7 @@ class RunResult:
     candidates: list[RankedEntry]  # best first
     similarity: list[list[float | None]]  # pairwise, in rank order, the diagonal empty
     engine_stats: GenerationStats
+    language: Language
     timings: Timings = field(default_factory=Timings)
     model: dict = field(default_factory=dict)  # the model choice (app.models.ModelChoice.as_dict)
     status: str = "done"
@@ -234,6 +249,7 @@ class RunResult:
             "status": self.status,
             "stopped": self.stopped,
             "request": request_dict(self.request),
+            "language": self.language.as_dict(),
             "ranking": {"available": True, "method": self.ranking_method},
             "static_analysis": {"available": self.static_analysis},
             "checks": self.checks.as_dict(),

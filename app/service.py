@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 
+import languages
 import rerank
 from app.requests import CheckRequest
 from app.results import (
     ChecksInfo,
+    Language,
     Progress,
     RankedEntry,
     RunResult,
@@ -26,8 +29,9 @@ from app.results import (
     request_notes,
 )
 from app.runs import BusyError, RunControl, as_reported
-from checks import CandidateChecks, CheckRunner, checks_for_infill, checks_for_prompt
-from engine import CandidateSource, GenerationRequest, GenerationResult
+from checks import CandidateChecks, Check, CheckRunner, checks_for_infill, checks_for_prompt, parse_user_checks
+from engine import Candidate, CandidateSource, GenerationRequest, GenerationResult
+from engine.text.answer import split_answer
 from static_eval import StaticAnalyzer
 
 
@@ -59,16 +63,17 @@ class Pipeline:
         started = time.perf_counter()
         result = engine.generate(request, on_update=on_update, should_stop=control.should_stop if control else None)
         generated = time.perf_counter()
-        texts = [c.text for c in result.candidates]
+        drafts = Drafts.of(request, result)
         cut = [c.cut for c in result.candidates]
-        reports = self.analyzer.analyze(request.prompt, texts, cut, request.suffix) if self.analyzer else None
+        reports = self._analyze(drafts, cut)
         analyzed = time.perf_counter()
         stopped = control is not None and control.stopped  # superseded or gone: what it had, without running it
-        info, outcomes, check_notes = self._check(request, texts, checks if not stopped else CheckRequest(run=False))
+        info, outcomes, check_notes = self._check(drafts, checks if not stopped else CheckRequest(run=False))
         checked = time.perf_counter()
-        candidates, matrix = self._rank(result, reports, outcomes)
+        candidates, matrix = self._rank(result, drafts, reports, outcomes)
         ranked = time.perf_counter()
         return RunResult(
+            language=Language(drafts.language.name, request.language_from, request.in_words, self._analyses(reports)),
             request=request,
             stopped=control.reason if stopped else None,
             ranking_method=self.rank_settings.label(),
@@ -87,17 +92,25 @@ class Pipeline:
             ),
         )
 
+    def _analyze(self, drafts: Drafts, cut: list[bool]) -> list | None:
+        """Each candidate's static report (in its language), or None when static analysis is off."""
+        if self.analyzer is None:
+            return None
+        return self.analyzer.analyze(drafts.prompt, drafts.codes, cut, drafts.suffix, drafts.language)
+
+    @staticmethod
+    def _analyses(reports) -> tuple[str, ...]:
+        """The analyses that ran on the candidates (syntax, lint, types), as the first report says."""
+        return tuple(reports[0].analyses) if reports else ()
+
     def _check(
         self,
-        request: GenerationRequest,
-        texts: list[str],
+        drafts: Drafts,
         asked: CheckRequest,
     ) -> tuple[ChecksInfo, list[CandidateChecks] | None, list[str]]:
-        """The checks of this request (the examples in the prompt's code, then the user's own), each candidate's
-        outcomes when they ran (prompt + candidate + suffix, one sandboxed program each), and what to say."""
-        found = (
-            checks_for_infill(request.prompt, request.suffix) if request.suffix else checks_for_prompt(request.prompt)
-        ) + list(asked.user)
+        """The checks of this request (the examples in the prompt's code, or the asserts in a request in words, then
+        the user's own), each candidate's outcomes when they ran (one sandboxed program each), and what to say."""
+        found = drafts.checks() + list(asked.user)
         available = self.checker is not None and self.checker.available
         reason = None if available else self.checker.reason if self.checker else "checks are off (--no-run-checks)"
         info = ChecksInfo(available, reason, ran=False, items=tuple(found))
@@ -111,34 +124,36 @@ class Pipeline:
             )
         if not available:
             return info, None, [f"{len(found)} checks were found and not run: {reason}"]
-        outcomes = self.checker.run([request.prompt + text + request.suffix for text in texts], found)
+        outcomes = self.checker.run(drafts.programs(), found)
         return replace(info, ran=True), outcomes, []
 
     def _rank(
         self,
         result: GenerationResult,
+        drafts: Drafts,
         reports,
         outcomes: list[CandidateChecks] | None,
     ) -> tuple[list[RankedEntry], list[list[float | None]]]:
         """One entry per distinct candidate, best first, and their similarity matrix in the same order (its
         diagonal, a candidate with itself, left empty: it says nothing)."""
-        cands = result.candidates
+        cands = drafts.as_candidates(result.candidates)
         passes = [o.passed for o in outcomes] if outcomes is not None else None
         ranked, similarities = rerank.rank_with_similarity(
             [c.text for c in cands], [c.logprobs for c in cands], reports, self.rank_settings, check_passes=passes
         )
-        candidates = [self._ranked_candidate(r, cands, reports, outcomes) for r in ranked]
+        candidates = [self._ranked_candidate(r, cands, reports, outcomes, drafts) for r in ranked]
         mark_ties(candidates)
         matrix = [
             [None if i == j else finite(v) for j, v in enumerate(row)] for i, row in enumerate(similarities.tolist())
         ]
         return candidates, matrix
 
-    def _ranked_candidate(self, ranked: rerank.RankedCandidate, cands, reports, outcomes) -> RankedEntry:
+    def _ranked_candidate(self, ranked: rerank.RankedCandidate, cands, reports, outcomes, drafts) -> RankedEntry:
         """One ranked candidate: its first copy's fields, its score and the parts of it, its checks."""
         parts = ranked.as_dict()
         return RankedEntry(
             **candidate_fields(ranked.rank, ranked.indices, cands, reports),
+            explanation=drafts.explanations[ranked.indices[0]] if drafts.explanations else None,
             score=parts["score"],
             scorer=ranked.scorer,
             demoted=ranked.demoted,
@@ -277,6 +292,70 @@ class Pipeline:
             box.post(final=final)
         except Exception as err:  # noqa: BLE001 - handed over to the consumer thread, which raises it
             box.post(error=as_reported(err))
+
+
+@dataclass(frozen=True)
+class Drafts:
+    """What is judged of a run's rows: the code of each (a row itself, or the code block of an answer in words),
+    what it is read with (the prompt and suffix around code; nothing around an answer's code), and its language."""
+
+    request: GenerationRequest
+    codes: list[str]  # per row
+    explanations: list[str] | None  # per row, the prose of an answer in words; None for code
+    language: languages.Language  # of the code: the request's, or for answers the fence most of them name
+
+    @staticmethod
+    def of(request: GenerationRequest, result: GenerationResult) -> Drafts:
+        language = languages.resolve(request.language)
+        if not request.in_words:
+            return Drafts(request, [c.text for c in result.candidates], None, language)
+        answers = [split_answer(c.text) for c in result.candidates]
+        fenced = Counter(languages.from_fence("```" + a.fence) for a in answers if a.fence)
+        fenced.pop(None, None)
+        if fenced and request.language_from != languages.FIELD:
+            language = fenced.most_common(1)[0][0]
+        return Drafts(request, [a.code for a in answers], [a.explanation for a in answers], language)
+
+    @property
+    def prompt(self) -> str:
+        return "" if self.request.in_words else self.request.prompt
+
+    @property
+    def suffix(self) -> str:
+        return self.request.suffix
+
+    def programs(self) -> list[str]:
+        """The program each row's checks run in: the code around it, the row, the code after it."""
+        return [self.prompt + code + self.suffix for code in self.codes]
+
+    def checks(self) -> list[Check]:
+        """The examples the request carries: in the prompt's code (or around a middle), or the assert lines of a
+        request in words."""
+        request = self.request
+        if request.in_words:
+            return asserts_in_words(request.turns[-1].content)
+        return (
+            checks_for_infill(request.prompt, request.suffix) if request.suffix else checks_for_prompt(request.prompt)
+        )
+
+    def as_candidates(self, rows: list[Candidate]) -> list[Candidate]:
+        """The rows as the ranking reads them: their code (an answer's block) with their tokens' probabilities."""
+        if not self.request.in_words:
+            return rows
+        return [replace(row, text=code) for row, code in zip(rows, self.codes)]
+
+
+def asserts_in_words(text: str) -> list[Check]:
+    """The assert lines a request in words carries ("it must satisfy assert f(2) == 4"), as the user's checks; a line
+    that does not read as one is left out."""
+    lines = [line[line.find("assert ") :].strip().rstrip(".") for line in text.split("\n") if "assert " in line]
+    checks = []
+    for line in lines:
+        try:
+            checks += parse_user_checks(line)
+        except ValueError:
+            continue
+    return checks
 
 
 class _Mailbox:

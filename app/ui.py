@@ -11,9 +11,10 @@ from dataclasses import dataclass, replace
 
 import gradio as gr
 
+import languages
 from app import render
 from app.models import EngineHub
-from app.requests import Defaults, Limits, build_checks, build_request
+from app.requests import MODES, Defaults, Limits, build_checks, build_request
 from app.results import Progress, RunResult
 from app.runs import USER_ERRORS, InternalError, RunControl, RunRegistry, as_reported
 from app.service import Pipeline
@@ -26,7 +27,14 @@ EXAMPLES = [
     ' maxima of numbers.\n    >>> running_max([1, 3, 2, 5, 4])\n    [1, 3, 3, 5, 5]\n    """\n',
     'def fizzbuzz(n: int) -> list[str]:\n    """Return the FizzBuzz strings for 1..n: "Fizz" for multiples of 3,\n'
     '    "Buzz" for multiples of 5, "FizzBuzz" for both, the number otherwise."""\n',
+    "Write a Python function is_ipv4(text) that checks whether a string is a valid IPv4 address.\n"
+    'It must satisfy assert is_ipv4("192.168.0.1") and not is_ipv4("256.1.1.1")\n',
+    "// Return a function that calls fn only after wait milliseconds have passed without another call.\n"
+    "function debounce(fn, wait) {\n",
 ]
+
+
+EXAMPLE_LABELS = ["is_palindrome", "running_max", "fizzbuzz", "in words: IPv4", "JavaScript: debounce"]
 
 
 class IntactCode(gr.Code):
@@ -59,6 +67,8 @@ class FormValues:
     suffix: str = ""  # the code after the cursor: candidates are then middles
     checks: str = ""  # the user's assert lines
     run_checks: bool = True
+    mode: str = "auto"  # app.requests.MODES: recognised, code, or a request in words
+    language: str = "auto"  # a languages.py name, or "auto": recognised from the prompt
 
 
 @dataclass
@@ -126,6 +136,8 @@ class _Runner:
                 form.seed,
                 self.limits,
                 form.suffix,
+                mode=form.mode,
+                language=form.language,
             )
             checks = build_checks(form.checks, form.run_checks)
             choice = self.hub.choice(form.model)
@@ -190,8 +202,30 @@ def _layout(hub: EngineHub, pipeline: Pipeline, limits: Limits, defaults: Defaul
 
 
 def _code_inputs() -> dict:
-    """The prompt, the code after the cursor and the checks, with the example prompts."""
-    prompt = gr.Code(value=EXAMPLES[0], language="python", label="Prompt", lines=12, interactive=True, elem_id="prompt")
+    """The prompt (code or words) and what it is, the code after the cursor and the checks, with the example prompts."""
+    prompt = gr.Code(
+        value=EXAMPLES[0],
+        language="python",
+        label="Prompt: code to complete, or a request in words",
+        lines=12,
+        interactive=True,
+        elem_id="prompt",
+    )
+    with gr.Row():
+        mode = gr.Radio(
+            list(MODES),
+            value="auto",
+            label="The prompt is",
+            elem_id="mode",
+            info="auto: a prompt that begins with a sentence is a request in words",
+        )
+        language = gr.Dropdown(
+            ["auto", *languages.names()],
+            value="auto",
+            label="Language",
+            elem_id="language",
+            info="auto: from the prompt (a fence, a path comment, its code)",
+        )
     suffix = gr.Code(
         value="",
         language="python",
@@ -209,10 +243,8 @@ def _code_inputs() -> dict:
         elem_id="checks",
         label="Checks (optional: assert lines such as assert add(2, 3) == 5, run with the examples in your docstring)",
     )
-    gr.Examples(
-        EXAMPLES, inputs=[prompt], label="Example prompts", example_labels=["is_palindrome", "running_max", "fizzbuzz"]
-    )
-    return {"prompt": prompt, "suffix": suffix, "checks": checks}
+    gr.Examples(EXAMPLES, inputs=[prompt], label="Example prompts", example_labels=EXAMPLE_LABELS)
+    return {"prompt": prompt, "suffix": suffix, "checks": checks, "mode": mode, "language": language}
 
 
 def _settings_inputs(hub: EngineHub, pipeline: Pipeline, limits: Limits, defaults: Defaults) -> dict:
@@ -340,14 +372,29 @@ def _api(hub: EngineHub, run: _Runner, runs: RunRegistry, defaults: Defaults) ->
         suffix: str = "",
         checks: str = "",
         run_checks: bool = True,
+        mode: str = "auto",
+        language: str = "auto",
         request: gr.Request = None,
     ) -> Iterator[dict]:
         """k ranked completions of `prompt` as JSON (middles between `prompt` and `suffix`, the code after the
-        cursor, when it is given); `checks` are assert lines run on every candidate with the prompt's own
-        examples (sandboxed; `run_checks` false runs nothing); streams partial results (status != "done")
-        first."""
+        cursor, when it is given; answers with their code blocks ranked when the prompt is a request in words,
+        `mode` "words", or "auto" and it begins with a sentence); `language` names the code's language ("auto":
+        recognised); `checks` are assert lines run on every candidate with the prompt's own examples (sandboxed;
+        `run_checks` false runs nothing); streams partial results (status != "done") first."""
         form = FormValues(
-            prompt, k, budget_s, temperature, max_new_tokens, top_p, seed, model, suffix or "", checks or "", run_checks
+            prompt,
+            k,
+            budget_s,
+            temperature,
+            max_new_tokens,
+            top_p,
+            seed,
+            model,
+            suffix or "",
+            checks or "",
+            run_checks,
+            mode,
+            language,
         )
         for state in run.stream(form, _session(request)):
             yield state.as_dict()
@@ -376,15 +423,34 @@ def _ui_updates(state: Progress | RunResult, prompt_text: str, suffix_text: str,
         state.as_dict() if done else None,
     ]
     items = list(state.checks.items) if done else []
+    highlight = HIGHLIGHT.get(state.language.name) if done else None
+    around = ("", "") if done and state.language.in_words else (prompt_text, suffix_text)
     for index in range(n_slots):
         if index < len(state.candidates):
             entry = state.candidates[index]
             values += [
                 gr.Group(visible=True),
                 render.candidate_header_html(entry, items),
-                entry.code,
-                prompt_text + entry.code + suffix_text,
+                gr.update(value=entry.code, language=highlight) if done else entry.code,
+                gr.update(value=around[0] + entry.code + around[1], language=highlight) if done else "",
             ]
         else:
             values += [gr.Group(visible=False), "", "", ""]
     return values
+
+
+# languages.py names -> the page's highlighting (gr.Code knows these; the C family's braces, strings and comments
+# suit Java, C#, Go, Rust and PHP well enough; Ruby none)
+HIGHLIGHT = {
+    "python": "python",
+    "javascript": "javascript",
+    "typescript": "typescript",
+    "c": "c",
+    "cpp": "cpp",
+    "shell": "shell",
+    "java": "cpp",
+    "csharp": "cpp",
+    "go": "cpp",
+    "rust": "cpp",
+    "php": "cpp",
+}

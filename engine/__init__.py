@@ -16,6 +16,7 @@ import importlib
 
 from engine.settings import DRAFTER_CHOICES, DTYPE_CHOICES, PROMPT_FORMS, WEIGHT_FORMATS, EngineSettings
 from engine.types import (
+    CHAT_ROLES,
     Candidate,
     CandidateSource,
     ChatTurn,
@@ -44,6 +45,7 @@ _LAZY = {
 }
 
 __all__ = [
+    "CHAT_ROLES",
     "Candidate",
     "CandidateSource",
     "ChatTurn",

@@ -152,7 +152,7 @@ def call_raw(url: str, body: bytes) -> tuple[int, str]:
 
 def test_non_utf8_input_is_refused_and_the_server_keeps_serving(served):
     _, url, client = served
-    fields = '2, 2.0, 0.8, 8, 0.95, -1, "tiny pair", "", "", true'  # every input: suffix, checks, run_checks last
+    fields = '2, 2.0, 0.8, 8, 0.95, -1, "tiny pair", "", "", true, "auto", "auto"'  # every input: ... mode, language
     status, events = call_raw(url, b'{"data": ["def f():\\n    x = \'\\ud800\'\\n", ' + fields.encode() + b"]}")
     assert status == 200 and "event: error" in events
     assert "prompt is not valid UTF-8 text: character 18 is" in events and "lone surrogate" in events

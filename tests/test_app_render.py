@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from app import render
-from app.results import ChecksInfo, GrowingCandidate, RankedEntry, RunResult, ScoreParts, Timings
+from app.results import ChecksInfo, GrowingCandidate, Language, RankedEntry, RunResult, ScoreParts, Timings
 from engine import GenerationRequest, GenerationStats
 
 XSS = '<script>window.__xss=1</script><img src=x onerror="window.__xss=2">'
@@ -61,6 +61,7 @@ def test_status_and_notes_escape_names():
         candidates=[],
         similarity=[],
         engine_stats=GenerationStats(),
+        language=Language("python", "default", False, ("syntax",)),
         timings=Timings(total_s=1.0),
         model={"choice": XSS},
     )

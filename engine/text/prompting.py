@@ -9,8 +9,9 @@ from dataclasses import dataclass, replace
 
 import torch
 
+import languages
 from engine.settings import EngineSettings
-from engine.text.chat import CLOSING_FENCE, answer_enders, chat_form_for
+from engine.text.chat import CLOSING_FENCE, answer_enders, chat_form_for, conversation_parts, read_parts
 from engine.text.infill import WINDOW_START_LINES, FimFormat, require_fim, typed_at_cursor
 from engine.types import GenerationRequest
 
@@ -77,12 +78,24 @@ class PromptPreparer:
 
     # --- the prompt's ids ---------------------------------------------------------------------------
     def prompt_ids(self, request: GenerationRequest) -> list[int]:
-        """The prompt's tokens: the text as it is or in the chat form, or a middle's prompt in the FIM format."""
+        """The prompt's tokens: the text as it is or in the chat form, a middle's prompt in the FIM format, or a
+        conversation in the chat template."""
+        if request.in_words:
+            return self._conversation_ids(request)
         if request.is_infill:
             return self._middle_ids(request)
         if self.in_chat_form(request):
-            return self.chat.prompt_ids(request.prompt, self._encode, self._encode_special)
+            language = languages.resolve(request.language)
+            return self.chat.prompt_ids(request.prompt, self._encode, self._encode_special, language)
         return self._encode(request.prompt)
+
+    def _conversation_ids(self, request: GenerationRequest) -> list[int]:
+        """A request in words: its turns in the tokenizer's chat template, the answer next; a model without one
+        reads the turns' text as it is."""
+        parts = conversation_parts(self.tokenizer, request.turns)
+        if parts is None:
+            return self._encode("\n\n".join(turn.content for turn in request.turns) + "\n")
+        return read_parts(parts, self._encode, self._encode_special)
 
     def _middle_ids(self, request: GenerationRequest) -> list[int]:
         """A middle's prompt in the FIM format: other files within the room the context leaves them, an editor's
@@ -120,7 +133,7 @@ class PromptPreparer:
 
     def in_chat_form(self, request: GenerationRequest) -> bool:
         """Whether the request's prompt is read in the chat form (a continuation, on an engine that has one)."""
-        return self.chat is not None and not request.is_infill
+        return self.chat is not None and not request.is_infill and not request.in_words
 
     def form_stops(self, request: GenerationRequest) -> tuple[str, ...]:
         """Stop strings the prompt's form adds: the chat form's closing fence."""

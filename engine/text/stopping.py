@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import languages
+from engine.text.answer import FirstBlockEnd
 from engine.text.blocks import BodyEnd
+from engine.text.braces import BraceEnd
 from engine.types import FINISH_LENGTH, FINISH_STOP, Candidate, GenerationRequest
 
 
@@ -83,6 +86,22 @@ class IndentEnd:
         return None
 
 
+def block_end(request: GenerationRequest) -> BodyEnd | BraceEnd | FirstBlockEnd | None:
+    """Where a row leaves what it was asked to write: an answer's first code block (a request in words), or the
+    function (Python) or braced block the prompt opened; None when the rule is off, or the language's blocks end
+    with words (Ruby, shell)."""
+    if request.in_words:
+        return FirstBlockEnd()
+    if not request.stop_at_body_end:
+        return None
+    language = languages.resolve(request.language)
+    if language.blocks == languages.INDENT:
+        return BodyEnd.of(request.prompt)
+    if language.blocks == languages.BRACES:
+        return BraceEnd.of(request.prompt, language)
+    return None
+
+
 @dataclass(frozen=True)
 class StopRules:
     """Everything that ends a row, for one request."""
@@ -90,7 +109,7 @@ class StopRules:
     eos_ids: frozenset[int]  # every token that ends a text (see end_of_text_ids)
     stops: tuple[str, ...]
     max_new_tokens: int
-    body: BodyEnd | None = None  # the end-of-body rule of the request's prompt; None: off
+    body: BodyEnd | BraceEnd | FirstBlockEnd | None = None  # where a row leaves what it was asked for (block_end)
     echo: SuffixEcho | None = None  # a middle's end where it repeats the code after the cursor; None: not a middle
     indent: IndentEnd | None = None  # a middle's end at a line indented less than the request's min_indent
 
@@ -104,7 +123,7 @@ class StopRules:
             eos_ids,
             tuple(request.stop) + form_stops,
             request.max_new_tokens + int(healed),
-            BodyEnd.of(request.prompt) if request.stop_at_body_end else None,
+            block_end(request),
             SuffixEcho.of(request.prompt, request.suffix) if request.suffix else None,
             IndentEnd(request.min_indent) if request.min_indent > 0 else None,
         )

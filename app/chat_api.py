@@ -1,0 +1,160 @@
+"""Ranked answers over OpenAI's chat protocol: `POST /v1/chat/completions` on the app's own server.
+
+`messages` is the conversation (system, user and assistant turns, each `content` a string or a list of text parts; the
+last a user's): the request in words. `n` is k; each answer's code block is a candidate, checked (the assert lines in
+the request are its checks), ranked, and the choices come back best first, each message the answer's prose and its
+code block, with its rank, score and findings in an extra `ranked_drafts` field, as in /v1/completions.
+`max_tokens` (or `max_completion_tokens`), `temperature`, `top_p`, `seed`, `stop`, `stream` (server-sent events in the
+chat chunk shape once the ranking is done, then [DONE]); extra fields `budget_s`, `language` (the language asked for),
+`checks` and `run_checks`. Errors use OpenAI's error shape. Chat clients (the `openai` SDK, Open WebUI, Continue's
+chat, aider) use it unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from dataclasses import replace
+
+import gradio as gr
+from fastapi.responses import JSONResponse, StreamingResponse
+
+import languages
+from app.models import EngineHub
+from app.openai_api import OPENAI_ERRORS, error_response, protocol_finish, protocol_names
+from app.requests import Defaults, Limits, build_checks, build_request, capped_tokens, stop_strings
+from app.results import RankedEntry, RunResult
+from app.routes import final_or_error, json_handler, mount_first
+from app.runs import USER_ERRORS, RunControl
+from app.service import Pipeline
+from engine import CHAT_ROLES, ChatTurn, InvalidRequest
+
+
+def mount_chat(
+    demo: gr.Blocks, hub: EngineHub, pipeline: Pipeline, limits: Limits = Limits(), defaults: Defaults = Defaults()
+) -> None:
+    """Add POST /v1/chat/completions to a launched demo's server, ahead of Gradio's routes."""
+    defaults = defaults.clipped(limits)
+
+    def chat(body: dict, control: RunControl) -> JSONResponse | StreamingResponse:
+        try:
+            choice, request = _parse(body, hub, limits, defaults)
+            checks = build_checks(body.get("checks") or "", body.get("run_checks", True))
+        except USER_ERRORS as err:
+            return error_response(400, protocol_names(str(err)), "invalid_request_error")
+        final, error = final_or_error(pipeline, hub, choice, request, control, OPENAI_ERRORS, checks)
+        if error is not None:
+            return error_response(*error, headers={"Retry-After": "5"} if error[0] == 429 else None)
+        response = _response(final, str(body.get("model") or choice.label))
+        if body.get("stream"):
+            return StreamingResponse(_events(response), media_type="text/event-stream")
+        return JSONResponse(response)
+
+    handler = json_handler(
+        chat, lambda status, message: error_response(status, message, "invalid_request_error"), "at least `messages`"
+    )
+    mount_first(demo, [("/v1/chat/completions", handler, "POST")])
+
+
+def _parse(body: dict, hub: EngineHub, limits: Limits, defaults: Defaults):
+    """(model choice, GenerationRequest of a request in words) from a chat completions body."""
+    turns = _turns(body.get("messages"))
+    model = body.get("model")
+    if model is not None and not isinstance(model, str):
+        raise InvalidRequest(f"model={model!r} is invalid: it must be a string")
+    choice = hub.choice(model if model in hub.choices else None)
+    n = body.get("n", defaults.k)
+    if isinstance(n, int) and not isinstance(n, bool) and not 1 <= n <= limits.max_k:
+        raise InvalidRequest(f"n={n} is out of range: it must be an integer in 1..{limits.max_k} (the app's --max-k)")
+    tokens = body.get("max_completion_tokens", body.get("max_tokens", defaults.max_new_tokens))
+    request = build_request(
+        turns[-1].content,
+        n,
+        body.get("budget_s", defaults.budget_s),
+        body.get("temperature", defaults.temperature),
+        capped_tokens(tokens, limits),
+        body.get("top_p", defaults.top_p),
+        -1 if body.get("seed") is None else body.get("seed"),
+        limits,
+        language=body.get("language"),
+        turns=turns,
+    )
+    request = replace(request, stop=stop_strings(body.get("stop")))
+    request.validate()
+    return choice, request
+
+
+def _turns(messages) -> tuple[ChatTurn, ...]:
+    """The conversation of `messages`; InvalidRequest names what is wrong with it."""
+    if not isinstance(messages, list) or not messages:
+        raise InvalidRequest("messages must be a non-empty array of {role, content} objects")
+    turns = tuple(_turn(index, message) for index, message in enumerate(messages))
+    if turns[-1].role != "user":
+        raise InvalidRequest(
+            f"messages[{len(turns) - 1}] has role {turns[-1].role!r}: the last message must be the user's"
+        )
+    return turns
+
+
+def _turn(index: int, message) -> ChatTurn:
+    role = message.get("role") if isinstance(message, dict) else None
+    if role == "developer":
+        role = "system"  # OpenAI's newer name for the system turn
+    if role not in CHAT_ROLES:
+        raise InvalidRequest(f"messages[{index}].role={role!r} is invalid: use one of {', '.join(CHAT_ROLES)}")
+    content = message.get("content")
+    if isinstance(content, list):  # text parts; other kinds (images) have nothing for a code model
+        content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    if not isinstance(content, str):
+        raise InvalidRequest(f"messages[{index}].content must be a string or a list of text parts")
+    return ChatTurn(role, content)
+
+
+def answer_text(entry: RankedEntry, language: str) -> str:
+    """An answer as a chat client shows it: its prose, then its code in a fenced block."""
+    fence = languages.resolve(language).fence
+    block = f"```{fence}\n{entry.code}```" if entry.code else ""
+    return "\n\n".join(part for part in (entry.explanation or "", block) if part)
+
+
+def _response(final: RunResult, model: str) -> dict:
+    """The protocol's chat completion: one choice per answer (copies side by side), best first."""
+    choices = [
+        {
+            "index": index,
+            "message": {"role": "assistant", "content": answer_text(entry, final.language.name)},
+            "logprobs": None,
+            "finish_reason": protocol_finish(entry.finish_reason),
+            "ranked_drafts": entry.ranking() | {"code": entry.code, "language": final.language.name},
+        }
+        for index, entry in enumerate(final.ranked_copies())
+    ]
+    tokens = final.engine_stats.generated_tokens
+    prompt_tokens = final.engine_stats.prompt_tokens
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": choices,
+        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": tokens, "total_tokens": prompt_tokens + tokens},
+        "ranked_drafts": {
+            "notes": final.notes,
+            "stats": final.stats(),
+            "stopped": final.stopped,
+            "checks": final.checks.as_dict(),
+            "language": final.language.as_dict(),
+        },
+    }
+
+
+def _events(response: dict):
+    """The ranked answers as chat chunks (each answer whole in one delta, then its finish), then [DONE]."""
+    head = {key: response[key] for key in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+    for choice in response["choices"]:
+        delta = {"index": choice["index"], "delta": choice["message"], "finish_reason": None}
+        yield f"data: {json.dumps(head | {'choices': [delta | {'ranked_drafts': choice['ranked_drafts']}]})}\n\n"
+        end = {"index": choice["index"], "delta": {}, "finish_reason": choice["finish_reason"]}
+        yield f"data: {json.dumps(head | {'choices': [end]})}\n\n"
+    yield "data: [DONE]\n\n"
