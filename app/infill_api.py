@@ -12,7 +12,8 @@ Fields as llama.cpp's server reads them (tools/server: server-context.cpp, serve
 - `t_max_predict_ms`: the time limit of generation, counted once the prompt is read; past it a row ends at the
   next newline it writes, so that the plugin always gets whole lines (llama.cpp stops "upon another new line");
 - `n_indent`: a row ends before a new line indented less than this many columns (llama.cpp cuts that line);
-- `response_fields`, `stream` (one event per result, no [DONE]).
+- `response_fields`, `stream` (one event per result, no [DONE]);
+- extra fields `language` and `filename` name the code's language (else it is recognised from the prefix).
 Differences: `top_k`, `min_p` and `samplers` are accepted and not applied (the engine samples with temperature and
 top-p, which the ranking's agreement relies on); `t_max_prompt_ms` is accepted and ignored, as llama.cpp does
 (a TODO there); `cache_prompt` is always on (the prefix cache is exact, so it changes no answer); `id_slot` and
@@ -155,6 +156,8 @@ def _parse(body: dict, limits: Limits, defaults: Defaults):
         limits,
         suffix or "\n",
         extra,
+        language=body.get("language"),
+        filename=body.get("filename") if isinstance(body.get("filename"), str) else None,
     )  # always a middle: "\n" is an empty file's end
     stop = stop_strings(body.get("stop"))
     n_indent = body.get("n_indent", 0)

@@ -3,9 +3,9 @@
 - `POST /api/generate`: `prompt` (the code before the cursor) and `suffix` (after it: then a middle), `options`
   (`num_predict`: -1 or past the app's most, its most; `temperature`, `top_p`, `seed`, `stop`; `top_k`, `num_ctx`
   and the rest are accepted and not applied), `stream` (default true: lines of JSON, the text in `response`, then a
-  last line with `done` true and the counts and durations in nanoseconds). One answer, as Ollama gives: the
-  best-ranked of `n` candidates (an extra option, default 1). A request without a prompt loads the model
-  (`done_reason` "load"), as Ollama's does.
+  last line with `done` true and the counts and durations in nanoseconds), an extra `language` (else recognised).
+  One answer, as Ollama gives: the best-ranked of `n` candidates (an extra option, default 1). A request without a
+  prompt loads the model (`done_reason` "load"), as Ollama's does.
 - `GET /api/tags`, `POST /api/show` (its `template` names `.Suffix`, which Continue reads as "this model fills in
   the middle"), `GET /api/version`.
 Any `model` name is served by the app's model of that label, or else its default (the editors' configurations name
@@ -150,6 +150,7 @@ def _parse(body: dict, hub: EngineHub, limits: Limits, defaults: Defaults):
         -1 if seed is None else seed,
         limits,
         suffix,
+        language=body.get("language"),
     )
     request = replace(request, stop=stop_strings(options.get("stop")))
     request.validate()

@@ -152,6 +152,7 @@ def _response(final: RunResult, model: str) -> dict:
             "stats": final.stats(),
             "stopped": final.stopped,
             "checks": final.checks.as_dict(),
+            "language": final.language.as_dict(),
         },
     }
 

@@ -1,0 +1,168 @@
+"""Requests in words: /v1/chat/completions called by the official `openai` client against the real app (tiny models
+for the protocol; the bundled 0.5B, marked, for answers that are code), and how the app tells words from code."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import openai
+import pytest
+from local_app import launch_local
+
+from app.chat_api import mount_chat
+from app.models import EngineHub, ModelChoice, menu
+from app.openai_api import mount_completions
+from app.requests import Limits, build_request, reads_as_words
+from app.service import Pipeline
+from app.ui import build_demo
+from checks import CheckRunner
+from static_eval import AnalyzerSettings, StaticAnalyzer
+
+LIMITS = Limits(max_k=6, max_budget_s=60, max_new_tokens=512)
+IPV4 = (
+    "Write a Python function is_ipv4(text) that checks whether a string is a valid IPv4 address.\n"
+    'It must satisfy assert is_ipv4("192.168.0.1") and not is_ipv4("256.1.1.1")'
+)
+
+
+def serve(hub: EngineHub, checker: CheckRunner | None = None):
+    analyzer = StaticAnalyzer(AnalyzerSettings(lint=False))
+    pipeline = Pipeline(analyzer=analyzer, checker=checker)
+    demo = build_demo(hub, pipeline, LIMITS)
+    url = launch_local(demo)
+    mount_completions(demo, hub, pipeline, LIMITS)
+    mount_chat(demo, hub, pipeline, LIMITS)
+    return demo, analyzer, url
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    demo, analyzer, url = serve(EngineHub([ModelChoice("tiny", "tiny:0")]))
+    yield url
+    demo.close()
+    analyzer.close()
+
+
+@pytest.fixture(scope="module")
+def client(tiny):
+    return openai.OpenAI(base_url=tiny + "v1", api_key="unused", max_retries=0)
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("Write a Python function that checks whether a string is a valid IPv4 address.", True),
+        ("Write a function to find the shared elements.\nassert f((1, 2), (2, 3)) == (2,)", True),
+        ("how do I reverse a list in place", True),
+        ('def add(a, b):\n    """Return a + b."""\n', False),
+        ("// Return the sum of a and b\nfunction add(a, b) {\n", False),
+        ("import numpy as np\n", False),
+        ("#include <stdio.h>\nint main() {\n", False),
+        ("print('hello world and more words')", False),
+    ],
+)
+def test_a_prompt_that_begins_with_a_sentence_is_a_request_in_words(text, words):
+    assert reads_as_words(text) is words
+    assert build_request(text, 2, 5, 0.8, 16).in_words is words
+
+
+def test_mode_and_language_fields_override_what_the_text_says():
+    assert not build_request(IPV4, 2, 5, 0.8, 16, mode="code").in_words
+    assert build_request("def f(x):\n", 2, 5, 0.8, 16, mode="words").in_words
+    made = build_request("function f(a) {\n", 2, 5, 0.8, 16, language="ts")
+    assert (made.language, made.language_from) == ("typescript", "field")
+    with pytest.raises(ValueError, match=r"language='cobol' is not known: use one of python, javascript"):
+        build_request("x", 2, 5, 0.8, 16, language="cobol")
+    with pytest.raises(ValueError, match=r"mode='prose' is unknown: choose one of auto, code, words"):
+        build_request("x", 2, 5, 0.8, 16, mode="prose")
+
+
+def test_chat_choices_come_back_best_first_as_assistant_messages(client):
+    completion = client.chat.completions.create(
+        model="tiny",
+        messages=[{"role": "system", "content": "Answer in code."}, {"role": "user", "content": IPV4}],
+        n=3,
+        max_tokens=12,
+        temperature=0.9,
+        seed=3,
+    )
+    assert completion.object == "chat.completion" and len(completion.choices) == 3
+    assert [c.index for c in completion.choices] == [0, 1, 2]
+    assert all(c.message.role == "assistant" and isinstance(c.message.content, str) for c in completion.choices)
+    ranks = [c.model_extra["ranked_drafts"]["rank"] for c in completion.choices]
+    assert ranks == sorted(ranks) and ranks[0] == 1
+    language = completion.model_extra["ranked_drafts"]["language"]
+    assert language["in_words"] and language["name"] == "python"
+    checks = completion.model_extra["ranked_drafts"]["checks"]
+    assert [item["origin"] for item in checks["items"]] == ["assert"]  # the request's assert line
+
+
+def test_chat_streams_each_answer_then_done(client):
+    stream = client.chat.completions.create(
+        model="tiny", messages=[{"role": "user", "content": IPV4}], n=2, max_tokens=8, seed=1, stream=True
+    )
+    chunks = list(stream)
+    assert all(c.object == "chat.completion.chunk" for c in chunks)
+    finished = [c.choices[0].index for c in chunks if c.choices[0].finish_reason is not None]
+    assert sorted(finished) == [0, 1]
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({"messages": []}, r"messages must be a non-empty array"),
+        ({"messages": [{"role": "robot", "content": "x"}]}, r"messages\[0\]\.role='robot' is invalid"),
+        ({"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]}, r"must be the user"),
+        ({"messages": [{"role": "user", "content": 5}]}, r"messages\[0\]\.content must be a string"),
+        ({"messages": [{"role": "user", "content": "x"}], "n": 9}, r"n=9 is out of range"),
+        ({"messages": [{"role": "user", "content": "x"}], "language": "klingon"}, r"language='klingon' is not known"),
+    ],
+)
+def test_bad_chat_bodies_are_refused_in_openais_error_shape(tiny, body, message):
+    response = httpx.post(tiny + "v1/chat/completions", json={"model": "tiny", "max_tokens": 4} | body, timeout=30)
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["type"] == "invalid_request_error"
+    assert __import__("re").search(message, error["message"]), error["message"]
+
+
+def test_completions_take_a_request_in_words_too(client):
+    completion = client.completions.create(
+        model="tiny", prompt=IPV4, n=2, max_tokens=8, seed=2, extra_body={"mode": "words"}
+    )
+    assert len(completion.choices) == 2
+    assert json.dumps(completion.model_extra["ranked_drafts"])  # JSON all through
+
+
+# --- the bundled model: answers that are code -------------------------------------------------------------------
+@pytest.mark.bundled
+def test_a_request_in_words_gets_ranked_checked_code_on_the_bundled_model():
+    hub = EngineHub(menu())
+    demo, analyzer, url = serve(hub, CheckRunner.create())
+    try:
+        chat = openai.OpenAI(base_url=url + "v1", api_key="unused", max_retries=0, timeout=600)
+        completion = chat.chat.completions.create(
+            model="bundled 0.5B alone (fast)",
+            messages=[{"role": "user", "content": IPV4}],
+            n=4,
+            max_tokens=400,
+            seed=0,
+            extra_body={"budget_s": 60},
+        )
+        best = completion.choices[0]
+        ranking = best.model_extra["ranked_drafts"]
+        assert "def is_ipv4" in ranking["code"] and "```python\n" in best.message.content
+        assert ranking["parses"] is True and ranking["checks"]["outcomes"], ranking
+        js = httpx.post(
+            url + "v1/completions",
+            json={"prompt": "// Return the larger of a and b\nfunction max2(a, b) {\n", "n": 2, "max_tokens": 64},
+            timeout=600,
+        ).json()
+        assert js["ranked_drafts"]["stats"]["generated_tokens"] > 0
+        first = js["choices"][0]
+        assert first["text"].rstrip().endswith("}"), first  # stopped where the function closes
+        assert not [f for f in first["ranked_drafts"]["findings"] if f["kind"] == "syntax-error"], first
+    finally:
+        demo.close()
+        analyzer.close()
