@@ -208,3 +208,42 @@ def test_code_after_the_cursor_makes_middles_shown_in_place(bundled_url):
         assert whole[len(SAVE_PREFIX) + 8 : len(whole) - len(LOAD_SUFFIX)].rstrip() == middle.rstrip()
         assert "def load" not in middle  # the middle stopped before the code after the cursor
         browser.close()
+
+
+WORDS = "Write a Python function add(a, b) that returns the sum of a and b.\nIt must satisfy assert add(2, 3) == 5"
+JS_FUNCTION = "// Return the larger of a and b\nfunction max2(a, b) {\n"
+
+
+@pytest.mark.bundled
+def test_a_request_in_words_and_a_javascript_function_give_ranked_highlighted_runnable_code(bundled_url):
+    """The page takes words or code: a request in words is answered with code (its prose shown beside it), a
+    JavaScript function is completed, analysed and highlighted as JavaScript; the code to copy runs."""
+    import ast
+    import subprocess
+
+    with sync_playwright() as playwright:
+        browser, page = ready_page(playwright, bundled_url)
+        enter_prompt(page, WORDS)
+        page.locator("#generate").click()
+        page.locator("#status", has_text="Done").wait_for(timeout=180_000)
+        expect(page.locator("#status")).to_contain_text("a request in words, answered in Python")
+        expect(page.locator(".rd-slot").first.locator(".rd-cand")).to_contain_text("#1")
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "words_final.png"), full_page=True)
+        code = clipboard_of_copy_button(page, "#candidate-0")
+        assert "def add" in code and "```" not in code
+        ast.parse(code)  # the answer's code block alone, valid Python
+
+        enter_prompt(page, JS_FUNCTION)
+        page.locator("#generate").click()
+        page.locator("#status", has_text="Done").wait_for(timeout=180_000)
+        expect(page.locator("#status")).to_contain_text("JavaScript code")
+        page.screenshot(path=str(ARTIFACTS / "javascript_final.png"), full_page=True)
+        assert page.locator("#candidate-0 .cm-content").get_attribute("data-language") == "javascript"
+        page.locator(".rd-slot").first.get_by_text("Whole code").click()
+        whole = clipboard_of_copy_button(page, "#whole-0")
+        assert whole.startswith(JS_FUNCTION) and whole.rstrip().endswith("}")
+        if shutil.which("node"):  # node parses it as a program (runs nothing)
+            checked = subprocess.run(["node", "--check"], input=whole, text=True, capture_output=True, timeout=30)
+            assert checked.returncode == 0, checked.stderr
+        browser.close()
