@@ -116,7 +116,7 @@ class RemoteClient:
         rules = rules if rules is not None else StopRules.of(request, frozenset())
         events: queue.Queue = queue.Queue()
         infill = request.is_infill and self.settings.infill == "infill"
-        url = self._infill_url() if infill else "completions"
+        url = self._infill_url() if infill else "chat/completions" if request.in_words else "completions"
         streams = [
             _Stream(self._client, url, body, rows_of, events, infill)
             for body, rows_of in (self._infill_requests(request) if infill else self._requests(request))
@@ -145,9 +145,14 @@ class RemoteClient:
     # --- requests and their streams -----------------------------------------------------------------------
     def _requests(self, request: GenerationRequest) -> list[tuple[dict, list[int]]]:
         """(JSON body, the rows its choices 0.. fill) of every request to send."""
+        asked = (
+            {"messages": [{"role": t.role, "content": t.content} for t in request.turns]}
+            if request.in_words  # a request in words: the server's chat endpoint, in its own template
+            else {"prompt": request.prompt}
+        )
         body = {
             "model": self.settings.model,
-            "prompt": request.prompt,
+            **asked,
             "max_tokens": request.max_new_tokens,
             "temperature": request.temperature,
             "top_p": request.top_p,
@@ -380,7 +385,7 @@ class _Stream:
             raise RemoteError(f"the server at {self.client.base_url} sent {data[:80]!r} where a JSON object belongs")
         if "error" in chunk:
             raise RemoteError(f"the server at {self.client.base_url} reported an error mid-stream: {chunk['error']}")
-        choices = [_infill_choice(chunk)] if self.infill else chunk.get("choices") or []
+        choices = [_infill_choice(chunk)] if self.infill else [_as_text_choice(c) for c in chunk.get("choices") or []]
         for choice in choices:
             if not isinstance(choice, dict) or not isinstance(choice.get("index", 0), int):
                 raise RemoteError(
@@ -392,6 +397,13 @@ class _Stream:
                 if choice.get("finish_reason") is not None:
                     self._open.discard(index)
         return self.infill and not self._open
+
+
+def _as_text_choice(choice):
+    """A chat chunk's choice (its text in `delta.content`) as a completions choice (`text`); others as they are."""
+    if isinstance(choice, dict) and isinstance(choice.get("delta"), dict):
+        return {**choice, "text": choice["delta"].get("content") or ""}
+    return choice
 
 
 def _infill_choice(event: dict) -> dict:

@@ -125,6 +125,22 @@ def test_candidates_stream_in_as_they_are_sampled(llama):
     assert all(c.logprobs and len(c.logprobs) == len(c.token_ids) for c in result.candidates)
 
 
+def test_a_request_in_words_goes_to_llama_servers_chat_endpoint(llama):
+    """--backend openai with a request in words: the server's /v1/chat/completions answers in its own chat template;
+    each answer ends where its code block closes, and its code is what the pipeline ranks."""
+    from engine import ChatTurn
+    from engine.text.answer import split_answer
+
+    words = "Write a Python function add(a, b) that returns the sum of a and b."
+    engine = RemoteClient(RemoteSettings(v1(llama), "qwen-0.5b"))
+    result = engine.generate(
+        GenerationRequest(words, k=2, max_new_tokens=200, budget_s=110, seed=1, turns=(ChatTurn("user", words),))
+    )
+    answers = [split_answer(c.text) for c in result.candidates]
+    assert all("def add" in a.code for a in answers), [c.text for c in result.candidates]
+    assert all(not c.text.rstrip().endswith("```") for c in result.candidates)  # ended at the closing fence
+
+
 def test_the_deadline_cancels_the_request_and_keeps_what_arrived(llama):
     engine = RemoteClient(RemoteSettings(v1(llama), "qwen-0.5b"))
     started = time.monotonic()
