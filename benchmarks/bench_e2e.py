@@ -43,6 +43,7 @@ from benchmarks.servers import start_llama_remote
 from benchmarks.soak import METHOD_PROMPTS, MID_LINE
 from engine import Engine, EngineSettings, GenerationRequest, load_any
 from engine.generate import end_of_text_ids
+from engine.quant.cpu import cpu_description
 from engine.text.blocks import BodyEnd
 from engine.text.chat import CLOSING_FENCE, PROMPT_FORMS, ChatForm
 from engine.text.stopping import StopRules
@@ -251,7 +252,7 @@ def main(argv=None) -> dict:
         "torch_threads": torch.get_num_threads(),
         "results": results,
     }
-    print(json.dumps(summary))
+    print(json.dumps(summary | {"cpu": cpu_description()}))  # the CPU beside every figure
     return summary
 
 

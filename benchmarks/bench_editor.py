@@ -42,6 +42,7 @@ from benchmarks.editor_requests import VSCODE_COMPLETIONS, Step
 from benchmarks.editor_session import ring_session, session
 from benchmarks.infill_client import warmup_body
 from benchmarks.servers import add_server_arguments, model_name, server_names, serving
+from engine.quant.cpu import cpu_description
 
 MODES = ("lines", "keys", "cold", "ring")
 
@@ -168,7 +169,7 @@ def main(argv: list[str] | None = None) -> dict:
     print_table(results, args.k)
     print_first_lines(results)
     summary = summarize(args, model, files, plan, notes, results, log_dir)
-    print(json.dumps(summary))
+    print(json.dumps(summary | {"cpu": cpu_description()}))  # the CPU beside every figure
     return summary
 
 

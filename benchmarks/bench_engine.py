@@ -20,6 +20,7 @@ import torch
 
 from engine import DEFAULT_DRAFT, DEFAULT_TARGET, Engine, EngineSettings, GenerationRequest, load_any
 from engine.models.loading import pick_device
+from engine.quant.cpu import cpu_description
 from engine.quant.weights import apply_weight_format, weight_bytes
 
 METHODS = ("hf", "hf_assisted", "ours_none", "ours_model", "ours_prompt", "ours_sibling", "ours_auto")
@@ -277,7 +278,7 @@ def main(argv=None) -> None:
             figures["fraction_of_memory_bound_at_batch1_decode" + suffix] = round(  # the prefill left out
                 batch1[0].decode_tokens_per_s / (bandwidth / own_bytes), 3
             )
-    print(json.dumps(figures))
+    print(json.dumps(figures | {"cpu": cpu_description()}))  # the CPU beside every figure
 
 
 def _measure_one(

@@ -48,6 +48,7 @@ import httpx
 from benchmarks.infill_client import infill_body, post_infill, warmup_body
 from benchmarks.sandbox import SandboxSettings, run_many
 from benchmarks.servers import add_server_arguments, model_name, server_names, serving
+from engine.quant.cpu import cpu_description
 
 DATA = Path(__file__).resolve().parent / "data"
 # the official HumanEval-Infilling sets (openai/human-eval-infilling at 88062ff), by kind
@@ -370,7 +371,7 @@ def main(argv: list[str] | None = None) -> dict:
         "results": results,
         "log_dir": log_dir,
     }
-    print(json.dumps(summary))
+    print(json.dumps(summary | {"cpu": cpu_description()}))  # the CPU beside every figure
     return summary
 
 

@@ -19,6 +19,7 @@ import time
 import torch
 from torch import nn
 
+from engine.quant.cpu import cpu_description
 from engine.quant.weights import DynamicInt8Linear, FourBitGrid, Int4Linear, Int8Linear
 
 FORMATS = ("dense", "int8", "int4", "w8a8")
@@ -91,7 +92,7 @@ def main(argv=None) -> dict:
         "torch_threads": torch.get_num_threads(),
         "ms_per_call": results,
     }
-    print(json.dumps(summary))
+    print(json.dumps(summary | {"cpu": cpu_description()}))  # the CPU beside every figure
     return summary
 
 

@@ -23,6 +23,7 @@ import time
 from benchmarks.servers import start_llama_remote
 from engine import Engine, EngineSettings, GenerationRequest, load_any
 from engine.models.loading import DEFAULT_TARGET
+from engine.quant.cpu import cpu_description
 from engine.quant.weights import apply_weight_format
 
 PROMPT_SOURCE = "argparse"  # a stdlib module with enough code for the longest prompt (over 20k tokens)
@@ -132,7 +133,7 @@ def main(argv=None) -> dict:
         "results": rows,
         "when": time.strftime("%Y-%m-%d"),
     }
-    print(json.dumps(summary))
+    print(json.dumps(summary | {"cpu": cpu_description()}))  # the CPU beside every figure
     return summary
 
 

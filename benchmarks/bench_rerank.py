@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from engine.quant.cpu import cpu_description
 from rerank import RankSettings, code_tokens, rank, similarity_matrix
 
 TARGET_MS = 50.0
@@ -137,7 +138,7 @@ def main(argv: list[str] | None = None) -> dict:
         "load_average_1min": round(os.getloadavg()[0], 2),
         "cpus": os.cpu_count(),
     }
-    print(json.dumps(result))
+    print(json.dumps(result | {"cpu": cpu_description()}))  # the CPU beside every figure
     return result
 
 

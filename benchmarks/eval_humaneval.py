@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.sandbox import ExecResult, SandboxSettings, check_program, run_many
+from engine.quant.cpu import cpu_description
 from engine.settings import PROMPT_FORMS, WEIGHT_FORMATS
 from rerank import RankSettings, rank
 
@@ -810,7 +811,7 @@ def main(argv: list[str] | None = None) -> dict:
     summary.update(
         {"benchmark": "eval_humaneval", "samples": str(samples), "wall_s": round(time.monotonic() - start, 2)}
     )
-    print(json.dumps(summary))
+    print(json.dumps(summary | {"cpu": cpu_description()}))  # the CPU beside every figure
     return summary
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from benchmarks.servers import launch_in_process
+from engine.quant.cpu import cpu_description
 
 BUSY_TEXT = "Queue is full"  # gradio_client's QueueError for a request beyond the bounded queue
 PROMPT = 'def add(a, b):\n    """Return a + b."""\n'
@@ -194,7 +195,7 @@ def main(argv=None) -> int:
         "app_overhead": overhead,
     }
     print_report(summary, by_kind)
-    print(json.dumps(summary))
+    print(json.dumps(summary | {"cpu": cpu_description()}))  # the CPU beside every figure
     return 0 if not by_kind["lost"] else 1
 
 

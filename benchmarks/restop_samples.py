@@ -18,6 +18,7 @@ import gzip
 import json
 from pathlib import Path
 
+from engine.quant.cpu import cpu_description
 from engine.text.blocks import BodyEnd
 from engine.text.stopping import RowState, StopRules
 from engine.types import FINISH_STOP
@@ -87,7 +88,7 @@ def main(argv=None) -> dict:
         for record in records:
             handle.write(json.dumps(record) + "\n")
     summary = {"benchmark": "restop_samples", "samples": str(path), "out": str(out), **counts}
-    print(json.dumps(summary))
+    print(json.dumps(summary | {"cpu": cpu_description()}))  # the CPU beside every figure
     return summary
 
 

@@ -29,6 +29,7 @@ import torch
 
 from engine import DEFAULT_DRAFT, DEFAULT_TARGET, Engine, EngineSettings, GenerationRequest, load_any
 from engine.generate import end_of_text_ids
+from engine.quant.cpu import cpu_description
 from engine.quant.weights import WEIGHT_FORMATS, apply_weight_format
 from engine.text.blocks import BodyEnd
 from engine.types import FINISH_BUDGET, FINISH_LENGTH, FINISH_STOP
@@ -438,7 +439,7 @@ def main(argv=None) -> dict:
     summary = report(tallies, settings)
     summary["wall_s"] = round(time.perf_counter() - started, 1)
     summary["torch_threads"] = torch.get_num_threads()
-    print(json.dumps(summary))
+    print(json.dumps(summary | {"cpu": cpu_description()}))  # the CPU beside every figure
     return summary
 
 
