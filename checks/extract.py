@@ -18,41 +18,10 @@ from __future__ import annotations
 import ast
 import builtins
 import re
-from dataclasses import dataclass
 
-MAX_CHECKS = 24  # per request: running them is cheap, but a prompt of 500 examples is not a prompt
-MAX_USER_CHECK_CHARS = 2000
-
-VALUE, OUTPUT, TRUTHY = "value", "output", "truthy"  # how a check's expected value is compared
-
-
-@dataclass(frozen=True)
-class Check:
-    """One example: evaluate `expression` after `setup` in the candidate's module and compare with `expected`."""
-
-    line: int  # 1-based line of the example in the code the user wrote
-    expression: str  # a Python expression, e.g. "add(2, 3)"
-    expected: str  # VALUE: a Python expression; OUTPUT: doctest's printed text; TRUTHY: ""
-    compare: str = VALUE  # VALUE (==, floats within 1e-6), OUTPUT (repr or printed text), TRUTHY (assert)
-    origin: str = "inline"  # "doctest", "inline", "phrase", "input/output", "table" or "assert" (the user's)
-    setup: tuple[str, ...] = ()  # statements run first (doctest lines such as `>>> x = [1, 2]`)
-
-    def as_dict(self) -> dict:
-        return {
-            "line": self.line,
-            "expression": self.expression,
-            "expected": self.expected,
-            "compare": self.compare,
-            "origin": self.origin,
-            "setup": list(self.setup),
-        }
-
-    def label(self) -> str:
-        """How the check reads to a user, e.g. "add(2, 3) == 5"."""
-        if self.compare == TRUTHY:
-            return f"assert {self.expression}"
-        return f"{self.expression} == {self.expected}" if self.compare == VALUE else f">>> {self.expression}"
-
+import languages
+from checks import braced
+from checks.check import MAX_CHECKS, MAX_USER_CHECK_CHARS, OUTPUT, TRUTHY, VALUE, Check
 
 # --- which names an example may use -----------------------------------------------------------------------------
 
@@ -400,13 +369,23 @@ def checks_in(code: str, first_line: int = 1, only: str | None = None, names_fro
     ]
 
 
-def checks_for_prompt(prompt: str) -> list[Check]:
-    """The examples of a prompt (a signature and docstring, or any code before the candidate)."""
+def checks_for_prompt(prompt: str, language: languages.Language | str | None = None) -> list[Check]:
+    """The examples of a prompt (a signature and docstring, or any code before the candidate) in `language`
+    (a Language, its name or alias; None: Python)."""
+    lang = languages.resolve(language)
+    if lang is not languages.PYTHON:
+        return braced.checks_in(prompt, lang.name, lang.line_comments, lang.block_comment)
     return checks_in(prompt)
 
 
-def checks_for_infill(prefix: str, suffix: str) -> list[Check]:
+def checks_for_infill(prefix: str, suffix: str, language: languages.Language | str | None = None) -> list[Check]:
     """The examples of the top-level function the cursor is in (between `prefix` and `suffix`)."""
+    lang = languages.resolve(language)
+    if lang is not languages.PYTHON:
+        enclosing = braced.enclosing_function(prefix, lang.name)
+        if enclosing is None:
+            return []
+        return braced.checks_in(prefix + suffix, lang.name, lang.line_comments, lang.block_comment, only=enclosing)
     enclosing = [m.group(1) for m in _DEF.finditer(prefix)]
     if not enclosing:
         return []
@@ -414,17 +393,29 @@ def checks_for_infill(prefix: str, suffix: str) -> list[Check]:
     return checks_in(around, only=enclosing[-1], names_from=around)
 
 
-def parse_user_checks(text: str) -> list[Check]:
-    """The user's own checks, one per line: `assert f(x) == y` (or `f(x) == y`), `assert cond`; blank lines and
-    comments skipped. ValueError names the first line that is not one."""
+def parse_user_checks(text: str, language: languages.Language | str | None = None) -> list[Check]:
+    """The user's own checks, one per line, in `language` (None: Python): in Python `assert f(x) == y` (or
+    `f(x) == y`), `assert cond`; in JavaScript `assert.deepStrictEqual(f(x), y)`, `assert(f(x) === y)`,
+    `console.assert(...)`; in C and C++ `assert(f(x) == y);`; in Rust `assert_eq!(f(x), y);`, `assert!(...)`; in Java
+    `assert f(x) == y;` or `assert f(x).equals(y);`. Blank lines and comments skipped. ValueError names the first
+    line that is not one (or a language whose asserts are not read)."""
+    lang = languages.resolve(language)
+    if lang is not languages.PYTHON and not braced.reads_asserts(lang.name):
+        raise ValueError(
+            f"checks written in {lang.display} are not read: write them in Python or in one of "
+            f"{', '.join(sorted(braced.ASSERTS))}"
+        )
     if len(text) > MAX_USER_CHECK_CHARS:
         raise ValueError(f"checks are {len(text)} characters: they must be at most {MAX_USER_CHECK_CHARS}")
+    comments = lang.line_comments or ("#",)
     found = []
     for number, line in enumerate(text.splitlines(), start=1):
         source = line.strip()
-        if not source or source.startswith("#"):
+        if not source or source.startswith(comments):
             continue
-        found.append(_user_check(number, source))
+        found.append(
+            _user_check(number, source) if lang is languages.PYTHON else braced.user_check(number, source, lang.name)
+        )
     if len(found) > MAX_CHECKS:
         raise ValueError(f"{len(found)} checks given: at most {MAX_CHECKS} are run")
     return found

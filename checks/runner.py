@@ -1,17 +1,22 @@
 """Runs checks against candidates: one confined program per distinct candidate, outcomes as data.
 
-The program each candidate runs in (HARNESS) loads the candidate's code as a module, then evaluates every check in
-order with its own time limit, and writes one line per check (a dict's repr: the interpreter starts faster without
-json) to the report descriptor. A check that never reported (the program was killed at its wall time, or ended) is
-a timeout or an error of that candidate alone.
+In Python the program each candidate runs in (HARNESS) loads the candidate's code as a module, then evaluates every
+check in order with its own time limit, and writes one line per check (a dict's repr: the interpreter starts faster
+without json) to the report descriptor. In the other languages whose toolchain is here (toolchains.py: JavaScript
+under node, C++ with g++, Rust with rustc, Java with javac and java) the program is built from harness/ and writes
+the same lines. A check that never reported (the program was killed at its wall time, or ended) is a timeout or an
+error of that candidate alone.
 """
 
 from __future__ import annotations
 
 import ast
+import threading
 from dataclasses import dataclass
 
-from checks.extract import Check
+import languages
+from checks import toolchains
+from checks.check import Check
 from checks.sandbox import Sandbox, SandboxLimits, SandboxUnavailable
 
 PASSED, FAILED, ERROR, TIMEOUT = "passed", "failed", "error", "timeout"
@@ -157,11 +162,13 @@ def read_report(report: str, n_checks: int, timed_out: bool, returncode: int | N
 
 
 class CheckRunner:
-    """Runs checks in a working sandbox, or says why it cannot (`available`, `reason`)."""
+    """Runs checks in a working sandbox, or says why it cannot (`available`, `reason`; per language `reason_for`)."""
 
     def __init__(self, sandbox: Sandbox | None, reason: str | None = None):
         self.sandbox = sandbox
         self.reason = reason if sandbox is None else None
+        self._toolchains: dict[str, toolchains.Toolchain | str] = {}  # by language: found and probed, or why not
+        self._finding = threading.Lock()
 
     @classmethod
     def create(cls, limits: SandboxLimits = CHECKS_LIMITS) -> CheckRunner:
@@ -175,16 +182,62 @@ class CheckRunner:
     def available(self) -> bool:
         return self.sandbox is not None
 
-    def run(self, programs: list[str], checks: list[Check]) -> list[CandidateChecks]:
-        """Each program's outcomes on `checks` (identical programs run once). Raises SandboxUnavailable when the
-        runner has no sandbox: nothing is ever run unconfined."""
+    def reason_for(self, language: languages.Language | str | None = None) -> str | None:
+        """Why checks in `language` (None: Python) are not run here, or None when they are. The first question
+        about a language looks for its tools and runs one small check with them (up to a few seconds)."""
+        if self.sandbox is None:
+            return self.reason
+        lang = languages.resolve(language)
+        if lang is languages.PYTHON:
+            return None
+        found = self._toolchain(lang)
+        return found if isinstance(found, str) else None
+
+    def run(
+        self, programs: list[str], checks: list[Check], language: languages.Language | str | None = None
+    ) -> list[CandidateChecks]:
+        """Each program's outcomes on `checks` (identical programs run once), the programs and the checks written in
+        `language` (None: Python). Raises SandboxUnavailable when the runner has no sandbox, or no toolchain for
+        the language (`reason_for` says why): nothing is ever run unconfined."""
         if self.sandbox is None:
             raise SandboxUnavailable(self.reason or "no sandbox")
+        lang = languages.resolve(language)
+        foreign = sorted({c.language for c in checks if c.language != lang.name})
+        if foreign:
+            raise ValueError(f"checks written in {', '.join(foreign)} cannot run on programs in {lang.name}")
         if not checks:
             return [CandidateChecks(()) for _ in programs]
         distinct = list(dict.fromkeys(programs))
-        confined = self.sandbox.run_many([harness(p, checks) for p in distinct])
+        if lang is languages.PYTHON:
+            confined = self.sandbox.run_many([harness(p, checks) for p in distinct])
+        else:
+            toolchain = self._toolchain(lang)
+            if isinstance(toolchain, str):
+                raise SandboxUnavailable(toolchain)
+            sources = [toolchain.driver(p, checks, CHECK_LIMIT_S) for p in distinct]
+            confined = self.sandbox.run_many(sources, toolchain.limits, toolchain.binds)
         by_program = {
             p: read_report(c.report, len(checks), c.timed_out, c.returncode) for p, c in zip(distinct, confined)
         }
         return [by_program[p] for p in programs]
+
+    def _toolchain(self, lang: languages.Language) -> toolchains.Toolchain | str:
+        """The language's toolchain, found and seen to pass a probe check once; else why checks there do not run."""
+        with self._finding:
+            if lang.name not in self._toolchains:
+                self._toolchains[lang.name] = self._probed(lang)
+            return self._toolchains[lang.name]
+
+    def _probed(self, lang: languages.Language) -> toolchains.Toolchain | str:
+        try:
+            toolchain = toolchains.find(lang, self.sandbox)
+        except toolchains.ToolMissing as err:
+            return f"checks in {lang.display} are not run: {err}"
+        probe = Check(1, "one()", "1", language=lang.name)
+        source = toolchain.driver(toolchains.PROBES[lang.name], [probe], CHECK_LIMIT_S)
+        (confined,) = self.sandbox.run_many([source], toolchain.limits, toolchain.binds)
+        (outcome,) = read_report(confined.report, 1, confined.timed_out, confined.returncode).outcomes
+        if outcome.status != PASSED:
+            said = outcome.got if confined.report else confined.output.strip()[-300:]
+            return f"checks in {lang.display} are not run: its tools did not run in the sandbox ({said})"
+        return toolchain

