@@ -169,7 +169,8 @@ def main(argv: list[str] | None = None) -> dict:
     print_table(results, args.k)
     print_first_lines(results)
     summary = summarize(args, model, files, plan, notes, results, log_dir)
-    print(json.dumps(summary | {"cpu": cpu_description()}))  # the CPU beside every figure
+    summary["cpu"] = cpu_description()  # the CPU beside every figure
+    print(json.dumps(summary))
     return summary
 
 

@@ -278,7 +278,8 @@ def main(argv=None) -> None:
             figures["fraction_of_memory_bound_at_batch1_decode" + suffix] = round(  # the prefill left out
                 batch1[0].decode_tokens_per_s / (bandwidth / own_bytes), 3
             )
-    print(json.dumps(figures | {"cpu": cpu_description()}))  # the CPU beside every figure
+    figures["cpu"] = cpu_description()  # the CPU beside every figure
+    print(json.dumps(figures))
 
 
 def _measure_one(

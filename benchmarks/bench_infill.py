@@ -371,7 +371,8 @@ def main(argv: list[str] | None = None) -> dict:
         "results": results,
         "log_dir": log_dir,
     }
-    print(json.dumps(summary | {"cpu": cpu_description()}))  # the CPU beside every figure
+    summary["cpu"] = cpu_description()  # the CPU beside every figure
+    print(json.dumps(summary))
     return summary
 
 

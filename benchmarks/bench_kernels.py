@@ -92,7 +92,8 @@ def main(argv=None) -> dict:
         "torch_threads": torch.get_num_threads(),
         "ms_per_call": results,
     }
-    print(json.dumps(summary | {"cpu": cpu_description()}))  # the CPU beside every figure
+    summary["cpu"] = cpu_description()  # the CPU beside every figure
+    print(json.dumps(summary))
     return summary
 
 

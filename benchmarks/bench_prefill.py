@@ -133,7 +133,8 @@ def main(argv=None) -> dict:
         "results": rows,
         "when": time.strftime("%Y-%m-%d"),
     }
-    print(json.dumps(summary | {"cpu": cpu_description()}))  # the CPU beside every figure
+    summary["cpu"] = cpu_description()  # the CPU beside every figure
+    print(json.dumps(summary))
     return summary
 
 

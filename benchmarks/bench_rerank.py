@@ -138,7 +138,8 @@ def main(argv: list[str] | None = None) -> dict:
         "load_average_1min": round(os.getloadavg()[0], 2),
         "cpus": os.cpu_count(),
     }
-    print(json.dumps(result | {"cpu": cpu_description()}))  # the CPU beside every figure
+    result["cpu"] = cpu_description()  # the CPU beside every figure
+    print(json.dumps(result))
     return result
 
 

@@ -811,7 +811,8 @@ def main(argv: list[str] | None = None) -> dict:
     summary.update(
         {"benchmark": "eval_humaneval", "samples": str(samples), "wall_s": round(time.monotonic() - start, 2)}
     )
-    print(json.dumps(summary | {"cpu": cpu_description()}))  # the CPU beside every figure
+    summary["cpu"] = cpu_description()  # the CPU beside every figure
+    print(json.dumps(summary))
     return summary
 
 

@@ -88,7 +88,8 @@ def main(argv=None) -> dict:
         for record in records:
             handle.write(json.dumps(record) + "\n")
     summary = {"benchmark": "restop_samples", "samples": str(path), "out": str(out), **counts}
-    print(json.dumps(summary | {"cpu": cpu_description()}))  # the CPU beside every figure
+    summary["cpu"] = cpu_description()  # the CPU beside every figure
+    print(json.dumps(summary))
     return summary
 
 

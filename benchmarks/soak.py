@@ -439,7 +439,8 @@ def main(argv=None) -> dict:
     summary = report(tallies, settings)
     summary["wall_s"] = round(time.perf_counter() - started, 1)
     summary["torch_threads"] = torch.get_num_threads()
-    print(json.dumps(summary | {"cpu": cpu_description()}))  # the CPU beside every figure
+    summary["cpu"] = cpu_description()  # the CPU beside every figure
+    print(json.dumps(summary))
     return summary
 
 
