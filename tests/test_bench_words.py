@@ -1,0 +1,71 @@
+"""benchmarks/bench_words.py without models or servers: the copied MBPP file, a task asked in words, the code taken
+from an answer, and right and wrong candidates judged by all of a task's asserts in the real sandbox."""
+
+import gzip
+import hashlib
+
+from benchmarks import bench_words as bench
+from benchmarks.sandbox import SandboxSettings
+
+FAST = SandboxSettings(timeout_s=5.0, memory_mb=512)
+JSONL_SHA256 = "502db01bcc1e911d691d5212bd3d9c60ee52bbc2bd29457a520ace424bb2709d"  # benchmarks/data/MBPP.md
+SQUARES = bench.Task(
+    8,
+    "Write a function to find squares of individual elements in a list.",
+    ("assert square_nums([1, 2, 3])==[1, 4, 9]", "assert square_nums([10,20,30])==([100,400,900])"),
+    ("import math",),
+    "def square_nums(nums):\n return [x ** 2 for x in nums]",
+)
+
+
+def test_the_copied_file_is_mbpp_sanitized_whole():
+    assert hashlib.sha256(gzip.decompress(bench.DATA.read_bytes())).hexdigest() == JSONL_SHA256
+    tasks = bench.read_tasks()
+    assert len(tasks) == 427 and len({t.task_id for t in tasks}) == 427
+    assert all(t.prompt and t.reference and len(t.tests) >= 3 for t in tasks)
+    assert sum(bool(t.imports) for t in tasks) == 13
+
+
+def test_a_task_is_asked_in_words_with_its_first_assert_only():
+    text = bench.request_text(SQUARES)
+    assert text == (
+        "Write a function to find squares of individual elements in a list.\n"
+        "Your code should pass this test:\n"
+        "assert square_nums([1, 2, 3])==[1, 4, 9]"
+    )
+    assert SQUARES.tests[1] not in text
+    drawn = bench.draw(bench.read_tasks(), 5, 0)
+    assert drawn == bench.draw(bench.read_tasks(), 5, 0) != bench.draw(bench.read_tasks(), 5, 1)
+    assert [t.task_id for t in drawn] == sorted(t.task_id for t in drawn) and len(drawn) == 5
+
+
+def test_the_code_of_an_answer_is_its_first_fenced_block_or_the_whole_text():
+    answer = "Here it is:\n```python\ndef f():\n    return 1\n```\nand a test:\n```python\nprint(f())\n```\n"
+    assert bench.answer_code(answer) == "def f():\n    return 1\n"
+    assert bench.answer_code("def f():\n    return 1\n") == "def f():\n    return 1\n"
+    ours = {"choices": [{"ranked_drafts": {"code": "a = 1\n"}}, {"ranked_drafts": {"code": "a = 2\n"}}]}
+    llama = {"choices": [{"message": {"role": "assistant", "content": "Sure.\n```python\nb = 1\n```"}}]}
+    assert bench.reply_codes(ours, "ours") == ["a = 1\n", "a = 2\n"]
+    assert bench.reply_codes(llama, "llama") == ["b = 1\n"]
+
+
+def test_the_request_bodies_are_openai_chat_bodies():
+    args = bench.parse_args(["--k", "4"])
+    ranked = bench.chat_body(SQUARES, "ours_ranked", args)
+    assert ranked["messages"] == [{"role": "user", "content": bench.request_text(SQUARES)}]
+    assert (ranked["n"], ranked["temperature"], ranked["max_tokens"], ranked["budget_s"]) == (4, 0.8, 512, 60.0)
+    greedy = bench.chat_body(SQUARES, "llama_greedy", args)
+    assert (greedy["n"], greedy["temperature"], "budget_s" in greedy) == (1, 0.0, False)
+    assert ranked["seed"] == greedy["seed"] == 8
+
+
+def test_right_and_wrong_candidates_are_judged_by_every_assert_in_the_sandbox():
+    program = bench.hidden_program(SQUARES, "def square_nums(nums):\n    return [x * x for x in nums]\n")
+    assert program.index("import math") > program.index("return") and program.endswith("[100,400,900])\n")
+    right = "def square_nums(nums):\n    return [x * x for x in nums]\n"
+    first_only = "def square_nums(nums):\n    return [1, 4, 9]\n"  # passes the assert it was shown, not the rest
+    answers = {8: bench.Answer([right, first_only, "", "def square_nums(:\n"], 1.0)}
+    verdicts = bench.judge([SQUARES], answers, FAST)
+    assert verdicts == {8: [True, False, False, False]}
+    row = bench.summarize("ours_ranked", answers, verdicts)
+    assert (row["pass@first"], row["pass@all"], row["n_tasks"]) == (100.0, 100.0, 1)
