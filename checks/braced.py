@@ -158,7 +158,10 @@ def literal_prefix(text: str) -> str | None:
     tokens = _tokens(text)
     if not tokens:
         return None
-    end = _literal(tokens, 0)
+    try:
+        end = _literal(tokens, 0)
+    except RecursionError:  # nested past what the reader walks: not read
+        return None
     if end is None:
         return None
     masked, index = clike.mask(text, comments=False), 0
@@ -183,10 +186,13 @@ def _calls(expression: str, functions: set[str]) -> bool:
     return any(re.search(r"(?<![\w$.])" + re.escape(name) + r"\s*\(", masked) for name in functions)
 
 
+MAX_LINE_CHARS = 1000  # an example fits on a line of this; longer comment lines are not read (each costs its length)
+
+
 def _doctests(texts: list[str], functions: set[str], language: str) -> list[Check]:
     found = []
     for index, text in enumerate(texts):
-        if not text.startswith(">>>"):
+        if not text.startswith(">>>") or len(text) > MAX_LINE_CHARS:
             continue
         expression = text[3:].strip()
         ahead = index + 1
@@ -215,7 +221,7 @@ def _inline(texts: list[str], functions: set[str], language: str) -> list[Check]
     call_start = re.compile(r"(?<![\w$.])(" + "|".join(map(re.escape, sorted(functions))) + r")\s*\(")
     found = []
     for number, text in enumerate(texts, start=1):
-        if text.startswith(">>>"):
+        if text.startswith(">>>") or len(text) > MAX_LINE_CHARS:
             continue
         for match in call_start.finditer(text):
             if re.search(r"\b(?:fn|function|def|func)\s*$", text[: match.start()]):
@@ -321,6 +327,8 @@ def _called(text: str, name_pattern: str | None) -> str | None:
 
 def _comparison(number: int, text: str, language: str) -> Check:
     """`a == b` (or `a === b`, or Java's `a.equals(b)`) as a VALUE check of a against b; anything else TRUTHY."""
+    while text.startswith("(") and clike.closing(text, 0) == len(text):
+        text = text[1:-1].strip()  # `(f(1) == 2)`, as Java's `assert (x) : message;` writes it
     equals = clike.top_level(text, _EQUALS)
     if len(equals) == 1:
         left, right = text[: equals[0].start()].strip(), text[equals[0].end() :].strip()

@@ -159,6 +159,7 @@ def test_python_stays_the_default():
         ("java", "assert f(1) == 2;", ("f(1)", "2", VALUE)),
         ("java", 'assert f(1) == 2 : "f is wrong";', ("f(1)", "2", VALUE)),
         ("java", "assert(f((3l)).equals((6l)));", ("f((3l))", "(6l)", VALUE)),
+        ("java", 'assert (f(1) == 2) : "f";', ("f(1)", "2", VALUE)),
     ],
 )
 def test_user_asserts_in_each_language(language, line, expected):
@@ -178,3 +179,15 @@ def test_user_asserts_skip_comments_and_name_a_bad_line():
         parse_user_checks("if f(1) != 2 { panic() }", "go")
     with pytest.raises(ValueError, match="not known"):
         parse_user_checks("assert(f(1))", "cobol")
+
+
+def test_odd_comments_cost_little_and_raise_nothing():
+    import time
+
+    started = time.monotonic()
+    prompt = "// f(1) == " + "[" * 5000 + "\n// >>> f(" + "(" * 5000 + "1\n// 1\n// " + "f(1) " * 20000 + "\n"
+    assert checks_for_prompt(prompt + "function f(x) {\n", "javascript") == []
+    assert checks_for_prompt("/* " + "/*" * 20000 + "\n" + "'" * 20000 + "\nfn f() {\n", "rust") == []
+    assert time.monotonic() - started < 2.0
+    with pytest.raises(ValueError, match="check line 1"):
+        parse_user_checks("assert(" + "(" * 1900 + ")", "cpp")

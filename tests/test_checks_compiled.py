@@ -4,7 +4,10 @@ is an error of every check of that candidate."""
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
+import socket
 
 import pytest
 
@@ -123,3 +126,33 @@ def test_the_users_own_asserts_run(runner, language):
     program, asserts, expected = USER_ASSERTS[language]
     (result,) = runner.run([program], parse_user_checks(asserts, language), language)
     assert result.load_error is None and _statuses(result) == expected
+
+
+def test_a_built_candidate_reaches_no_host_file_and_no_network(runner, tmp_path):
+    """At run time (reading, writing, connecting) and at build time (`#include` of a host file) alike."""
+    _ready(runner, "cpp")
+    secret = tmp_path / "id_ed25519"
+    secret.write_text("SECRET-KEY")
+    os.chmod(tmp_path, 0o777)
+    os.chmod(secret, 0o666)  # readable and writable by anyone: only the sandbox stands between them
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    listener.setblocking(False)
+    path, port = json.dumps(str(secret)), listener.getsockname()[1]
+    program = (
+        "#include <arpa/inet.h>\n#include <fstream>\n#include <string>\n#include <sys/socket.h>\n"
+        f"std::string steal() {{ std::ifstream in({path}); std::string s; std::getline(in, s); return s; }}\n"
+        f'bool spoil() {{ std::ofstream out({path}); out << "pwned"; return out.good(); }}\n'
+        "bool call() {\n  int s = socket(AF_INET, SOCK_STREAM, 0);\n  sockaddr_in a{};\n  a.sin_family = AF_INET;\n"
+        f'  a.sin_port = htons({port});\n  inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);\n'
+        "  return connect(s, (sockaddr*)&a, sizeof a) == 0;\n}\n"
+    )
+    checks = parse_user_checks('assert(steal() == "SECRET-KEY");\nassert(spoil());\nassert(call());\n', "cpp")
+    at_run, at_build = runner.run([program, f"#include {path}\n" + program], checks, "cpp")
+    assert _statuses(at_run) == [("failed", '""'), ("failed", "false"), ("failed", "false")]
+    assert "No such file or directory" in at_build.load_error and at_build.passed == 0
+    with pytest.raises(BlockingIOError):
+        listener.accept()
+    listener.close()
+    assert secret.read_text() == "SECRET-KEY"

@@ -50,6 +50,16 @@ def test_a_right_candidate_passes_and_a_wrong_one_fails_with_what_came_back(runn
     assert broken.load_error == "SyntaxError: Unexpected token ';' (line 7)" and broken.passed == 0
 
 
+def test_a_module_is_read_as_a_script_with_its_lines_kept(runner):
+    prompt = 'import { basename } from "path";\n// >>> base("/a/b.js")\n// "b.js"\nexport function base(p) {\n'
+    checks = checks_for_prompt(prompt, "javascript")
+    right, raising = runner.run(
+        [prompt + "  return basename(p);\n}\n", prompt + "  return basename(p).nope();\n}\n"], checks, "javascript"
+    )
+    assert _statuses(right) == [("passed", '"b.js"')]
+    assert _statuses(raising) == [("error", "TypeError: basename(...).nope is not a function (line 5)")]
+
+
 def test_a_loop_is_a_timeout_of_that_check_alone(runner):
     checks = checks_for_prompt(PROMPT, "javascript")
     (looping,) = runner.run([PROMPT + "  while (string === '') {}\n  return string.length;\n}\n"], checks, "javascript")

@@ -14,7 +14,18 @@ const report = Number(process.env.REPORT_FD);
 const writeSync = fs.writeSync; // taken before the candidate runs: it may replace what it likes
 const exit = process.exit.bind(process);
 const { checks, limit_ms: limitMs } = JSON.parse(fs.readFileSync("checks.json", "utf8"));
-const source = fs.readFileSync("candidate.js", "utf8");
+const source = asScript(fs.readFileSync("candidate.js", "utf8"));
+
+// A module's syntax read as a script's, each line where it was: `export` dropped, `import ... from "m"` as require.
+function asScript(text) {
+  const from = String.raw`\s+from\s+(['"][^'"\n]+['"])\s*;?`;
+  return text
+    .replace(/^([ \t]*)export[ \t]+(?:default[ \t]+)?(?=(?:async[ \t]+)?function|class|const|let|var)/gm, "$1")
+    .replace(/^([ \t]*)export[ \t]*\{[^}\n]*\}[ \t]*;?/gm, "$1")
+    .replace(new RegExp(String.raw`^([ \t]*)import\s+(?:\*\s+as\s+)?([\w$]+)` + from, "gm"), "$1const $2 = require($3);")
+    .replace(new RegExp(String.raw`^([ \t]*)import\s+\{([^}\n]*)\}` + from, "gm"), (_, pad, names, module) =>
+      `${pad}const {${names.replace(/\s+as\s+/g, ": ")}} = require(${module});`);
+}
 
 const quote = (text) => JSON.stringify(text); // a JSON string is a Python string literal too
 const cut = (text) => (text.length <= 300 ? text : text.slice(0, 297) + "...");
