@@ -122,13 +122,14 @@ def java(program: str, checks: list[Check], limit_s: float) -> CheckProgram:
     """The candidate in a package (a `package` line of its own, or `rd;` put before its first line), the braces it
     leaves open closed (a MultiPL-E prompt opens `class Problem {` and the candidate ends its method), and a class
     RdChecks that imports the candidate's classes' static members, so the checks call them as the examples do."""
-    declared = _JAVA_PACKAGE.search(program)
+    masked = clike.mask(program)  # declarations in comments and strings are not declarations
+    declared = _JAVA_PACKAGE.search(masked)
     package = declared.group(1) if declared else JAVA_PACKAGE
     source = program if declared else f"package {JAVA_PACKAGE}; {program}"
     source += "\n" + "}" * clike.open_braces(source) + "\n"
     types = _top_level_types(program)
     public = next((name for name, is_public in types if is_public), None)
-    imports = [m.group(0).strip() for m in _JAVA_IMPORT.finditer(clike.mask(program))]  # not those in comments
+    imports = [m.group(0).strip() for m in _JAVA_IMPORT.finditer(masked)]
     functions = []
     for index, check in enumerate(checks):
         expected = "null" if check.compare == TRUTHY else f"({check.expected}\n)"
