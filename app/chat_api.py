@@ -40,7 +40,7 @@ def mount_chat(
     def chat(body: dict, control: RunControl) -> JSONResponse | StreamingResponse:
         try:
             choice, request = _parse(body, hub, limits, defaults)
-            checks = build_checks(body.get("checks") or "", body.get("run_checks", True))
+            checks = build_checks(body.get("checks") or "", body.get("run_checks", True), request.language)
         except USER_ERRORS as err:
             return error_response(400, protocol_names(str(err)), "invalid_request_error")
         final, error = final_or_error(pipeline, hub, choice, request, control, OPENAI_ERRORS, checks)

@@ -195,9 +195,9 @@ class CheckRequest:
     run: bool = True  # False: nothing is run, the ranking is consistency's alone
 
 
-def build_checks(text="", run=True) -> CheckRequest:
-    """A validated CheckRequest from a form's or an API's `checks` (assert lines: text, or a list of lines) and
-    `run_checks`; InvalidRequest names the bad line."""
+def build_checks(text="", run=True, language: str | None = None) -> CheckRequest:
+    """A validated CheckRequest from a form's or an API's `checks` (assert lines in the request's `language`: text, or
+    a list of lines) and `run_checks`; InvalidRequest names the bad line."""
     if isinstance(text, (list, tuple)) and all(isinstance(line, str) for line in text):
         text = "\n".join(text)
     if not isinstance(text, str):
@@ -205,7 +205,7 @@ def build_checks(text="", run=True) -> CheckRequest:
     if not isinstance(run, bool):
         raise InvalidRequest(f"run_checks={run!r} is invalid: it must be true or false")
     try:
-        return CheckRequest(tuple(parse_user_checks(text)), run)
+        return CheckRequest(tuple(parse_user_checks(text, language)), run)
     except ValueError as err:
         raise InvalidRequest(str(err)) from None
 

@@ -111,8 +111,8 @@ class Pipeline:
         """The checks of this request (the examples in the prompt's code, or the asserts in a request in words, then
         the user's own), each candidate's outcomes when they ran (one sandboxed program each), and what to say."""
         found = drafts.checks() + list(asked.user)
-        available = self.checker is not None and self.checker.available
-        reason = None if available else self.checker.reason if self.checker else "checks are off (--no-run-checks)"
+        reason = self.checker.reason_for(drafts.language) if self.checker else "checks are off (--no-run-checks)"
+        available = reason is None
         info = ChecksInfo(available, reason, ran=False, items=tuple(found))
         if not found:
             return info, None, []
@@ -124,7 +124,7 @@ class Pipeline:
             )
         if not available:
             return info, None, [f"{len(found)} checks were found and not run: {reason}"]
-        outcomes = self.checker.run(drafts.programs(), found)
+        outcomes = self.checker.run(drafts.programs(), found, drafts.language)
         return replace(info, ran=True), outcomes, []
 
     def _rank(
@@ -333,10 +333,10 @@ class Drafts:
         request in words."""
         request = self.request
         if request.in_words:
-            return asserts_in_words(request.turns[-1].content)
-        return (
-            checks_for_infill(request.prompt, request.suffix) if request.suffix else checks_for_prompt(request.prompt)
-        )
+            return asserts_in_words(request.turns[-1].content, self.language)
+        if request.suffix:
+            return checks_for_infill(request.prompt, request.suffix, self.language)
+        return checks_for_prompt(request.prompt, self.language)
 
     def as_candidates(self, rows: list[Candidate]) -> list[Candidate]:
         """The rows as the ranking reads them: their code (an answer's block) with their tokens' probabilities."""
@@ -345,14 +345,14 @@ class Drafts:
         return [replace(row, text=code) for row, code in zip(rows, self.codes)]
 
 
-def asserts_in_words(text: str) -> list[Check]:
-    """The assert lines a request in words carries ("it must satisfy assert f(2) == 4"), as the user's checks; a line
-    that does not read as one is left out."""
-    lines = [line[line.find("assert ") :].strip().rstrip(".") for line in text.split("\n") if "assert " in line]
+def asserts_in_words(text: str, language: languages.Language) -> list[Check]:
+    """The assert lines a request in words carries ("it must satisfy assert f(2) == 4"), as the user's checks in the
+    answers' language; a line that does not read as one is left out."""
+    lines = [line[line.find("assert") :].strip() for line in text.split("\n") if "assert" in line]
     checks = []
     for line in lines:
         try:
-            checks += parse_user_checks(line)
+            checks += parse_user_checks(line.rstrip(".") if line.startswith("assert ") else line, language)
         except ValueError:
             continue
     return checks

@@ -139,7 +139,7 @@ class _Runner:
                 mode=form.mode,
                 language=form.language,
             )
-            checks = build_checks(form.checks, form.run_checks)
+            checks = build_checks(form.checks, form.run_checks, request.language)
             choice = self.hub.choice(form.model)
         except USER_ERRORS as err:
             raise gr.Error(str(err), print_exception=False) from None

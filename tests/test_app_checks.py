@@ -78,3 +78,21 @@ def test_a_bad_check_line_is_named():
         build_checks("assert add(1,")
     with pytest.raises(InvalidRequest, match="run_checks='yes' is invalid"):
         build_checks("", "yes")
+
+
+JS_PROMPT = (
+    '//Return length of given string\n// >>> strlen("")\n// 0\n// >>> strlen("abc")\n// 3\nfunction strlen(string){\n'
+)
+JS_WRONG, JS_RIGHT = "  return string.length + 1;\n}\n", "  return string.length;\n}\n"
+
+
+def test_a_javascript_prompts_examples_run_under_node_and_the_passing_candidate_ranks_first(checker):
+    if checker.reason_for("javascript") is not None:
+        pytest.skip(checker.reason_for("javascript"))
+    made = build_request(JS_PROMPT, 3, 5.0, 0.8, 16, limits=Limits(max_k=8))
+    assert made.language == "javascript"
+    asked = build_checks('assert.deepStrictEqual(strlen("ab"), 2)', language=made.language)
+    result = Pipeline(checker=checker).run(Replay([JS_WRONG, JS_WRONG, JS_RIGHT]), made, checks=asked)
+    assert result.checks.ran and [c.origin for c in result.checks.items][-1] == "assert"
+    assert result.candidates[0].code == JS_RIGHT and result.candidates[0].checks.passed == 3
+    assert [o.got for o in result.candidates[1].checks.outcomes] == ["1", "4", "3"]  # what the wrong one gave
