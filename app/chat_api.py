@@ -18,15 +18,13 @@ import uuid
 from dataclasses import replace
 
 import gradio as gr
-from fastapi.responses import JSONResponse, StreamingResponse
 
 import languages
 from app.models import EngineHub
-from app.openai_api import OPENAI_ERRORS, error_response, protocol_finish, protocol_names
-from app.requests import Defaults, Limits, build_checks, build_request, capped_tokens, stop_strings
+from app.openai_api import model_and_n, openai_handler, protocol_finish
+from app.requests import Defaults, Limits, build_request, capped_tokens, stop_strings
 from app.results import RankedEntry, RunResult
-from app.routes import final_or_error, json_handler, mount_first
-from app.runs import USER_ERRORS, RunControl
+from app.routes import mount_first
 from app.service import Pipeline
 from engine import CHAT_ROLES, ChatTurn, InvalidRequest
 
@@ -36,37 +34,15 @@ def mount_chat(
 ) -> None:
     """Add POST /v1/chat/completions to a launched demo's server, ahead of Gradio's routes."""
     defaults = defaults.clipped(limits)
-
-    def chat(body: dict, control: RunControl) -> JSONResponse | StreamingResponse:
-        try:
-            choice, request = _parse(body, hub, limits, defaults)
-            checks = build_checks(body.get("checks") or "", body.get("run_checks", True), request.language)
-        except USER_ERRORS as err:
-            return error_response(400, protocol_names(str(err)), "invalid_request_error")
-        final, error = final_or_error(pipeline, hub, choice, request, control, OPENAI_ERRORS, checks)
-        if error is not None:
-            return error_response(*error, headers={"Retry-After": "5"} if error[0] == 429 else None)
-        response = _response(final, str(body.get("model") or choice.label))
-        if body.get("stream"):
-            return StreamingResponse(_events(response), media_type="text/event-stream")
-        return JSONResponse(response)
-
-    handler = json_handler(
-        chat, lambda status, message: error_response(status, message, "invalid_request_error"), "at least `messages`"
-    )
+    parse = lambda body: _parse(body, hub, limits, defaults)  # noqa: E731
+    handler = openai_handler(pipeline, hub, parse, _response, _events, "at least `messages`")
     mount_first(demo, [("/v1/chat/completions", handler, "POST")])
 
 
 def _parse(body: dict, hub: EngineHub, limits: Limits, defaults: Defaults):
     """(model choice, GenerationRequest of a request in words) from a chat completions body."""
     turns = _turns(body.get("messages"))
-    model = body.get("model")
-    if model is not None and not isinstance(model, str):
-        raise InvalidRequest(f"model={model!r} is invalid: it must be a string")
-    choice = hub.choice(model if model in hub.choices else None)
-    n = body.get("n", defaults.k)
-    if isinstance(n, int) and not isinstance(n, bool) and not 1 <= n <= limits.max_k:
-        raise InvalidRequest(f"n={n} is out of range: it must be an integer in 1..{limits.max_k} (the app's --max-k)")
+    choice, n = model_and_n(body, hub, limits, defaults)
     tokens = body.get("max_completion_tokens", body.get("max_tokens", defaults.max_new_tokens))
     request = build_request(
         turns[-1].content,

@@ -42,25 +42,8 @@ def mount_completions(
 ) -> None:
     """Add POST /v1/completions (and GET /v1/models) to a launched demo's server, ahead of Gradio's routes."""
     defaults = defaults.clipped(limits)
-
-    def completions(body: dict, control: RunControl) -> JSONResponse | StreamingResponse:
-        try:
-            choice, request = _parse(body, hub, limits, defaults)
-            checks = build_checks(body.get("checks") or "", body.get("run_checks", True), request.language)
-        except USER_ERRORS as err:
-            return error_response(400, protocol_names(str(err)), "invalid_request_error")
-        final, error = final_or_error(pipeline, hub, choice, request, control, OPENAI_ERRORS, checks)
-        if error is not None:
-            return error_response(*error, headers={"Retry-After": "5"} if error[0] == 429 else None)
-        response = _response(final, str(body.get("model") or choice.label))
-        if body.get("stream"):
-            return StreamingResponse(_events(response), media_type="text/event-stream")
-        return JSONResponse(response)
-
-    handler = json_handler(
-        completions,
-        lambda status, message: error_response(status, message, "invalid_request_error"),
-        "at least `prompt`",
+    handler = openai_handler(
+        pipeline, hub, lambda body: _parse(body, hub, limits, defaults), _response, _events, "at least `prompt`"
     )
 
     def models():
@@ -72,6 +55,40 @@ def mount_completions(
     mount_first(demo, [("/v1/completions", handler, "POST"), ("/v1/models", models, "GET")])
 
 
+def openai_handler(pipeline: Pipeline, hub: EngineHub, parse, respond, events, needs: str):
+    """A route in OpenAI's manner: `parse` a body into (model choice, GenerationRequest), read its checks in the
+    request's language, run the pipeline, and answer with `respond(result, model)` as JSON, or with `stream` as the
+    server-sent `events` of it; errors in OpenAI's shape. `needs` names what a body must hold."""
+
+    def serve(body: dict, control: RunControl) -> JSONResponse | StreamingResponse:
+        try:
+            choice, request = parse(body)
+            checks = build_checks(body.get("checks") or "", body.get("run_checks", True), request.language)
+        except USER_ERRORS as err:
+            return error_response(400, protocol_names(str(err)), "invalid_request_error")
+        final, error = final_or_error(pipeline, hub, choice, request, control, OPENAI_ERRORS, checks)
+        if error is not None:
+            return error_response(*error, headers={"Retry-After": "5"} if error[0] == 429 else None)
+        response = respond(final, str(body.get("model") or choice.label))
+        if body.get("stream"):
+            return StreamingResponse(events(response), media_type="text/event-stream")
+        return JSONResponse(response)
+
+    return json_handler(serve, lambda status, message: error_response(status, message, "invalid_request_error"), needs)
+
+
+def model_and_n(body: dict, hub: EngineHub, limits: Limits, defaults: Defaults):
+    """(the model choice a body names: any name the app serves, others the default; its `n`, checked against the
+    app's --max-k where it is an integer, else left for build_request to name)."""
+    model = body.get("model")
+    if model is not None and not isinstance(model, str):
+        raise InvalidRequest(f"model={model!r} is invalid: it must be a string")
+    n = body.get("n", defaults.k)
+    if isinstance(n, int) and not isinstance(n, bool) and not 1 <= n <= limits.max_k:
+        raise InvalidRequest(f"n={n} is out of range: it must be an integer in 1..{limits.max_k} (the app's --max-k)")
+    return hub.choice(model if model in hub.choices else None), n
+
+
 def _parse(body: dict, hub: EngineHub, limits: Limits, defaults: Defaults):
     """(model choice, GenerationRequest) from an OpenAI completions body; InvalidRequest names the bad field."""
     prompt = body.get("prompt")
@@ -79,13 +96,7 @@ def _parse(body: dict, hub: EngineHub, limits: Limits, defaults: Defaults):
         if len(prompt) != 1:
             raise InvalidRequest(f"prompt is a list of {len(prompt)}: send one prompt per request")
         prompt = prompt[0]
-    model = body.get("model")
-    if model is not None and not isinstance(model, str):
-        raise InvalidRequest(f"model={model!r} is invalid: it must be a string")
-    choice = hub.choice(model if model in hub.choices else None)  # any name the app serves; others: the default
-    n = body.get("n", defaults.k)
-    if isinstance(n, int) and not isinstance(n, bool) and not 1 <= n <= limits.max_k:
-        raise InvalidRequest(f"n={n} is out of range: it must be an integer in 1..{limits.max_k} (the app's --max-k)")
+    choice, n = model_and_n(body, hub, limits, defaults)
     stop = stop_strings(body.get("stop"))
     body_end = body.get("stop_at_body_end", True)
     if not isinstance(body_end, bool):

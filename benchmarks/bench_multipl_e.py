@@ -21,7 +21,6 @@ import os
 import random
 import re
 import shlex
-import shutil
 import statistics
 import subprocess
 import sys
@@ -31,6 +30,9 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from checks.toolchains import ToolMissing, tool_path
+from engine.quant.cpu import cpu_description
+
 REPO = Path(__file__).resolve().parent.parent
 DATA_DIR = REPO / "benchmarks" / "data"
 JAVATUPLES_DIR = REPO / "checks" / "harness" / "javatuples"  # the checks' stand-ins for org.javatuples
@@ -38,16 +40,6 @@ BUILD_S = 60.0  # one program's build (g++, javac, rustc)
 RUN_S = 15.0  # one program's run
 METHODS = ("greedy", "ranked")
 PROMPT_SYNTAX_ERROR = "prompt-syntax-error"  # static_eval.findings: "the prompt itself does not parse"
-CPU_FLAGS = {  # /proc/cpuinfo flag -> the name in the report
-    "avx2": "AVX2",
-    "avx512f": "AVX-512",
-    "avx512_vnni": "AVX-512 VNNI",
-    "avx_vnni": "AVX-VNNI",
-    "avx512_bf16": "AVX-512 BF16",
-    "amx_tile": "AMX",
-    "amx_bf16": "AMX-BF16",
-    "amx_int8": "AMX-INT8",
-}
 
 
 @dataclass(frozen=True)
@@ -187,10 +179,6 @@ report("passed", "run", 0, time.monotonic() - started)
 """
 
 
-class ToolMissing(Exception):
-    """A language's compiler or runtime is not on this machine (or not where the sandbox can show it)."""
-
-
 @dataclass(frozen=True)
 class Toolchain:
     """How one language's programs are built and run inside the sandbox."""
@@ -213,16 +201,8 @@ class Toolchain:
         return DRIVER % {"spec": spec}
 
 
-def _tool(name: str) -> str:
-    """The file the command `name` is (links followed: /etc/alternatives is not shown in the sandbox)."""
-    found = shutil.which(name)
-    if found is None:
-        raise ToolMissing(f"{name} is not on PATH here")
-    return os.path.realpath(found)
-
-
 def _under_usr(name: str) -> str:
-    path = _tool(name)
+    path = tool_path(name)
     if not path.startswith("/usr/"):
         raise ToolMissing(f"{name} is {path}, outside /usr (what the sandbox shows)")
     return path
@@ -262,7 +242,7 @@ def find_toolchain(code: str, sandbox) -> Toolchain:
         binds = ((os.path.dirname(config), os.path.dirname(config)),) if config.startswith("/etc/") else ()
         return Toolchain(code, build, (java, *flags, "-ea", "-cp", "classes", "Problem"), binds, files)
     if code == "rs":
-        _tool("rustc")
+        tool_path("rustc")
         try:  # rustup's rustc is a proxy: the toolchain is where --print sysroot says
             sysroot = subprocess.run(
                 ["rustc", "--print", "sysroot"], capture_output=True, text=True, timeout=60, check=True
@@ -452,22 +432,6 @@ def print_table(code: str, results: dict[str, dict]) -> None:
         )
 
 
-def cpu_info() -> dict:
-    """The CPU's model name and which of the ISA extensions the engine's kernels use it has (/proc/cpuinfo)."""
-    from engine.quant.cpu import cpu_flags
-
-    try:
-        text = Path("/proc/cpuinfo").read_text(errors="replace")
-    except OSError:
-        text = ""
-    model = re.search(r"^model name\s*:\s*(.*)$", text, re.MULTILINE)
-    return {
-        "model": model.group(1).strip() if model else None,
-        "isa": [name for flag, name in CPU_FLAGS.items() if flag in cpu_flags()],
-        "cpus": os.cpu_count(),
-    }
-
-
 def _described(toolchain: Toolchain | ToolMissing) -> str:
     if isinstance(toolchain, ToolMissing):
         return f"missing: {toolchain}"
@@ -590,7 +554,7 @@ def main(argv: list[str] | None = None) -> dict:
             ["python", "-m", "benchmarks.bench_multipl_e", *(sys.argv[1:] if argv is None else argv)]
         ),
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "cpu": cpu_info(),
+        "cpu": cpu_description(),
         "app": server.note if server is not None else url,
         "warmup_s": round(warmup_s, 2),
         "wall_s": round(time.monotonic() - started, 1),

@@ -49,6 +49,7 @@ import numpy as np
 
 from benchmarks.sandbox import SandboxSettings, run_many
 from benchmarks.servers import LLAMA_SERVER, Server, bundled_gguf, model_name, start_app, start_llama_server
+from engine.quant.cpu import cpu_description
 from engine.text.answer import split_answer
 
 DATA = Path(__file__).resolve().parent / "data" / "mbpp_sanitized.jsonl.gz"
@@ -278,28 +279,6 @@ def run_methods(args: argparse.Namespace, tasks: list[Task], sandbox: SandboxSet
 # ---------------------------------------------------------------- report
 
 
-def cpu_report(path: str = "/proc/cpuinfo") -> dict:
-    """The CPU's model name and whether its flags name AVX2, AVX-512, VNNI, BF16 and AMX."""
-    try:
-        text = Path(path).read_text(errors="replace")
-    except OSError:
-        return {"model": None}
-    first = {}  # the first CPU's fields
-    for line in text.splitlines():
-        key, _, value = line.partition(":")
-        first.setdefault(key.strip(), value.strip())
-    flags = set(first.get("flags", "").split())
-    return {
-        "model": first.get("model name"),
-        "cpus": sum(line.startswith("processor") for line in text.splitlines()),
-        "avx2": "avx2" in flags,
-        "avx512": "avx512f" in flags,
-        "vnni": bool(flags & {"avx512_vnni", "avx_vnni"}),
-        "bf16": bool(flags & {"avx512_bf16", "amx_bf16"}),
-        "amx": bool(flags & {"amx_tile", "amx_int8", "amx_bf16"}),
-    }
-
-
 def write_answers(path: str, tasks: list[Task], run: Run) -> None:
     """--out: one JSON line per task and method: the candidate, whether it passed, the seconds (and every
     candidate with its verdict for a method with several)."""
@@ -395,7 +374,7 @@ def main(argv: list[str] | None = None) -> dict:
         "benchmark": "bench_words",
         "command": shlex.join(["python", "-m", "benchmarks.bench_words", *(sys.argv[1:] if argv is None else argv)]),
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "cpu": cpu_report(),
+        "cpu": cpu_description(),
         "source": SOURCE,
         "n_tasks": len(tasks),
         "task_ids": [t.task_id for t in tasks] if args.tasks else "all",

@@ -117,7 +117,7 @@ class Toolchain:
 # --- finding the tools --------------------------------------------------------------------------------------
 
 
-def _tool(name: str) -> str:
+def tool_path(name: str) -> str:
     """The file the command `name` on PATH is (links followed), or ToolMissing."""
     found = shutil.which(name)
     if found is None:
@@ -165,7 +165,7 @@ def _run_limits(base: SandboxLimits, memory: bool = True) -> dict[str, int]:
 def javascript(sandbox: Sandbox, commands: languages.CheckRun) -> Toolchain:
     """node runs harness/check.js, which loads the candidate as a script and evaluates each check in its realm."""
     base = sandbox.limits
-    path = _tool(commands.runtime)
+    path = tool_path(commands.runtime)
     node, binds = _shown(path, _prefix(path), sandbox, "javascript")
     heap_mb = max(64, base.memory_mb // 2)
     return Toolchain(
@@ -218,7 +218,7 @@ def _precompile(gpp: str, sandbox: Sandbox) -> Binds:
 
 def cpp(sandbox: Sandbox, commands: languages.CheckRun) -> Toolchain:
     """g++ builds the candidate and its checks as one program (harness/check.hpp), which runs each check forked."""
-    path = _tool(commands.compiler)
+    path = tool_path(commands.compiler)
     gpp, binds = _shown(path, _prefix(path), sandbox, "cpp")
     return Toolchain(
         "cpp",
@@ -234,7 +234,7 @@ def cpp(sandbox: Sandbox, commands: languages.CheckRun) -> Toolchain:
 def rust(sandbox: Sandbox, commands: languages.CheckRun) -> Toolchain:
     """rustc builds the candidate, its checks and harness/check.rs as one crate, which runs each check in a child
     process of its own."""
-    _tool(commands.compiler)
+    tool_path(commands.compiler)
     compiler = shutil.which(commands.compiler)  # not followed: rustup's proxy reads the name it is called by
     try:  # rustup's `rustc` is a proxy: the toolchain it stands for is where `--print sysroot` says
         sysroot = subprocess.run(
@@ -243,7 +243,7 @@ def rust(sandbox: Sandbox, commands: languages.CheckRun) -> Toolchain:
     except (OSError, subprocess.SubprocessError) as err:
         raise ToolMissing(f"{compiler} --print sysroot failed here ({err})") from None
     rustc, binds = _shown(os.path.join(sysroot, "bin", "rustc"), sysroot, sandbox, "rust")
-    linker = _tool("cc")
+    linker = tool_path("cc")
     if not linker.startswith("/usr/"):
         raise ToolMissing(f"rustc links with cc, and cc here is {linker}, outside /usr (what the sandbox shows)")
     return Toolchain(
@@ -284,7 +284,7 @@ def java(sandbox: Sandbox, commands: languages.CheckRun) -> Toolchain:
     """javac builds the candidate (in a package), RdChecks and harness/Harness.java; java runs each check in a
     thread of its own."""
     base = sandbox.limits
-    javac_path, java_path = _tool(commands.compiler), _tool(commands.runtime)
+    javac_path, java_path = tool_path(commands.compiler), tool_path(commands.runtime)
     javac, binds = _shown(javac_path, _prefix(javac_path), sandbox, "java")
     java_cmd, more = _shown(java_path, _prefix(java_path), sandbox, "java-runtime")
     heap_mb = max(64, base.memory_mb // 2)
