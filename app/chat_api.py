@@ -22,7 +22,7 @@ import gradio as gr
 import languages
 from app.models import EngineHub
 from app.openai_api import model_and_n, openai_handler, protocol_finish
-from app.requests import Defaults, Limits, build_request, capped_tokens, stop_strings
+from app.requests import Defaults, Limits, build_request, capped_tokens, check_text, stop_strings
 from app.results import RankedEntry, RunResult
 from app.routes import mount_first
 from app.service import Pipeline
@@ -40,7 +40,9 @@ def mount_chat(
 
 
 def _parse(body: dict, hub: EngineHub, limits: Limits, defaults: Defaults):
-    """(model choice, GenerationRequest of a request in words) from a chat completions body."""
+    """(model choice, GenerationRequest of a request in words) from a chat completions body (a null field: its
+    default, as OpenAI reads it)."""
+    body = {key: value for key, value in body.items() if value is not None}
     turns = _turns(body.get("messages"))
     choice, n = model_and_n(body, hub, limits, defaults)
     tokens = body.get("max_completion_tokens", body.get("max_tokens", defaults.max_new_tokens))
@@ -81,10 +83,19 @@ def _turn(index: int, message) -> ChatTurn:
         raise InvalidRequest(f"messages[{index}].role={role!r} is invalid: use one of {', '.join(CHAT_ROLES)}")
     content = message.get("content")
     if isinstance(content, list):  # text parts; other kinds (images) have nothing for a code model
-        content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
+        content = "\n".join(_text_part(index, number, part) for number, part in enumerate(content))
     if not isinstance(content, str):
         raise InvalidRequest(f"messages[{index}].content must be a string or a list of text parts")
-    return ChatTurn(role, content)
+    return ChatTurn(role, check_text(content, Limits(), f"messages[{index}].content"))
+
+
+def _text_part(index: int, number: int, part) -> str:
+    """One part's text ("" for a part of another kind, such as an image); InvalidRequest names a malformed one."""
+    if not isinstance(part, dict) or part.get("type", "text") != "text":
+        return ""
+    if not isinstance(part.get("text"), str):
+        raise InvalidRequest(f"messages[{index}].content[{number}] is a text part without text: give its `text`")
+    return part["text"]
 
 
 def answer_text(entry: RankedEntry, language: str) -> str:

@@ -163,7 +163,7 @@ class RemoteClient:
         if request.is_infill:  # OpenAI's `suffix` (other files have no field there: they are not sent)
             body["suffix"] = request.suffix
         if self.settings.logprobs:
-            body["logprobs"] = 1
+            body["logprobs"] = True if request.in_words else 1  # the chat API's is a switch, completions' a count
         return self._fanned_out(body, request, "n")
 
     def _infill_url(self) -> str:

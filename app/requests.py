@@ -4,6 +4,7 @@ into an engine GenerationRequest (InvalidRequest names the bad value and the all
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 import languages
@@ -84,10 +85,10 @@ def build_request(
     """A validated GenerationRequest (a middle when there is code after the cursor, `suffix`, or other files,
     `extra`; a request in words when `mode` says so, or `turns` are given, or the prompt reads as words);
     InvalidRequest (a ValueError) names the bad value and the allowed range."""
-    prompt = _check_prompt(prompt, limits)
-    suffix = _check_prompt("" if suffix is None else suffix, limits, "suffix")
+    prompt = check_text(prompt, limits)
+    suffix = check_text("" if suffix is None else suffix, limits, "suffix")
     for context in extra:
-        _check_prompt(context.text, limits, f"input_extra file {context.name!r}")
+        check_text(context.text, limits, f"input_extra file {context.name!r}")
     k = _as_int("k", k, 1, limits.max_k)
     budget_s = _as_number("budget_s", budget_s, limits.min_budget_s, limits.max_budget_s, "seconds")
     temperature = _as_number("temperature", temperature, 0.0, limits.max_temperature, "0 means greedy")
@@ -145,21 +146,32 @@ MODES = ("auto", "code", "words")  # what a prompt is: recognised, code to conti
 
 
 def reads_as_words(text: str) -> bool:
-    """Whether a prompt is a request in words rather than code: its first line is a sentence (several words, most of
-    it letters, not a comment or a line of code). No language's code begins with a sentence."""
-    first = next((line.strip() for line in text.split("\n") if line.strip()), "")
+    """Whether a prompt is a request in words rather than code: its first line is a sentence (most of it letters and
+    blanks, not indented, not a comment, not a statement or a command), of four words or more, or a shorter one that
+    ends like a sentence ("Reverse a string.", "Fix this bug:")."""
+    first = next((line for line in text.split("\n") if line.strip()), "")
     words = first.split()
-    if len(words) < 4 or first.startswith(_CODE_STARTS) or words[0].rstrip(":(") in _CODE_WORDS:
+    if not words or first[0].isspace() or first.startswith(_CODE_STARTS) or _CODE_MARKS.search(first):
+        return False
+    head = words[0].rstrip(":(").lower()
+    if head in _STATEMENTS or (head in _COMMANDS and words[0][0].islower()):
+        return False
+    if len(words) < 4 and not first.rstrip().endswith((".", ":", "?")):
         return False
     letters = sum(c.isalpha() or c.isspace() for c in first)
-    return letters >= 0.8 * len(first) and not first.endswith(("{", ";", "(", ",", "=", ")"))
+    return letters >= 0.8 * len(first) and not first.rstrip().endswith(("{", ";", "(", ",", "="))
 
 
-_CODE_STARTS = ("#", "//", "/*", "*", "--", "<", "@", '"', "'", "`", "$", "%", "!", "[", "{", "(")
-_CODE_WORDS = frozenset(
+_CODE_STARTS = ("#", "//", "/*", "*/", "--", "<", "@", '"', "'", "`", "$", "%", "!", "[", "{", "(", ";")
+_CODE_MARKS = re.compile(r"[;{}=]|&&|\|\||\s--?[a-z]|\w\(|\w\.\w+\(|::|->|=>")  # statements, calls, flags, paths
+_STATEMENTS = frozenset(  # words that begin a line of code in some language (a sentence does not begin so)
     "def class import from function const let var fn func package public private protected static using namespace "
-    "return if for while echo print package module struct enum interface type async await pub use impl local "
-    "select insert update with".split()
+    "async await pub impl struct enum interface module select insert update delete create alter drop with "
+    "include require return".split()
+)
+_COMMANDS = frozenset(  # commands a shell line begins with, in lower case (a sentence may begin "Print the ...")
+    "echo print printf cd ls mkdir rm cp mv cat grep sed awk sudo apt pip npm npx yarn git docker curl wget make "
+    "cargo go python python3 node java javac gcc g++ rustc chmod export source".split()
 )
 
 
@@ -170,6 +182,8 @@ def _turns_of(prompt: str, middle: object, mode, turns: tuple[ChatTurn, ...]) ->
         raise InvalidRequest(f"mode={mode!r} is unknown: choose one of {', '.join(MODES)}")
     if turns:
         return tuple(turns)
+    if mode == "words" and middle:
+        raise InvalidRequest("mode='words' takes no code after the cursor: leave suffix empty, or use mode 'code'")
     if mode == "words" or (mode == "auto" and not middle and reads_as_words(prompt)):
         return (ChatTurn("user", prompt),)
     return ()
@@ -210,7 +224,7 @@ def build_checks(text="", run=True, language: str | None = None) -> CheckRequest
         raise InvalidRequest(str(err)) from None
 
 
-def _check_prompt(prompt, limits: Limits, name: str = "prompt") -> str:
+def check_text(prompt, limits: Limits, name: str = "prompt") -> str:
     if not isinstance(prompt, str):
         raise InvalidRequest(f"{name} must be text, got {type(prompt).__name__}")
     try:

@@ -29,9 +29,8 @@ from app.results import (
     request_notes,
 )
 from app.runs import BusyError, RunControl, as_reported
-from checks import CandidateChecks, Check, CheckRunner, checks_for_infill, checks_for_prompt, parse_user_checks
-from engine import Candidate, CandidateSource, GenerationRequest, GenerationResult
-from engine.text.answer import split_answer
+from checks import CandidateChecks, Check, CheckRunner, checks_for_infill, checks_for_prompt, checks_for_words
+from engine import Candidate, CandidateSource, GenerationRequest, GenerationResult, answer_skips, split_answer
 from static_eval import StaticAnalyzer
 
 
@@ -67,15 +66,15 @@ class Pipeline:
         cut = [c.cut for c in result.candidates]
         reports = self._analyze(drafts, cut)
         analyzed = time.perf_counter()
-        stopped = control is not None and control.stopped  # superseded or gone: what it had, without running it
-        info, outcomes, check_notes = self._check(drafts, checks if not stopped else CheckRequest(run=False))
+        gone = control is not None and control.stopped  # superseded or gone: what it had, without running it
+        info, outcomes, check_notes = self._check(drafts, checks if not gone else CheckRequest(run=False))
         checked = time.perf_counter()
         candidates, matrix = self._rank(result, drafts, reports, outcomes)
         ranked = time.perf_counter()
         return RunResult(
-            language=Language(drafts.language.name, request.language_from, request.in_words, self._analyses(reports)),
+            language=Language(drafts.language.name, drafts.found_from, request.in_words, self._analyses(reports)),
             request=request,
-            stopped=control.reason if stopped else None,
+            stopped=control.reason if control is not None and control.stopped else None,  # read last: it may come late
             ranking_method=self.rank_settings.label(),
             static_analysis=self.analyzer is not None,
             checks=info,
@@ -303,18 +302,20 @@ class Drafts:
     codes: list[str]  # per row
     explanations: list[str] | None  # per row, the prose of an answer in words; None for code
     language: languages.Language  # of the code: the request's, or for answers the fence most of them name
+    found_from: str  # how: the request's languages.Detection.how, or "fence (answers)"
 
     @staticmethod
     def of(request: GenerationRequest, result: GenerationResult) -> Drafts:
-        language = languages.resolve(request.language)
+        language, found_from = languages.resolve(request.language), request.language_from
         if not request.in_words:
-            return Drafts(request, [c.text for c in result.candidates], None, language)
-        answers = [split_answer(c.text) for c in result.candidates]
+            return Drafts(request, [c.text for c in result.candidates], None, language, found_from)
+        answers = [split_answer(c.text, skip=answer_skips(request)) for c in result.candidates]
         fenced = Counter(languages.from_fence("```" + a.fence) for a in answers if a.fence)
         fenced.pop(None, None)
-        if fenced and request.language_from != languages.FIELD:
-            language = fenced.most_common(1)[0][0]
-        return Drafts(request, [a.code for a in answers], [a.explanation for a in answers], language)
+        if fenced and found_from != languages.FIELD:
+            language, found_from = fenced.most_common(1)[0][0], "fence (answers)"
+        codes, prose = [a.code for a in answers], [a.explanation for a in answers]
+        return Drafts(request, codes, prose, language, found_from)
 
     @property
     def prompt(self) -> str:
@@ -333,7 +334,7 @@ class Drafts:
         request in words."""
         request = self.request
         if request.in_words:
-            return asserts_in_words(request.turns[-1].content, self.language)
+            return checks_for_words(request.turns[-1].content, self.language)
         if request.suffix:
             return checks_for_infill(request.prompt, request.suffix, self.language)
         return checks_for_prompt(request.prompt, self.language)
@@ -343,19 +344,6 @@ class Drafts:
         if not self.request.in_words:
             return rows
         return [replace(row, text=code) for row, code in zip(rows, self.codes)]
-
-
-def asserts_in_words(text: str, language: languages.Language) -> list[Check]:
-    """The assert lines a request in words carries ("it must satisfy assert f(2) == 4"), as the user's checks in the
-    answers' language; a line that does not read as one is left out."""
-    lines = [line[line.find("assert") :].strip() for line in text.split("\n") if "assert" in line]
-    checks = []
-    for line in lines:
-        try:
-            checks += parse_user_checks(line.rstrip(".") if line.startswith("assert ") else line, language)
-        except ValueError:
-            continue
-    return checks
 
 
 class _Mailbox:

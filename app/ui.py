@@ -432,7 +432,9 @@ def _ui_updates(state: Progress | RunResult, prompt_text: str, suffix_text: str,
                 gr.Group(visible=True),
                 render.candidate_header_html(entry, items),
                 gr.update(value=entry.code, language=highlight) if done else entry.code,
-                gr.update(value=around[0] + entry.code + around[1], language=highlight) if done else "",
+                gr.update(value=around[0] + entry.code + around[1], language=highlight)
+                if done
+                else prompt_text + entry.code + suffix_text,
             ]
         else:
             values += [gr.Group(visible=False), "", "", ""]
@@ -445,6 +447,7 @@ HIGHLIGHT = {
     "python": "python",
     "javascript": "javascript",
     "typescript": "typescript",
+    "tsx": "typescript",
     "c": "c",
     "cpp": "cpp",
     "shell": "shell",

@@ -9,7 +9,7 @@ harnesses) and toolchains.py (the tools found here, their limits, the driver tha
 here imports the engine, the app or the ranker; languages.py (the table of languages) is read.
 """
 
-from checks.extract import Check, checks_for_infill, checks_for_prompt, parse_user_checks
+from checks.extract import Check, checks_for_infill, checks_for_prompt, checks_for_words, parse_user_checks
 from checks.runner import CandidateChecks, CheckOutcome, CheckRunner
 from checks.sandbox import Sandbox, SandboxLimits, SandboxUnavailable
 
@@ -23,5 +23,6 @@ __all__ = [
     "SandboxUnavailable",
     "checks_for_infill",
     "checks_for_prompt",
+    "checks_for_words",
     "parse_user_checks",
 ]

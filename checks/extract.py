@@ -393,6 +393,26 @@ def checks_for_infill(prefix: str, suffix: str, language: languages.Language | s
     return checks_in(around, only=enclosing[-1], names_from=around)
 
 
+def checks_for_words(text: str, language: languages.Language | str | None = None) -> list[Check]:
+    """The assert statements a request in words carries ("it must satisfy assert f(2) == 4."), each from its
+    `assert` to the end of its line, as the user's checks in `language`; one that does not read as a check is left
+    out (a request is prose: nothing in it is an error)."""
+    found = []
+    for line in text.split("\n"):
+        for start in [m.start() for m in re.finditer(r"\bassert\b", line)]:
+            statement = line[start:].strip()
+            for candidate in (statement.rstrip("."), statement):  # a sentence's full stop, before a float's
+                try:
+                    found += parse_user_checks(candidate, language)
+                    break
+                except ValueError:
+                    continue
+            else:
+                continue
+            break  # one check per line: the first assert that reads as one
+    return found
+
+
 def parse_user_checks(text: str, language: languages.Language | str | None = None) -> list[Check]:
     """The user's own checks, one per line, in `language` (None: Python): in Python `assert f(x) == y` (or
     `f(x) == y`), `assert cond`; in JavaScript `assert.deepStrictEqual(f(x), y)`, `assert(f(x) === y)`,
@@ -400,6 +420,8 @@ def parse_user_checks(text: str, language: languages.Language | str | None = Non
     `assert f(x) == y;` or `assert f(x).equals(y);`. Blank lines and comments skipped. ValueError names the first
     line that is not one (or a language whose asserts are not read)."""
     lang = languages.resolve(language)
+    if not text.strip():
+        return []  # none given: nothing to read, in any language
     if lang is not languages.PYTHON and not braced.reads_asserts(lang.name):
         raise ValueError(
             f"checks written in {lang.display} are not read: write them in Python or in one of "

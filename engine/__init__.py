@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib
 
 from engine.settings import DRAFTER_CHOICES, DTYPE_CHOICES, PROMPT_FORMS, WEIGHT_FORMATS, EngineSettings
+from engine.text.answer import answer_skips, split_answer
 from engine.types import (
     CHAT_ROLES,
     Candidate,
@@ -59,6 +60,8 @@ __all__ = [
     "InvalidRequest",
     "PROMPT_FORMS",
     "WEIGHT_FORMATS",
+    "answer_skips",
+    "split_answer",
     *_LAZY,
 ]
 

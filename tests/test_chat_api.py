@@ -13,7 +13,7 @@ from local_app import launch_local
 from app.chat_api import mount_chat
 from app.models import EngineHub, ModelChoice, menu
 from app.openai_api import mount_completions
-from app.requests import Limits, build_request, reads_as_words
+from app.requests import Limits, build_checks, build_request, reads_as_words
 from app.service import Pipeline
 from app.ui import build_demo
 from checks import CheckRunner
@@ -60,6 +60,14 @@ def client(tiny):
         ("import numpy as np\n", False),
         ("#include <stdio.h>\nint main() {\n", False),
         ("print('hello world and more words')", False),
+        ("Reverse a string.", True),
+        ("Fix this bug:", True),
+        ("Add two numbers (a and b)", True),
+        ("Print the numbers from 1 to 10 in Rust", True),
+        ("SELECT name FROM users WHERE age > 30", False),
+        ("docker run -it --rm ubuntu bash", False),
+        ("mkdir -p build && cd build", False),
+        ("    Return the indices of the two numbers", False),  # an editor's window from inside a docstring
     ],
 )
 def test_a_prompt_that_begins_with_a_sentence_is_a_request_in_words(text, words):
@@ -76,6 +84,10 @@ def test_mode_and_language_fields_override_what_the_text_says():
         build_request("x", 2, 5, 0.8, 16, language="cobol")
     with pytest.raises(ValueError, match=r"mode='prose' is unknown: choose one of auto, code, words"):
         build_request("x", 2, 5, 0.8, 16, mode="prose")
+    with pytest.raises(ValueError, match=r"mode='words' takes no code after the cursor"):
+        build_request("Write it.", 2, 5, 0.8, 16, suffix="x = 1\n", mode="words")
+    go = build_request("package main\n\nfunc Reverse(s string) string {\n", 2, 5, 0.8, 16)
+    assert go.language == "go" and build_checks("", language=go.language).user == ()  # no checks: no refusal
 
 
 def test_chat_choices_come_back_best_first_as_assistant_messages(client):
@@ -115,12 +127,17 @@ def test_chat_streams_each_answer_then_done(client):
         ({"messages": [{"role": "robot", "content": "x"}]}, r"messages\[0\]\.role='robot' is invalid"),
         ({"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]}, r"must be the user"),
         ({"messages": [{"role": "user", "content": 5}]}, r"messages\[0\]\.content must be a string"),
+        ({"messages": [{"role": "user", "content": [{"type": "text", "text": None}]}]}, r"messages\[0\]\.content\[0\]"),
+        ({"messages": [{"role": "user", "content": "a\ud800"}]}, r"not valid UTF-8"),
         ({"messages": [{"role": "user", "content": "x"}], "n": 9}, r"n=9 is out of range"),
         ({"messages": [{"role": "user", "content": "x"}], "language": "klingon"}, r"language='klingon' is not known"),
     ],
 )
 def test_bad_chat_bodies_are_refused_in_openais_error_shape(tiny, body, message):
-    response = httpx.post(tiny + "v1/chat/completions", json={"model": "tiny", "max_tokens": 4} | body, timeout=30)
+    sent = json.dumps({"model": "tiny", "max_tokens": 4} | body)  # ASCII: a lone surrogate travels as \\ud800
+    response = httpx.post(
+        tiny + "v1/chat/completions", content=sent, headers={"content-type": "application/json"}, timeout=30
+    )
     assert response.status_code == 400
     error = response.json()["error"]
     assert error["type"] == "invalid_request_error"

@@ -170,3 +170,16 @@ def test_odd_docstrings_cost_little_and_raise_nothing():
 def test_an_assert_message_is_not_part_of_the_check():
     (check,) = parse_user_checks('assert add(2, 3) == 5, "add is broken"')
     assert (check.expression, check.expected, check.compare) == ("add(2, 3)", "5", VALUE)
+
+
+def test_asserts_in_a_request_in_words_become_checks_wherever_they_stand():
+    from checks import checks_for_words
+
+    text = (
+        "Write f. Don't assert anything odd; it must pass assert f(1) == 2.\nAlso: assert f(2) == 4\nassert nonsense("
+    )
+    found = checks_for_words(text)
+    assert [c.label() for c in found] == ["f(1) == 2", "f(2) == 4"]
+    js = checks_for_words("Write strlen. assert.deepStrictEqual(strlen('ab'), 2).", "javascript")
+    assert len(js) == 1 and js[0].language == "javascript"
+    assert checks_for_words("", "go") == []

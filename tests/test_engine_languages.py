@@ -87,3 +87,22 @@ def test_an_answer_ends_where_its_first_block_closes():
     text = "Sure:\n```python\nx = '```'\n```\nMore prose"
     assert FirstBlockEnd().ends_at(text) == text.index("```\nMore")
     assert FirstBlockEnd().ends_at("Sure:\n```python\nx = 1\n") is None
+
+
+def test_a_shell_block_before_the_code_is_read_past():
+    text = "Install it first:\n```bash\npip install numpy\n```\nThen:\n\n```python\nimport numpy\n```\nDone."
+    answer = split_answer(text)
+    assert (answer.code, answer.fence) == ("import numpy\n", "python")
+    assert FirstBlockEnd().ends_at(text) == text.index("```\nDone")
+    assert FirstBlockEnd().ends_at(text[: text.index("Then")]) is None  # only the install block so far
+    assert split_answer(text, skip=frozenset()).code == "pip install numpy\n"  # a shell script asked for
+
+
+def test_a_block_inside_a_list_item_loses_the_fences_indentation():
+    answer = split_answer("1. Define it:\n   ```python\n   def f():\n       return 1\n   ```\n")
+    assert answer.code == "def f():\n    return 1\n"
+
+
+def test_a_middle_in_a_braced_language_ends_by_its_suffix_not_its_brace():
+    middle = GenerationRequest(JS_PROMPT, language="javascript", suffix="\n}\n")
+    assert block_end(middle) is None

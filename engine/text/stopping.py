@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import languages
-from engine.text.answer import FirstBlockEnd
+from engine.text.answer import FirstBlockEnd, answer_skips
 from engine.text.blocks import BodyEnd
 from engine.text.braces import BraceEnd
 from engine.types import FINISH_LENGTH, FINISH_STOP, Candidate, GenerationRequest
@@ -91,13 +91,13 @@ def block_end(request: GenerationRequest) -> BodyEnd | BraceEnd | FirstBlockEnd 
     function (Python) or braced block the prompt opened; None when the rule is off, or the language's blocks end
     with words (Ruby, shell)."""
     if request.in_words:
-        return FirstBlockEnd()
+        return FirstBlockEnd(answer_skips(request))
     if not request.stop_at_body_end:
         return None
     language = languages.resolve(request.language)
     if language.blocks == languages.INDENT:
         return BodyEnd.of(request.prompt)
-    if language.blocks == languages.BRACES:
+    if language.blocks == languages.BRACES and not request.is_infill:  # a middle's block closes in its suffix
         return BraceEnd.of(request.prompt, language)
     return None
 
