@@ -158,13 +158,7 @@ def _response(final: RunResult, model: str) -> dict:
         "model": model,
         "choices": choices,
         "usage": {"prompt_tokens": 0, "completion_tokens": tokens, "total_tokens": tokens},
-        "ranked_drafts": {
-            "notes": final.notes,
-            "stats": final.stats(),
-            "stopped": final.stopped,
-            "checks": final.checks.as_dict(),
-            "language": final.language.as_dict(),
-        },
+        "ranked_drafts": final.summary(),
     }
 
 

@@ -163,7 +163,8 @@ def reads_as_words(text: str) -> bool:
 
 
 _CODE_STARTS = ("#", "//", "/*", "*/", "--", "<", "@", '"', "'", "`", "$", "%", "!", "[", "{", "(", ";")
-_CODE_MARKS = re.compile(r"[;{}=]|&&|\|\||\s--?[a-z]|\w\(|\w\.\w+\(|::|->|=>")  # statements, calls, flags, paths
+# a line of code: a statement's punctuation, an assignment or a call at its start, a shell's operators or flags
+_CODE_MARKS = re.compile(r"[;{}]|^\s*[\w.\[\]]+\s*[-+*/]?=[^=]|^\s*[\w.]+\(|&&|\|\||\s--?[a-z]")
 _STATEMENTS = frozenset(  # words that begin a line of code in some language (a sentence does not begin so)
     "def class import from function const let var fn func package public private protected static using namespace "
     "async await pub impl struct enum interface module select insert update delete create alter drop with "

@@ -244,6 +244,17 @@ class RunResult:
         timings = {name: value for name, value in asdict(self.timings).items() if value is not None}
         return {**stats, **timings}
 
+    def summary(self) -> dict:
+        """What the protocols carry beside their choices (`ranked_drafts` at the top): notes, statistics, why the
+        run stopped, the checks and the language."""
+        return {
+            "notes": self.notes,
+            "stats": self.stats(),
+            "stopped": self.stopped,
+            "checks": self.checks.as_dict(),
+            "language": self.language.as_dict(),
+        }
+
     def as_dict(self) -> dict:
         return {
             "status": self.status,

@@ -60,6 +60,7 @@ def client(tiny):
         ("import numpy as np\n", False),
         ("#include <stdio.h>\nint main() {\n", False),
         ("print('hello world and more words')", False),
+        ("Write a Python function add(a, b) that returns the sum of a and b.", True),  # a call inside a sentence
         ("Reverse a string.", True),
         ("Fix this bug:", True),
         ("Add two numbers (a and b)", True),
