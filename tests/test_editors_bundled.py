@@ -72,7 +72,8 @@ def test_llama_vscode_gets_three_alternatives_the_first_finishing_the_word(url):
     assert reply.status_code == 200
     answers = reply.json()
     assert isinstance(answers, list) and len(answers) == 3
-    assert [a["ranked_drafts"]["rank"] for a in answers] == [1, 2, 3]
+    ranks = [a["ranked_drafts"]["rank"] for a in answers]  # identical middles are copies side by side, one rank
+    assert ranks[0] == 1 and ranks == sorted(ranks) and len(set(a["content"] for a in answers)) == ranks[-1]
     assert finishes_the_word(answers[0]["content"].split("\n")[0]), answers[0]["content"]
 
 
