@@ -19,7 +19,9 @@ from engine import (
     InvalidRequest,
     build_engine,
     load_any,
+    release_freed_memory,
 )
+from engine.models.formats import FormatChoice, choose_formats
 from engine.quant.weights import apply_weight_format, check_weight_format
 
 log = logging.getLogger(__name__)
@@ -103,6 +105,7 @@ class EngineHub:
         self._models: dict[str, tuple] = {}  # spec -> (model, tokenizer)
         self._engines: dict[str, CandidateSource] = {}  # label -> its engine (local or remote)
         self._failures: dict[str, str] = {}  # label -> why its last load failed
+        self._formats: dict[str, FormatChoice] = {}  # spec -> the dtype and weights it runs in, and why
 
     @property
     def labels(self) -> list[str]:
@@ -129,6 +132,13 @@ class EngineHub:
                 self._failures.pop(choice.label, None)
             return self._engines[choice.label]
 
+    def formats(self, label: str | None = None) -> dict[str, FormatChoice]:
+        """{spec: the dtype and weights it runs in, and why} of a choice's loaded local models (none when remote
+        or not loaded yet)."""
+        choice = self.choice(label)
+        specs = [spec for spec in (choice.target, choice.draft) if spec and spec in self._formats]
+        return {spec: self._formats[spec] for spec in specs}
+
     def preload(self, label: str | None = None) -> threading.Thread:
         """Load a choice's engine in a background thread now (the app does it at start-up for the default), so
         that the first request does not wait for it; `state` tells how it went."""
@@ -145,16 +155,27 @@ class EngineHub:
         return thread
 
     def state(self, label: str | None = None) -> tuple[str, str]:
-        """(state, detail) of a choice: "ready", "loading" (detail: the spec being loaded), "failed" (detail:
-        the error, which names the fix) or "not loaded" (loads on first use)."""
+        """(state, detail) of a choice: "ready" (detail: the formats its models run in, and why), "loading"
+        (detail: the spec being loaded), "failed" (detail: the error, which names the fix) or "not loaded" (loads
+        on first use)."""
         choice = self.choice(label)
         if choice.label in self._engines:
-            return "ready", ""
+            return "ready", "; ".join(f"{spec} in {found.reason}" for spec, found in self.formats(label).items())
         if choice.label in self._failures:
             return "failed", self._failures[choice.label]
         if self.loading is not None:
             return "loading", self.loading
         return "not loaded", ""
+
+    def close(self) -> None:
+        """Drop every loaded engine and model, so that their memory goes back once nothing else holds them (a
+        server that is shut down, a test that is over); a later request loads them again."""
+        with self._load_lock:
+            self._engines.clear()
+            self._models.clear()
+            self._failures.clear()
+            self._formats.clear()
+        release_freed_memory()
 
     def _build(self, choice: ModelChoice) -> CandidateSource:
         if choice.remote is not None:
@@ -175,8 +196,11 @@ class EngineHub:
             self.loading, started = spec, time.perf_counter()
             log.info("loading %s (the first start of a bundled model prepares it: minutes, once)", spec)
             try:
-                model, tokenizer = self._loader(spec, self.cache_dir, dtype=self.dtype)
-                self._models[spec] = (apply_weight_format(model, self.weights), tokenizer)
+                formats = choose_formats(spec, self.cache_dir, self.dtype, self.weights)
+                model, tokenizer = self._loader(spec, self.cache_dir, dtype=formats.dtype)
+                self._models[spec] = (apply_weight_format(model, formats.weights), tokenizer)
+                self._formats[spec] = formats
+                release_freed_memory()  # what loading and converting freed goes back to the system
             finally:
                 self.loading = None
             log.info("loaded %s in %.1f s", spec, time.perf_counter() - started)

@@ -49,10 +49,23 @@ def mount_completions(
     def models():
         return {
             "object": "list",
-            "data": [{"id": label, "object": "model", "owned_by": "ranked-drafts"} for label in hub.labels],
+            "data": [
+                {"id": label, "object": "model", "owned_by": "ranked-drafts", "ranked_drafts": _model_info(hub, label)}
+                for label in hub.labels
+            ],
         }
 
     mount_first(demo, [("/v1/completions", handler, "POST"), ("/v1/models", models, "GET")])
+
+
+def _model_info(hub: EngineHub, label: str) -> dict:
+    """A menu entry's state and, once its models are loaded, the dtype and weight format each runs in, and why."""
+    state, _ = hub.state(label)
+    formats = hub.formats(label).items()
+    return {
+        "state": state,
+        "formats": {spec: {"dtype": f.dtype, "weights": f.weights, "why": f.reason} for spec, f in formats},
+    }
 
 
 def openai_handler(pipeline: Pipeline, hub: EngineHub, parse, respond, events, needs: str):

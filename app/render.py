@@ -72,7 +72,7 @@ def model_state_html(label: str, state: str, detail: str) -> str:
     """One line saying whether the chosen model is ready, still loading, or failed (with the error's fix)."""
     name = f"<b>{escape(label)}</b>"
     if state == "ready":
-        return _line(f"Model {name}: ready.")
+        return _line(f"Model {name}: ready." + (f" Runs {escape(detail)}." if detail else ""))
     if state == "loading":
         return _line(
             f"Model {name}: loading {escape(detail)}… (the first start of a bundled model prepares it "

@@ -43,6 +43,7 @@ _LAZY = {
     "load_any": "engine.models.build",
     "check_same_vocabulary": "engine.models.build",
     "check_draft_fits": "engine.models.build",
+    "release_freed_memory": "engine.models.memory",
 }
 
 __all__ = [

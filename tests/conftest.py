@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from engine import Engine, EngineSettings
+from engine import Engine, EngineSettings, release_freed_memory
 from engine.models.tiny import byte_tokenizer, tiny_model
 from engine.speculation.controller import ControllerSettings
 
@@ -30,6 +30,14 @@ def _one_torch_thread(request):
         yield
     finally:
         torch.set_num_threads(threads)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _memory_back_after_each_module():
+    """The whole suite runs in one process on a 24 GiB machine: what a module's bundled models held goes back to the
+    system when the module ends (without it the suite was killed for memory at its third bundled module)."""
+    yield
+    release_freed_memory()
 
 
 @pytest.fixture(scope="session")

@@ -133,6 +133,7 @@ def bundled_url():
     )
     yield launch_local(demo)
     demo.close()
+    hub.close()
     analyzer.close()
 
 

@@ -20,9 +20,11 @@ PROMPT = 'def add(a: int, b: int) -> int:\n    """Return the sum of a and b."""\
 @pytest.fixture(scope="module")
 def client():
     analyzer = StaticAnalyzer(AnalyzerSettings())
-    demo = build_demo(EngineHub(menu()), Pipeline(analyzer=analyzer, checker=CheckRunner.create()))
+    hub = EngineHub(menu())
+    demo = build_demo(hub, Pipeline(analyzer=analyzer, checker=CheckRunner.create()))
     yield Client(launch_local(demo), verbose=False)
     demo.close()
+    hub.close()  # Gradio keeps the closed app: without this the models stay in memory for the rest of the run
     analyzer.close()
 
 

@@ -240,7 +240,9 @@ def test_preload_prepares_the_default_in_the_background_and_says_so():
     hub = EngineHub([ModelChoice("tiny", "tiny:0"), ModelChoice("broken", "tiny:x")])
     assert hub.state() == ("not loaded", "")
     hub.preload().join(timeout=60)
-    assert hub.state() == ("ready", "") and hub.state("tiny") == ("ready", "")
+    state, detail = hub.state()
+    assert state == "ready" and detail == "tiny:0 in a tiny test model: formats are not timed"
+    assert hub.formats("tiny")["tiny:0"].dtype == "auto"
     hub.preload("broken").join(timeout=60)
     state, detail = hub.state("broken")
     assert state == "failed" and "tiny:<seed>" in detail  # the loader's message, which names the fix

@@ -181,6 +181,20 @@ def test_a_request_in_words_gets_ranked_checked_code_on_the_bundled_model():
         first = js["choices"][0]
         assert first["text"].rstrip().endswith("}"), first  # stopped where the function closes
         assert not [f for f in first["ranked_drafts"]["findings"] if f["kind"] == "syntax-error"], first
+        models = httpx.get(url + "v1/models", timeout=30).json()["data"]
+        fast = next(m for m in models if m["id"] == "bundled 0.5B alone (fast)")["ranked_drafts"]["formats"]
+        formats = fast["bundled:qwen2.5-coder-0.5b"]  # timed at its first start, on this machine
+        assert "fastest of 5 formats timed on this CPU" in formats["why"] and formats["dtype"] in formats["why"]
     finally:
         demo.close()
+        hub.close()
         analyzer.close()
+
+
+def test_models_lists_each_choice_with_its_state_and_formats(tiny):
+    listed = httpx.get(tiny + "v1/models", timeout=30).json()["data"]
+    assert [m["id"] for m in listed] == ["tiny"]
+    httpx.post(tiny + "v1/completions", json={"prompt": "def f(x):\n", "max_tokens": 2}, timeout=60).raise_for_status()
+    (entry,) = httpx.get(tiny + "v1/models", timeout=30).json()["data"]
+    assert entry["ranked_drafts"]["state"] == "ready"
+    assert entry["ranked_drafts"]["formats"]["tiny:0"]["why"] == "a tiny test model: formats are not timed"

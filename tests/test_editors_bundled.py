@@ -47,6 +47,7 @@ def url():
     mount_ollama(demo, hub, pipeline)
     yield address
     demo.close()
+    hub.close()
     analyzer.close()
 
 

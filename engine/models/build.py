@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from engine.generate import Engine
+from engine.models.formats import choose_formats
 from engine.models.loading import DEFAULT_TARGET, ModelSetupError, load_model
+from engine.models.memory import release_freed_memory
 from engine.models.tiny import TINY_PREFIX, load_tiny
 from engine.quant.weights import apply_weight_format
 from engine.settings import EngineSettings
@@ -67,11 +69,17 @@ def load_engine(
     dtype: str = "auto",
     weights: str = "native",
 ) -> Engine:
-    """Load the target (and draft) model and build an Engine around them (weights: one of WEIGHT_FORMATS)."""
-    model, tokenizer = load_any(model_spec, cache_dir, progress, dtype)
+    """Load the target (and draft) model and build an Engine around them (weights: one of WEIGHT_FORMATS; `auto`
+    dtype or weights: the formats timed fastest here, engine/models/formats.py)."""
+    formats = choose_formats(model_spec, cache_dir, dtype, weights, progress)
+    model, tokenizer = load_any(model_spec, cache_dir, progress, formats.dtype)
     draft = None
     if draft_spec:  # checked before any weight is converted (int4's first fit takes minutes)
-        draft = load_any(draft_spec, cache_dir, progress, dtype)
+        draft_formats = choose_formats(draft_spec, cache_dir, dtype, weights, progress)
+        draft = load_any(draft_spec, cache_dir, progress, draft_formats.dtype)
         check_draft_fits((model, tokenizer), draft, model_spec, draft_spec)
-        draft = (apply_weight_format(draft[0], weights), draft[1])
-    return build_engine((apply_weight_format(model, weights), tokenizer), draft, model_spec, draft_spec, settings)
+        draft = (apply_weight_format(draft[0], draft_formats.weights), draft[1])
+    model = apply_weight_format(model, formats.weights)
+    engine = build_engine((model, tokenizer), draft, model_spec, draft_spec, settings)
+    release_freed_memory()  # what loading and converting freed goes back to the system
+    return engine

@@ -95,11 +95,13 @@ def quantize_int4(
     int4_max_rows: int | None = INT4_MAX_ROWS,
     int8_max_rows: int | None = INT8_MAX_ROWS,
     cache_dir: Path | None = None,
+    grids: dict[str, FourBitGrid | None] | None = None,
 ) -> nn.Module:
     """Swap every nn.Linear of the model for an Int4Linear where its weights lie on a 4-bit grid already (within
     GRID_TOLERANCE), else for an Int8Linear, in place; logs how many of each. With `cache_dir`, the grids are read
-    from there when an earlier call saved them (fitting the bundled 1.5B takes one to two minutes here) and saved."""
-    grids = four_bit_grids(model, cache_dir)
+    from there when an earlier call saved them (fitting the bundled 1.5B takes one to two minutes here) and saved.
+    `grids` given (as four_bit_grids returns them): no fit at all."""
+    grids = four_bit_grids(model, cache_dir) if grids is None else grids
     names = {id(module): name for name, module in model.named_modules()}
     _swap_linears(
         model,

@@ -1,0 +1,246 @@
+"""`auto` decided by what decodes fastest on this machine, not by one CPU flag.
+
+A decode step reads every weight once, so its time is the time of the model's linear layers: the formats differ in
+bytes a weight and in kernels (fbgemm's int8 products, torch's int4 and bf16 kernels), and which one wins depends on
+the CPU (AVX-512 VNNI and native bf16, or AVX2 only, where bf16 is emulated) and on its memory. At the first start of
+a model, `calibrate` times one decoder layer's linear layers, in the model's shapes and with random weights, in each
+candidate (dtype, weight format), for one token row (an editor's plain step) and eight (a batch of candidates or a
+verify pass), interleaved so that the machine's noise hits all alike: a few seconds. The step time of the whole
+model is that layer's time scaled to its linear weights (the output head counted at the layers' cost per weight).
+The fastest by the sum of the two row counts is chosen and cached in `calibration.json` of the cache directory,
+under the CPU's description (with the instruction-set caps of torch's libraries: a capped run is another machine),
+torch's version, the threads and the shapes; `--dtype` and `--weights` still override.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from types import SimpleNamespace
+
+import torch
+from torch import nn
+
+from engine.quant.cpu import cpu_description
+from engine.quant.grids import INT4_GROUP, FourBitGrid
+from engine.quant.weights import quantize_int4, quantize_int8, quantize_w8a8
+
+log = logging.getLogger(__name__)
+
+CALIBRATION_FILE = "calibration.json"
+ROWS = (1, 8)  # token rows of the timed calls: a plain one-row step and a batch (or verify pass) of eight
+CACHE_BYTES = 256 * 2**20  # fp32 weights streamed per timed pass, past any CPU's last-level cache
+ROUNDS = 5  # timed rounds per candidate and row count (after one to warm up); the median counts
+# (dtype, weights) a bundled model may run in: its lossy formats are measured on HumanEval (docs/MEASUREMENTS.md)
+BUNDLED_CANDIDATES = (
+    ("bfloat16", "int4-w8a8"),
+    ("float32", "int4-w8a8"),
+    ("bfloat16", "native"),
+    ("float32", "native"),
+    ("float32", "int8"),
+)
+# a user's model stays in its own weights (a lossy format's accuracy is not measured for it): only the dtype varies
+NATIVE_CANDIDATES = (("bfloat16", "native"), ("float32", "native"))
+CPU_DTYPES = ("bfloat16", "float32")  # fp16 matmuls are slow on CPUs without AVX-512 FP16: not offered to auto
+
+
+@dataclass(frozen=True)
+class Shapes:
+    """The linear layers of a Qwen2/Llama-style decoder, as its config gives them."""
+
+    hidden: int
+    kv: int  # output features of the key and value projections
+    ff: int
+    layers: int
+    vocab: int
+
+    @classmethod
+    def of(cls, config) -> Shapes:
+        heads = config.num_attention_heads
+        head_dim = getattr(config, "head_dim", None) or config.hidden_size // heads
+        kv_heads = getattr(config, "num_key_value_heads", None) or heads
+        hidden, layers = config.hidden_size, config.num_hidden_layers
+        return cls(hidden, kv_heads * head_dim, config.intermediate_size, layers, config.vocab_size)
+
+    def layer_weights(self) -> int:
+        return 2 * self.hidden * self.hidden + 2 * self.kv * self.hidden + 3 * self.ff * self.hidden
+
+    def model_weights(self) -> int:
+        return self.layers * self.layer_weights() + self.vocab * self.hidden
+
+
+@dataclass
+class Calibration:
+    """The chosen (dtype, weights), why, and the estimated step time of every candidate (ms by token rows)."""
+
+    dtype: str
+    weights: str
+    step_ms: dict[str, dict[str, float]]  # "dtype/weights" -> {"1": ms, "8": ms}
+    machine: str
+    measured_s: float
+    cached: bool = False
+
+    def reason(self) -> str:
+        """One line for the page and /v1/models: the choice and what it beat, in step times on this machine."""
+        times = {name: sum(rows.values()) for name, rows in self.step_ms.items()}
+        chosen = f"{self.dtype}/{self.weights}"
+        if len(times) < 2:
+            return f"{chosen}: the only format allowed here"
+        others = sorted((ms, name) for name, ms in times.items() if name != chosen)
+        runner_ms, runner = others[0]
+        rows = " + ".join(f"{r} row{'s' if r != '1' else ''}" for r in self.step_ms[chosen])
+        return (
+            f"{chosen}: fastest of {len(times)} formats timed on this CPU ({self.machine}): {times[chosen]:.0f} ms "
+            f"a step ({rows}) against {runner_ms:.0f} ms for {runner}"
+        )
+
+
+def candidates_for(bundled: bool, dtype: str, weights: str) -> list[tuple[str, str]]:
+    """The (dtype, weights) pairs `auto` chooses among: a weight format asked for is timed in both dtypes, a dtype
+    asked for keeps the candidates in it."""
+    if weights != "auto":
+        return [(d, weights) for d in CPU_DTYPES if dtype in ("auto", d)]
+    pool = BUNDLED_CANDIDATES if bundled else NATIVE_CANDIDATES
+    return [(d, w) for d, w in pool if dtype in ("auto", d)]
+
+
+def calibrate(shapes: Shapes, pairs: list[tuple[str, str]], cache_dir: Path | None) -> Calibration:
+    """The fastest of `pairs` for a model of these shapes here: read from the cache when this machine timed them
+    before, else timed now (seconds) and saved."""
+    key = _cache_key(shapes, pairs)
+    cache_file = None if cache_dir is None else Path(cache_dir) / CALIBRATION_FILE
+    saved = _read(cache_file).get(key)
+    if saved is not None:
+        return Calibration(**{**saved, "cached": True})
+    started = time.perf_counter()
+    step_ms = time_formats(shapes, pairs)
+    best = min(pairs, key=lambda pair: sum(step_ms[_name(pair)].values()))  # ties: the earlier candidate
+    found = Calibration(best[0], best[1], step_ms, _machine(), round(time.perf_counter() - started, 1))
+    log.info("formats timed in %.1f s: %s", found.measured_s, found.reason())
+    if cache_file is not None:
+        _write(cache_file, {**_read(cache_file), key: {k: v for k, v in asdict(found).items() if k != "cached"}})
+    return found
+
+
+def time_formats(shapes: Shapes, pairs: list[tuple[str, str]], rounds: int = ROUNDS) -> dict[str, dict[str, float]]:
+    """Estimated ms of a decode step of the whole model in each (dtype, weights), by token rows."""
+    copies = max(2, math.ceil(CACHE_BYTES / (4 * shapes.layer_weights())))
+    blocks = {_name(pair): [_block(shapes, *pair, seed) for seed in range(copies)] for pair in pairs}
+    scale = shapes.model_weights() / (copies * shapes.layer_weights())
+    step_ms: dict[str, dict[str, float]] = {name: {} for name in blocks}
+    for rows in ROWS:
+        samples: dict[str, list[float]] = {name: [] for name in blocks}
+        for _ in range(rounds + 1):  # the first round warms up
+            for name, layers in blocks.items():  # interleaved
+                samples[name].append(_time_pass(layers, rows))
+        for name, times in samples.items():
+            step_ms[name][str(rows)] = round(sorted(times[1:])[len(times[1:]) // 2] * scale, 2)
+    return step_ms
+
+
+class _Layer(nn.Module):
+    """One decoder layer's linear layers, named as Qwen2's (so that w8a8 splits the MLP's down projection's
+    outlier channels as it does in the model)."""
+
+    def __init__(self, shapes: Shapes, dtype: torch.dtype, seed: int):
+        super().__init__()
+        self.config = SimpleNamespace(tie_word_embeddings=False)
+        self.dtype = dtype
+        self.grids: dict[str, FourBitGrid] = {}
+        generator = torch.Generator().manual_seed(seed)
+        h, kv, ff = shapes.hidden, shapes.kv, shapes.ff
+        for name, out_features, in_features in (
+            ("q_proj", h, h),
+            ("k_proj", kv, h),
+            ("v_proj", kv, h),
+            ("o_proj", h, h),
+            ("gate_proj", ff, h),
+            ("up_proj", ff, h),
+            ("down_proj", h, ff),
+        ):
+            linear, self.grids[name] = _on_grid(out_features, in_features, dtype, generator)
+            self.add_module(name, linear)
+
+    def forward(self, x: torch.Tensor, wide: torch.Tensor) -> None:
+        for name, module in self.named_children():
+            module(wide if name == "down_proj" else x)
+
+
+def _on_grid(
+    out_features: int, in_features: int, dtype: torch.dtype, generator: torch.Generator
+) -> tuple[nn.Linear, FourBitGrid]:
+    """A random linear layer whose weights lie on a 4-bit grid per group (as a Q4_K GGUF's), and that grid."""
+    linear = nn.Linear(in_features, out_features, bias=False)
+    groups = in_features // INT4_GROUP
+    codes = torch.randint(0, 16, (out_features, in_features), generator=generator, dtype=torch.uint8)
+    step = torch.rand(out_features, groups, generator=generator) * 0.01 + 0.001
+    with torch.no_grad():
+        linear.weight.copy_((codes.float() - 8) * step.repeat_interleave(INT4_GROUP, 1))
+    return linear.to(dtype), FourBitGrid(codes, step, -8 * step, INT4_GROUP, 0.0)
+
+
+def _block(shapes: Shapes, dtype: str, weights: str, seed: int) -> _Layer:
+    layer = _Layer(shapes, getattr(torch, dtype), seed)
+    if weights == "int8":
+        return quantize_int8(layer)
+    if weights == "int4":
+        return quantize_int4(layer, grids=layer.grids)
+    if weights in ("w8a8", "int4-w8a8"):
+        return quantize_w8a8(layer, layer.grids if weights == "int4-w8a8" else None)
+    return layer
+
+
+def _time_pass(layers: list[_Layer], rows: int) -> float:
+    """ms of one call of every linear layer of `layers` on `rows` token rows."""
+    x = torch.randn(rows, layers[0].q_proj.in_features, dtype=layers[0].dtype)
+    wide = torch.randn(rows, layers[0].down_proj.in_features, dtype=layers[0].dtype)
+    started = time.perf_counter()
+    with torch.inference_mode():
+        for layer in layers:
+            layer(x, wide)
+    return (time.perf_counter() - started) * 1e3
+
+
+def _name(pair: tuple[str, str]) -> str:
+    return f"{pair[0]}/{pair[1]}"
+
+
+def _machine() -> str:
+    cpu = cpu_description()
+    caps = "".join(f", {name}={value}" for name, value in cpu.get("caps", {}).items())
+    return f"{cpu['model']}, {' '.join(cpu['isa']) or 'no AVX2'}{caps}"
+
+
+def _cache_key(shapes: Shapes, pairs: list[tuple[str, str]]) -> str:
+    return json.dumps(
+        {
+            "cpu": cpu_description(),
+            "torch": torch.__version__,
+            "threads": torch.get_num_threads(),
+            "shapes": asdict(shapes),
+            "pairs": [_name(p) for p in pairs],
+        },
+        sort_keys=True,
+    )
+
+
+def _read(path: Path | None) -> dict:
+    if path is None or not path.exists():
+        return {}
+    try:
+        found = json.loads(path.read_text())
+    except (OSError, ValueError):
+        log.warning("%s is unreadable: the formats are timed again", path)
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def _write(path: Path, data: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".partial")
+    partial.write_text(json.dumps(data, indent=1))
+    partial.replace(path)

@@ -1,0 +1,94 @@
+"""`auto` formats chosen by timing them here: the candidates, the cache keyed by the CPU (caps included), the choice
+of the fastest, and the CPU read as torch's libraries read it under the instruction-set caps."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+import engine.quant.calibrate as calibrate_module
+from engine.models.formats import choose_formats
+from engine.quant.calibrate import BUNDLED_CANDIDATES, CALIBRATION_FILE, Shapes, calibrate, candidates_for
+from engine.quant.cpu import cpu_description, cpu_flags, cpu_has_bf16, cpu_has_vnni
+
+SMALL = Shapes(hidden=64, kv=32, ff=128, layers=2, vocab=100)
+
+
+@pytest.fixture(autouse=True)
+def _small_passes(monkeypatch):
+    monkeypatch.setattr(calibrate_module, "CACHE_BYTES", 2**20)
+    monkeypatch.setattr(calibrate_module, "ROUNDS", 2)
+    for cap in ("ATEN_CPU_CAPABILITY", "FBGEMM_ENABLE_INSTRUCTIONS", "ONEDNN_MAX_CPU_ISA"):
+        monkeypatch.delenv(cap, raising=False)
+
+
+def test_a_bundled_model_is_timed_in_its_measured_formats_a_users_model_in_its_own_weights():
+    assert candidates_for(True, "auto", "auto") == list(BUNDLED_CANDIDATES)
+    assert candidates_for(False, "auto", "auto") == [("bfloat16", "native"), ("float32", "native")]
+    assert candidates_for(True, "float32", "auto") == [(d, w) for d, w in BUNDLED_CANDIDATES if d == "float32"]
+    assert candidates_for(False, "auto", "int8") == [("bfloat16", "int8"), ("float32", "int8")]
+
+
+def test_the_choice_is_timed_once_then_read_from_the_cache(tmp_path):
+    pairs = candidates_for(True, "auto", "auto")
+    first = calibrate(SMALL, pairs, tmp_path)
+    assert not first.cached and set(first.step_ms) == {f"{d}/{w}" for d, w in pairs}
+    assert all(ms > 0 for rows in first.step_ms.values() for ms in rows.values())
+    fastest = min(first.step_ms, key=lambda name: sum(first.step_ms[name].values()))
+    assert f"{first.dtype}/{first.weights}" == fastest and fastest in first.reason()
+    again = calibrate(SMALL, pairs, tmp_path)
+    assert again.cached and (again.dtype, again.weights) == (first.dtype, first.weights)
+    assert len(json.loads((tmp_path / CALIBRATION_FILE).read_text())) == 1
+
+
+def test_a_slow_format_is_not_chosen(tmp_path, monkeypatch):
+    """int8 made 20 ms slower a layer call: the timing sees it and another format wins (without the delay int8 is
+    among the fastest on small shapes)."""
+    real = calibrate_module.quantize_int8
+
+    def slow_int8(layer):
+        made = real(layer)
+        for child in made.children():
+            child.register_forward_pre_hook(lambda module, args: time.sleep(0.02))
+        return made
+
+    monkeypatch.setattr(calibrate_module, "quantize_int8", slow_int8)
+    found = calibrate(SMALL, [("float32", "int8"), ("float32", "native")], tmp_path)
+    assert (found.dtype, found.weights) == ("float32", "native")
+    assert found.step_ms["float32/int8"]["1"] > 5 * found.step_ms["float32/native"]["1"]
+
+
+def test_capped_instruction_sets_are_another_machine(tmp_path, monkeypatch):
+    """Under FBGEMM_ENABLE_INSTRUCTIONS=AVX2 and ONEDNN_MAX_CPU_ISA=AVX2 the engine reads no VNNI and no bf16 (as
+    fbgemm and oneDNN then run), the CPU's description names the caps, and the cached choice is not reused."""
+    pairs = [("float32", "native"), ("float32", "int8")]
+    calibrate(SMALL, pairs, tmp_path)
+    monkeypatch.setenv("FBGEMM_ENABLE_INSTRUCTIONS", "AVX2")
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
+    assert not cpu_has_vnni() and not cpu_has_bf16()
+    assert cpu_description()["caps"] == {"FBGEMM_ENABLE_INSTRUCTIONS": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
+    assert not calibrate(SMALL, pairs, tmp_path).cached
+    assert len(json.loads((tmp_path / CALIBRATION_FILE).read_text())) == 2
+    monkeypatch.delenv("FBGEMM_ENABLE_INSTRUCTIONS")
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA")
+    assert cpu_has_vnni() == ("avx512_vnni" in cpu_flags()) and "caps" not in cpu_description()
+
+
+def test_asked_formats_and_tiny_models_are_not_timed(tmp_path):
+    asked = choose_formats("bundled:qwen2.5-coder-0.5b", tmp_path, "float32", "int8")
+    assert (asked.dtype, asked.weights) == ("float32", "int8") and "asked" in asked.reason
+    tiny = choose_formats("tiny:0", tmp_path)
+    assert (tiny.dtype, tiny.weights) == ("auto", "auto") and not (tmp_path / CALIBRATION_FILE).exists()
+
+
+def test_a_users_decoder_is_timed_in_its_own_weights_from_its_config(tmp_path):
+    from transformers import Qwen2Config
+
+    directory = tmp_path / "model"
+    Qwen2Config(
+        hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2
+    ).save_pretrained(directory)
+    found = choose_formats(str(directory), tmp_path)
+    assert found.weights == "native" and found.dtype in ("bfloat16", "float32") and "timed now" in found.reason
