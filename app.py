@@ -38,14 +38,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--dtype",
         choices=DTYPE_CHOICES,
         default="auto",
-        help="model weights (default: auto, bf16 on a GPU or a CPU with native bf16, else fp32)",
+        help="model weights (default: auto: on a CPU the dtype of the format timed fastest here at the model's "
+        "first start, see --weights; bf16 on a GPU)",
     )
     parser.add_argument(
         "--weights",
         choices=WEIGHT_FORMATS,
         default="auto",
-        help="weight format of local models' linear layers: auto (default: int4-w8a8 for a bundled "
-        "model in bf16 on an x86 CPU, int4 on other CPUs, else native), native (as --dtype), int8 "
+        help="weight format of local models' linear layers: auto (default: at a model's first start, a few "
+        "seconds time the candidate formats on this CPU and the fastest is kept, cached with the CPU's "
+        "description; a user's model stays native), native (as --dtype), int8 "
         "(weight-only, half the bytes of bf16), int4 (4 bits where the weights are 4-bit already, "
         "as the bundled models' Q4_K layers, int8 elsewhere), w8a8 (int8 weights times "
         "activations rounded to 8 bits per call, 7 without AVX-512 VNNI; outlier channels of the "

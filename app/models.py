@@ -96,7 +96,7 @@ class EngineHub:
         self.choices = {c.label: c for c in choices}
         self.default_label = choices[0].label
         self.cache_dir, self.settings, self._loader = cache_dir, settings or EngineSettings(), loader
-        self.dtype = dtype  # weights of loaded models: auto (bf16 on a GPU or a CPU with native bf16), float32, ...
+        self.dtype = dtype  # weights of loaded models: auto (timed fastest here: engine/models/formats.py), float32...
         check_weight_format(weights)  # refused at start-up, not at the first load
         self.weights = weights  # auto, native, int8, int4, w8a8 or int4-w8a8 linear layers (engine/quant/weights.py)
         self.generation_lock = threading.BoundedSemaphore(concurrency)

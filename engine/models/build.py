@@ -16,7 +16,8 @@ from engine.settings import EngineSettings
 def load_any(spec: str, cache_dir: Path | None = None, progress: bool = True, dtype: str = "auto"):
     """(model, tokenizer) for any spec: bundled:..., tiny:<seed>, a Hugging Face id or a local directory.
 
-    dtype: "auto" (bf16 on a GPU or a CPU with native bf16, else fp32), "float32", "bfloat16" or "float16".
+    dtype: "auto" (here: bf16 on a GPU or a CPU with native bf16, else fp32; load_engine and the app time the
+    formats first, engine/models/formats.py), "float32", "bfloat16" or "float16".
     Tiny test models stay fp32.
     """
     if spec.startswith(TINY_PREFIX):

@@ -43,6 +43,10 @@ def choose_formats(
     except (AttributeError, OSError, ValueError) as err:  # not a decoder this module knows: the flag policy
         log.warning("formats of %s not timed (%s): auto follows the CPU's flags", spec, err)
         return FormatChoice(dtype, weights, f"by the CPU's flags (the model's shapes are unknown: {err})")
-    found = calibrate(shapes, pairs, Path(cache_dir) if cache_dir else default_cache_dir())
+    try:
+        found = calibrate(shapes, pairs, Path(cache_dir) if cache_dir else default_cache_dir())
+    except RuntimeError as err:
+        log.warning("formats of %s not timed (%s): auto follows the CPU's flags", spec, err)
+        return FormatChoice(dtype, weights, f"by the CPU's flags ({err})")
     when = "timed at an earlier start" if found.cached else "timed now"
     return FormatChoice(found.dtype, found.weights, f"{found.reason()} ({when})")

@@ -1,7 +1,8 @@
 """CPU features the engine's choices depend on, read from /proc/cpuinfo (Linux; elsewhere: none), less what the
-environment forbids torch's libraries to use: `ATEN_CPU_CAPABILITY=avx2`, `FBGEMM_ENABLE_INSTRUCTIONS=AVX2` and
-`ONEDNN_MAX_CPU_ISA=AVX2` together make an AVX-512 machine run as an AVX2-only one (how the other class is measured
-on one machine), and the engine's own policy must then read the CPU as those libraries do."""
+environment forbids torch's libraries to use: `ATEN_CPU_CAPABILITY=avx2`, `FBGEMM_ENABLE_INSTRUCTIONS=AVX2`,
+`ONEDNN_MAX_CPU_ISA=AVX2` and `MKL_ENABLE_INSTRUCTIONS=AVX2` together make an AVX-512 machine run as an AVX2-only
+one (how the other class is measured on one machine), and the engine's own policy must then read the CPU as those
+libraries do."""
 
 from __future__ import annotations
 
@@ -19,8 +20,8 @@ def cpu_flags() -> frozenset[str]:
         return frozenset()
 
 
-# the variables that cap the instruction sets of torch's CPU libraries (ATen's own kernels, fbgemm, oneDNN)
-ISA_CAPS = ("ATEN_CPU_CAPABILITY", "FBGEMM_ENABLE_INSTRUCTIONS", "ONEDNN_MAX_CPU_ISA")
+# the variables that cap the instruction sets of torch's CPU libraries (ATen's own kernels, fbgemm, oneDNN, MKL)
+ISA_CAPS = ("ATEN_CPU_CAPABILITY", "FBGEMM_ENABLE_INSTRUCTIONS", "ONEDNN_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS")
 FBGEMM_WITHOUT_VNNI = ("AVX2", "AVX512", "AVX512_256")  # fbgemm's caps below its VNNI kernels
 ONEDNN_WITH_BF16 = ("AVX512_CORE_BF16", "AVX512_CORE_FP16", "AVX512_CORE_AMX", "AVX512_CORE_AMX_FP16", "AVX10_1_512")
 
