@@ -51,7 +51,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "(weight-only, half the bytes of bf16), int4 (4 bits where the weights are 4-bit already, "
         "as the bundled models' Q4_K layers, int8 elsewhere), w8a8 (int8 weights times "
         "activations rounded to 8 bits per call, 7 without AVX-512 VNNI; outlier channels of the "
-        "MLP's down projection in floats), or int4-w8a8 (w8a8, with the 4-bit codes for one-row "
+        "MLP's down projection in floats), int4-dyn (for ARM: the 4-bit codes times activations "
+        "rounded to 8 bits per row, torch's KleidiAI kernel), or int4-w8a8 (w8a8, with the 4-bit codes for one-row "
         "calls where the weights are 4-bit already): fewer bytes per step, faster decoding on a "
         "CPU",
     )

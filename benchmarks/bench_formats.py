@@ -37,6 +37,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--models", default=",".join(MODELS), help="bundled model names, comma-separated")
     parser.add_argument("--rounds", type=int, default=ROUNDS, help="timed rounds per format (the median counts)")
     parser.add_argument("--check", type=int, default=0, help="time the N fastest candidates end to end")
+    parser.add_argument("--check-formats", default="", help="or these dtype/weights, comma-separated")
     args = parser.parse_args(argv)
     pairs = list(BUNDLED_CANDIDATES) + list(EXTRA)
     figures = {}
@@ -49,9 +50,10 @@ def main(argv=None) -> dict:
         print(f"{'dtype/weights':<22}{'1 row':>10}{'8 rows':>10}{'sum':>10}")
         for fmt, rows in sorted(step_ms.items(), key=lambda item: sum(item[1].values())):
             print(f"{fmt:<22}{rows['1']:>10.1f}{rows['8']:>10.1f}{sum(rows.values()):>10.1f}")
-        if args.check:
-            fastest = sorted(BUNDLED_CANDIDATES, key=lambda pair: sum(step_ms[f"{pair[0]}/{pair[1]}"].values()))
-            figures[name]["measured_ms"] = end_to_end(name, fastest[: args.check], args.rounds)
+        fastest = sorted(BUNDLED_CANDIDATES, key=lambda pair: sum(step_ms[f"{pair[0]}/{pair[1]}"].values()))
+        checked = [tuple(f.split("/")) for f in args.check_formats.split(",") if f] or fastest[: args.check]
+        if checked:
+            figures[name]["measured_ms"] = end_to_end(name, checked, args.rounds)
     summary = {
         "benchmark": "bench_formats",
         "torch_threads": torch.get_num_threads(),

@@ -12,7 +12,7 @@ from engine.speculation.controller import ControllerSettings
 
 PROMPT_FORMS = ("auto", "raw", "chat")  # auto: chat for a model that answers in turns (ChatForm.of), raw otherwise
 DTYPE_CHOICES = ("auto", "float32", "bfloat16", "float16")
-WEIGHT_FORMATS = ("auto", "native", "int8", "int4", "w8a8", "int4-w8a8")
+WEIGHT_FORMATS = ("auto", "native", "int8", "int4", "w8a8", "int4-w8a8", "int4-dyn")
 # native: as loaded (--dtype); int8: Int8Linear layers; int4: Int4Linear where the weights are 4-bit already,
 # Int8Linear elsewhere; w8a8: DynamicInt8Linear layers; int4-w8a8: the same, reading the 4-bit codes for one-row
 # calls where the weights are 4-bit already; auto: engine.quant.weights.auto_weight_format

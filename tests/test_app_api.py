@@ -208,7 +208,7 @@ def test_lazy_loading_of_another_choice(served):
     hub, _, client = served
     assert hub.state("tiny alone") == ("not loaded", "")
     result = client.predict(prompt=PROMPT, **FAST, model="tiny alone", api_name="/generate")
-    assert hub.state("tiny alone") == ("ready", "")
+    assert hub.state("tiny alone")[0] == "ready"
     assert result["model"]["draft"] is None and result["status"] == "done"
 
 

@@ -162,6 +162,8 @@ def test_the_copied_top_candidate_is_whole_runnable_code(bundled_url):
 
     with sync_playwright() as playwright:
         browser, page = ready_page(playwright, bundled_url)
+        # the model line says which format runs and the step times on this machine that chose it
+        expect(page.locator("#model-state")).to_contain_text("formats timed on this CPU")
         enter_prompt(page, METHOD_PROMPT)
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "copy_1_initial.png"), full_page=True)

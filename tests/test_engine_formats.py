@@ -7,6 +7,7 @@ import json
 import time
 
 import pytest
+import torch
 
 import engine.quant.calibrate as calibrate_module
 from engine.models.formats import choose_formats
@@ -112,3 +113,43 @@ def test_a_users_decoder_is_timed_in_its_own_weights_from_its_config(tmp_path):
     ).save_pretrained(directory)
     found = choose_formats(str(directory), tmp_path)
     assert found.weights == "native" and found.dtype in ("bfloat16", "float32") and "timed now" in found.reason
+
+
+def test_int4_dyn_reads_a_gguf_layers_codes_with_their_offsets():
+    """int4-dyn (ARM's KleidiAI kernel; torch's reference path here): a layer on a 4-bit grid with a non-zero offset
+    per group gives the dense layer's products up to the 8-bit rounding of the activations, and a layer off the
+    grid becomes int8; the format is offered to auto on ARM only."""
+    from torch import nn
+
+    from engine.quant.grids import FourBitGrid
+    from engine.quant.kernels import Int4DynLinear, Int8Linear
+    from engine.quant.weights import quantize_int4_dyn
+
+    generator = torch.Generator().manual_seed(0)
+    out_features, in_features, group = 64, 256, 32
+    codes = torch.randint(0, 16, (out_features, in_features), generator=generator, dtype=torch.uint8)
+    step = torch.rand(out_features, in_features // group, generator=generator) * 0.01 + 0.001
+    low = -torch.rand(out_features, in_features // group, generator=generator) * 0.1  # not -8 steps: an offset
+    on_grid = nn.Linear(in_features, out_features, bias=False)
+    with torch.no_grad():
+        on_grid.weight.copy_(low.repeat_interleave(group, 1) + codes.float() * step.repeat_interleave(group, 1))
+    model = nn.Sequential(on_grid, nn.Linear(out_features, 48, bias=False))
+    model.config = type("Config", (), {"tie_word_embeddings": False})()
+    grids = {"0": FourBitGrid(codes, step, low, group, 0.0), "1": None}
+    x = torch.randn(3, in_features, generator=generator)
+    with torch.inference_mode():
+        dense = on_grid(x)
+        quantize_int4_dyn(model, grids=grids)
+        assert isinstance(model[0], Int4DynLinear) and isinstance(model[1], Int8Linear)
+        error = (model[0](x) - dense).abs().max().item()
+    assert error < 0.01 * dense.abs().max().item()
+    assert model.weight_format == "int4-dyn"
+
+
+def test_int4_dyn_is_a_candidate_on_arm_only(monkeypatch):
+    import platform
+
+    assert ("float32", "int4-dyn") not in candidates_for(True, "auto", "auto")
+    monkeypatch.setattr(platform, "machine", lambda: "aarch64")
+    assert ("float32", "int4-dyn") in candidates_for(True, "auto", "auto")
+    assert ("float32", "int4-dyn") not in candidates_for(False, "auto", "auto")  # a user's model: its own weights

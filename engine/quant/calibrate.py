@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import platform
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -28,7 +29,7 @@ from torch import nn
 
 from engine.quant.cpu import cpu_description
 from engine.quant.grids import INT4_GROUP, FourBitGrid
-from engine.quant.weights import quantize_int4, quantize_int8, quantize_w8a8
+from engine.quant.weights import quantize_int4, quantize_int4_dyn, quantize_int8, quantize_w8a8
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +49,10 @@ BUNDLED_CANDIDATES = (
     ("float32", "native"),
     ("float32", "int8"),
 )
+# on ARM (no fbgemm: the w8a8 formats are left out when they fail), torch's KleidiAI int4 kernel; on x86 it runs a
+# slow reference path, so it is offered there only when asked for
+ARM_CANDIDATES = (("float32", "int4-dyn"), ("bfloat16", "int4-dyn"))
+ARM_MACHINES = ("aarch64", "arm64")
 # a user's model stays in its own weights (a lossy format's accuracy is not measured for it): only the dtype varies
 NATIVE_CANDIDATES = (("bfloat16", "native"), ("float32", "native"))
 CPU_DTYPES = ("bfloat16", "float32")  # fp16 matmuls are slow on CPUs without AVX-512 FP16: not offered to auto
@@ -109,7 +114,9 @@ def candidates_for(bundled: bool, dtype: str, weights: str) -> list[tuple[str, s
     asked for keeps the candidates in it."""
     if weights != "auto":
         return [(d, weights) for d in CPU_DTYPES if dtype in ("auto", d)]
-    pool = BUNDLED_CANDIDATES if bundled else NATIVE_CANDIDATES
+    pool = NATIVE_CANDIDATES
+    if bundled:
+        pool = BUNDLED_CANDIDATES + (ARM_CANDIDATES if platform.machine().lower() in ARM_MACHINES else ())
     return [(d, w) for d, w in pool if dtype in ("auto", d)]
 
 
@@ -210,6 +217,8 @@ def _block(shapes: Shapes, dtype: str, weights: str, seed: int) -> _Layer:
         return quantize_int8(layer)
     if weights == "int4":
         return quantize_int4(layer, grids=layer.grids)
+    if weights == "int4-dyn":
+        return quantize_int4_dyn(layer, grids=layer.grids)
     if weights in ("w8a8", "int4-w8a8"):
         return quantize_w8a8(layer, layer.grids if weights == "int4-w8a8" else None)
     return layer

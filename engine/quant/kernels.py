@@ -1,4 +1,5 @@
-"""The linear layers that replace nn.Linear: int8, int4 and w8a8 kernels, each with the dense weight for large calls."""
+"""The linear layers that replace nn.Linear: int8, int4, w8a8 and int4-dyn kernels, each with the dense weight for
+large calls."""
 
 from __future__ import annotations
 
@@ -167,3 +168,31 @@ class DynamicInt8Linear(_LowByteLinear):
     def _integer_products(self, x: torch.Tensor) -> torch.Tensor:
         """fbgemm: x [M, in] fp32 rounded to 8 (or 7) bits with one scale for the call, times the int8 weights."""
         return torch.ops.quantized.linear_dynamic(x, self.packed, self.reduce_range)
+
+
+class Int4DynLinear(_LowByteLinear):
+    """The int4-dyn format, for ARM: a 4-bit layer's codes (as a Q4_K GGUF's) times activations rounded to 8 bits
+    per row, by torch's `_dyn_quant_matmul_4bit` (KleidiAI's kernels on aarch64; a reference path elsewhere, so
+    that this layer is tested on x86). That kernel reads symmetric groups, (code - 8) * step; the grid's offset,
+    zero = low + 8 steps per group, is added as the sums of x per group times those zeros: a matmul of 1/32 of the
+    size, in floats, so the GGUF's codes are used exactly."""
+
+    def __init__(self, linear: nn.Linear, grid: FourBitGrid, max_rows: int | None = W8A8_MAX_ROWS):
+        super().__init__(linear, max_rows)
+        self.group = grid.group
+        codes = grid.codes.to(torch.uint8)
+        nibbles = codes[:, 0::2] | (codes[:, 1::2] << 4)  # [out, in / 2]: the even index in the low nibble
+        self.register_buffer(
+            "weight_int4",
+            torch.ops.aten._dyn_quant_pack_4bit_weight(
+                nibbles, grid.step.float(), None, self.group, self.in_features, self.out_features
+            ),
+        )
+        self.register_buffer("zeros", (grid.low + 8 * grid.step).float().t().contiguous())  # [in / G, out]
+
+    def _small(self, flat: torch.Tensor) -> torch.Tensor:
+        x = flat.float()  # [M, in]
+        symmetric = torch.ops.aten._dyn_quant_matmul_4bit(
+            x, self.weight_int4, self.group, self.in_features, self.out_features
+        )
+        return symmetric.addmm_(x.view(x.shape[0], -1, self.group).sum(-1), self.zeros)  # + [M, in/G] @ [in/G, out]

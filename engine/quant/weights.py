@@ -17,6 +17,9 @@ stays: a lookup reads one row per token):
 - int4-w8a8: w8a8's layers, where those on a 4-bit grid (as int4 finds them) read their 4-bit codes for calls of
   one token row (INT4_ONE_ROW: one row is memory-bound, and the codes are half of int8's bytes), the integer
   products from two rows on. A plain step of k=1 reads the GGUF's own codes; a verify pass or k > 1 reads w8a8.
+- int4-dyn (for ARM, where fbgemm is missing): `Int4DynLinear` for the layers on a 4-bit grid, the GGUF's codes times
+  activations rounded to 8 bits per row (`torch._dyn_quant_matmul_4bit`: KleidiAI on aarch64), `Int8Linear` for
+  the others. On x86 torch runs a slow reference path: auto offers it on aarch64 only (docs/CPU.md).
 
 The weight-only kernels turn weights back into floats and stop paying beyond a few rows; fbgemm's integer products stay
 memory-bound to 8 rows (`python -m benchmarks.bench_kernels`; the figures are in docs/MEASUREMENTS.md). So each layer
@@ -47,6 +50,7 @@ from engine.quant.kernels import (
     INT8_MAX_ROWS,
     W8A8_MAX_ROWS,
     DynamicInt8Linear,
+    Int4DynLinear,
     Int4Linear,
     Int8Linear,
 )
@@ -61,6 +65,7 @@ __all__ = [
     "auto_weight_format",
     "quantize_int8",
     "quantize_int4",
+    "quantize_int4_dyn",
     "quantize_w8a8",
     "weight_bytes",
     # re-exported from the modules that hold them
@@ -113,6 +118,21 @@ def quantize_int4(
         ),
     )
     return model
+
+
+def quantize_int4_dyn(
+    model: nn.Module, cache_dir: Path | None = None, grids: dict[str, FourBitGrid | None] | None = None
+) -> nn.Module:
+    """Swap every nn.Linear of the model for an Int4DynLinear where its weights lie on a 4-bit grid, else for an
+    Int8Linear, in place (the int4-dyn format; grids as quantize_int4 finds or is given them)."""
+    grids = four_bit_grids(model, cache_dir) if grids is None else grids
+    names = {id(module): name for name, module in model.named_modules()}
+
+    def make(linear: nn.Linear) -> nn.Module:
+        grid = grids.get(names[id(linear)])
+        return Int8Linear(linear) if grid is None else Int4DynLinear(linear, grid)
+
+    return _swap_linears(model, "int4-dyn", make)
 
 
 def four_bit_grids(model: nn.Module, cache_dir: Path | None) -> dict[str, FourBitGrid | None]:
@@ -226,6 +246,8 @@ def apply_weight_format(model: nn.Module | None, weights: str) -> nn.Module | No
         return quantize_w8a8(model)
     if weights == "int4-w8a8":
         return quantize_w8a8(model, four_bit_grids(model, owned_model_dir(model)))
+    if weights == "int4-dyn":
+        return quantize_int4_dyn(model, cache_dir=owned_model_dir(model))
     return quantize_int4(model, cache_dir=owned_model_dir(model))
 
 
