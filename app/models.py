@@ -21,7 +21,7 @@ from engine import (
     load_any,
     release_freed_memory,
 )
-from engine.models.formats import FormatChoice, choose_formats
+from engine.models.formats import FormatChoice, as_loaded, choose_formats
 from engine.quant.weights import apply_weight_format, check_weight_format
 
 log = logging.getLogger(__name__)
@@ -136,8 +136,8 @@ class EngineHub:
         """{spec: the dtype and weights it runs in, and why} of a choice's loaded local models (none when remote
         or not loaded yet)."""
         choice = self.choice(label)
-        specs = [spec for spec in (choice.target, choice.draft) if spec and spec in self._formats]
-        return {spec: self._formats[spec] for spec in specs}
+        found = {spec: self._formats.get(spec) for spec in (choice.target, choice.draft) if spec}
+        return {spec: formats for spec, formats in found.items() if formats is not None}
 
     def preload(self, label: str | None = None) -> threading.Thread:
         """Load a choice's engine in a background thread now (the app does it at start-up for the default), so
@@ -160,7 +160,8 @@ class EngineHub:
         on first use)."""
         choice = self.choice(label)
         if choice.label in self._engines:
-            return "ready", "; ".join(f"{spec} in {found.reason}" for spec, found in self.formats(label).items())
+            formats = self.formats(label).items()
+            return "ready", "; ".join(f"{spec} in {f.dtype}/{f.weights}: {f.reason}" for spec, f in formats)
         if choice.label in self._failures:
             return "failed", self._failures[choice.label]
         if self.loading is not None:
@@ -198,8 +199,9 @@ class EngineHub:
             try:
                 formats = choose_formats(spec, self.cache_dir, self.dtype, self.weights)
                 model, tokenizer = self._loader(spec, self.cache_dir, dtype=formats.dtype)
-                self._models[spec] = (apply_weight_format(model, formats.weights), tokenizer)
-                self._formats[spec] = formats
+                model = apply_weight_format(model, formats.weights)
+                self._models[spec] = (model, tokenizer)
+                self._formats[spec] = as_loaded(model, formats)
                 release_freed_memory()  # what loading and converting freed goes back to the system
             finally:
                 self.loading = None

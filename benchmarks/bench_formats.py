@@ -24,7 +24,7 @@ from transformers import AutoConfig
 
 from engine import EngineSettings, GenerationRequest, load_engine
 from engine.models.loading import BUNDLED_PREFIX, resolve_spec
-from engine.quant.calibrate import BUNDLED_CANDIDATES, ROUNDS, Shapes, pick, time_formats
+from engine.quant.calibrate import ROUNDS, Shapes, candidates_for, pick, time_formats
 from engine.quant.cpu import cpu_description
 
 MODELS = ("qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b")
@@ -39,18 +39,19 @@ def main(argv=None) -> dict:
     parser.add_argument("--check", type=int, default=0, help="time the N fastest candidates end to end")
     parser.add_argument("--check-formats", default="", help="or these dtype/weights, comma-separated")
     args = parser.parse_args(argv)
-    pairs = list(BUNDLED_CANDIDATES) + list(EXTRA)
+    pairs = candidates_for(True, "auto", "auto") + list(EXTRA)
     figures = {}
     for name in args.models.split(","):
         shapes = Shapes.of(AutoConfig.from_pretrained(resolve_spec(BUNDLED_PREFIX + name)))
         step_ms = time_formats(shapes, pairs, args.rounds)
-        chosen = pick(list(BUNDLED_CANDIDATES), step_ms)
+        offered = [pair for pair in candidates_for(True, "auto", "auto") if f"{pair[0]}/{pair[1]}" in step_ms]
+        chosen = pick(offered, step_ms)
         figures[name] = {"step_ms": step_ms, "auto": f"{chosen[0]}/{chosen[1]}"}
         print(f"\n{name}: estimated ms a decode step (auto picks {figures[name]['auto']})")
         print(f"{'dtype/weights':<22}{'1 row':>10}{'8 rows':>10}{'sum':>10}")
         for fmt, rows in sorted(step_ms.items(), key=lambda item: sum(item[1].values())):
             print(f"{fmt:<22}{rows['1']:>10.1f}{rows['8']:>10.1f}{sum(rows.values()):>10.1f}")
-        fastest = sorted(BUNDLED_CANDIDATES, key=lambda pair: sum(step_ms[f"{pair[0]}/{pair[1]}"].values()))
+        fastest = sorted(offered, key=lambda pair: sum(step_ms[f"{pair[0]}/{pair[1]}"].values()))
         checked = [tuple(f.split("/")) for f in args.check_formats.split(",") if f] or fastest[: args.check]
         if checked:
             figures[name]["measured_ms"] = end_to_end(name, checked, args.rounds)

@@ -15,7 +15,8 @@ DTYPE_CHOICES = ("auto", "float32", "bfloat16", "float16")
 WEIGHT_FORMATS = ("auto", "native", "int8", "int4", "w8a8", "int4-w8a8", "int4-dyn")
 # native: as loaded (--dtype); int8: Int8Linear layers; int4: Int4Linear where the weights are 4-bit already,
 # Int8Linear elsewhere; w8a8: DynamicInt8Linear layers; int4-w8a8: the same, reading the 4-bit codes for one-row
-# calls where the weights are 4-bit already; auto: engine.quant.weights.auto_weight_format
+# calls where the weights are 4-bit already; int4-dyn: Int4DynLinear (ARM's KleidiAI kernel) where 4-bit, else
+# Int8Linear; auto: timed at a model's first start (engine/models/formats.py), else auto_weight_format
 
 
 @dataclass

@@ -241,8 +241,8 @@ def test_preload_prepares_the_default_in_the_background_and_says_so():
     assert hub.state() == ("not loaded", "")
     hub.preload().join(timeout=60)
     state, detail = hub.state()
-    assert state == "ready" and detail == "tiny:0 in a tiny test model: formats are not timed"
-    assert hub.formats("tiny")["tiny:0"].dtype == "auto"
+    assert state == "ready" and detail == "tiny:0 in float32/native: a tiny test model: formats are not timed"
+    assert (hub.formats("tiny")["tiny:0"].dtype, hub.formats("tiny")["tiny:0"].weights) == ("float32", "native")
     hub.preload("broken").join(timeout=60)
     state, detail = hub.state("broken")
     assert state == "failed" and "tiny:<seed>" in detail  # the loader's message, which names the fix

@@ -184,7 +184,7 @@ def test_a_request_in_words_gets_ranked_checked_code_on_the_bundled_model():
         models = httpx.get(url + "v1/models", timeout=30).json()["data"]
         fast = next(m for m in models if m["id"] == "bundled 0.5B alone (fast)")["ranked_drafts"]["formats"]
         formats = fast["bundled:qwen2.5-coder-0.5b"]  # timed at its first start, on this machine
-        assert "of 5 formats timed on this CPU" in formats["why"] and formats["dtype"] in formats["why"]
+        assert "formats timed on this CPU" in formats["why"] and formats["dtype"] in ("bfloat16", "float32")
     finally:
         demo.close()
         hub.close()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from engine.generate import Engine
-from engine.models.formats import choose_formats
+from engine.models.formats import FormatChoice, choose_formats
 from engine.models.loading import DEFAULT_TARGET, ModelSetupError, load_model
 from engine.models.memory import release_freed_memory
 from engine.models.tiny import TINY_PREFIX, load_tiny
@@ -23,6 +23,14 @@ def load_any(spec: str, cache_dir: Path | None = None, progress: bool = True, dt
     if spec.startswith(TINY_PREFIX):
         return load_tiny(spec)
     return load_model(spec, cache_dir, progress=progress, dtype=dtype)
+
+
+def _formats(spec: str, cache_dir: Path | None, dtype: str, weights: str, progress: bool) -> FormatChoice:
+    """Formats timed when the weights are `auto`; a weight format asked for keeps the CPU-flag dtype policy, so
+    that a benchmark's `--weights X` measures the dtype it always did."""
+    if weights == "auto":
+        return choose_formats(spec, cache_dir, dtype, weights, progress)
+    return FormatChoice(dtype, weights, "as asked")
 
 
 def check_same_vocabulary(target_tokenizer, draft_tokenizer, target_spec: str, draft_spec: str) -> None:
@@ -71,12 +79,12 @@ def load_engine(
     weights: str = "native",
 ) -> Engine:
     """Load the target (and draft) model and build an Engine around them (weights: one of WEIGHT_FORMATS; `auto`
-    dtype or weights: the formats timed fastest here, engine/models/formats.py)."""
-    formats = choose_formats(model_spec, cache_dir, dtype, weights, progress)
+    weights: the formats timed fastest here, engine/models/formats.py)."""
+    formats = _formats(model_spec, cache_dir, dtype, weights, progress)
     model, tokenizer = load_any(model_spec, cache_dir, progress, formats.dtype)
     draft = None
     if draft_spec:  # checked before any weight is converted (int4's first fit takes minutes)
-        draft_formats = choose_formats(draft_spec, cache_dir, dtype, weights, progress)
+        draft_formats = _formats(draft_spec, cache_dir, dtype, weights, progress)
         draft = load_any(draft_spec, cache_dir, progress, draft_formats.dtype)
         check_draft_fits((model, tokenizer), draft, model_spec, draft_spec)
         draft = (apply_weight_format(draft[0], draft_formats.weights), draft[1])

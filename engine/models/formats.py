@@ -34,8 +34,10 @@ def choose_formats(
     if spec.startswith(TINY_PREFIX):
         return FormatChoice(dtype, weights, "a tiny test model: formats are not timed")
     if pick_device().type != "cpu":
-        return FormatChoice(dtype, weights, "on a GPU: its bf16 kernels, the model's own weights")
+        return FormatChoice(dtype, weights, "on a GPU: formats are not timed")
     pairs = candidates_for(spec.startswith(BUNDLED_PREFIX), dtype, weights)
+    if len(pairs) < 2:  # nothing to choose between (or nothing auto may pick: the flag policy)
+        return FormatChoice(*(pairs[0] if pairs else (dtype, weights)), "the only format allowed here")
     try:
         from transformers import AutoConfig
 
@@ -45,8 +47,15 @@ def choose_formats(
         return FormatChoice(dtype, weights, f"by the CPU's flags (the model's shapes are unknown: {err})")
     try:
         found = calibrate(shapes, pairs, Path(cache_dir) if cache_dir else default_cache_dir())
-    except RuntimeError as err:
-        log.warning("formats of %s not timed (%s): auto follows the CPU's flags", spec, err)
-        return FormatChoice(dtype, weights, f"by the CPU's flags ({err})")
+    except Exception as err:  # noqa: BLE001 - timing is an optimisation: a model that loads must still load
+        log.exception("timing the formats of %s failed: auto follows the CPU's flags", spec)
+        return FormatChoice(dtype, weights, f"by the CPU's flags (timing the formats failed: {err})")
     when = "timed at an earlier start" if found.cached else "timed now"
     return FormatChoice(found.dtype, found.weights, f"{found.reason()} ({when})")
+
+
+def as_loaded(model, chosen: FormatChoice) -> FormatChoice:
+    """`chosen` with the dtype and weight format the loaded model really has (where `auto` was left to the flag
+    policy, what that policy made of it)."""
+    dtype = str(next(model.parameters()).dtype).removeprefix("torch.")
+    return FormatChoice(dtype, getattr(model, "weight_format", "native"), chosen.reason)

@@ -6,20 +6,25 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import gc
-import logging
-
-log = logging.getLogger(__name__)
 
 
 def release_freed_memory() -> None:
     """Collect unreachable objects, then ask glibc to return its free pages (a no-op where libc is not glibc)."""
     gc.collect()
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@functools.cache
+def _malloc_trim():
+    """glibc's malloc_trim, or None (musl, macOS); looked up once."""
     name = ctypes.util.find_library("c")
     if name is None:
-        return
+        return None
     try:
-        trim = ctypes.CDLL(name).malloc_trim
-    except (OSError, AttributeError):  # musl, macOS: no malloc_trim, nothing to do
-        return
-    trim(0)
+        return ctypes.CDLL(name).malloc_trim
+    except (OSError, AttributeError):
+        return None

@@ -18,7 +18,9 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import platform
+import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -34,6 +36,7 @@ from engine.quant.weights import quantize_int4, quantize_int4_dyn, quantize_int8
 log = logging.getLogger(__name__)
 
 CALIBRATION_FILE = "calibration.json"
+CALIBRATION_VERSION = 1  # bump when what is timed changes (ROWS, CACHE_BYTES, the layer): older entries are not reused
 ROWS = (1, 8)  # token rows of the timed calls: a plain one-row step and a batch (or verify pass) of eight
 CACHE_BYTES = 256 * 2**20  # fp32 weights streamed per timed pass, past any CPU's last-level cache
 ROUNDS = 5  # timed rounds per candidate and row count (after one to warm up); the median counts
@@ -74,7 +77,10 @@ class Shapes:
         head_dim = getattr(config, "head_dim", None) or config.hidden_size // heads
         kv_heads = getattr(config, "num_key_value_heads", None) or heads
         hidden, layers = config.hidden_size, config.num_hidden_layers
-        return cls(hidden, kv_heads * head_dim, config.intermediate_size, layers, config.vocab_size)
+        found = cls(hidden, kv_heads * head_dim, config.intermediate_size, layers, config.vocab_size)
+        if not all(isinstance(v, int) and v > 0 for v in asdict(found).values()):
+            raise ValueError(f"a decoder's shapes were expected, the config gives {asdict(found)}")
+        return found
 
     def layer_weights(self) -> int:
         return 2 * self.hidden * self.hidden + 2 * self.kv * self.hidden + 3 * self.ff * self.hidden
@@ -95,18 +101,18 @@ class Calibration:
     cached: bool = False
 
     def reason(self) -> str:
-        """One line for the page and /v1/models: the choice and what it beat, in step times on this machine."""
+        """Why the chosen format, for the page and /v1/models: what it beat, in step times on this machine."""
         times = {name: sum(rows.values()) for name, rows in self.step_ms.items()}
         chosen = f"{self.dtype}/{self.weights}"
         if len(times) < 2:
-            return f"{chosen}: the only format allowed here"
+            return "the only format allowed here"
         others = sorted((ms, name) for name, ms in times.items() if name != chosen)
         runner_ms, runner = others[0]
         rows = " + ".join(f"{r} row{'s' if r != '1' else ''}" for r in self.step_ms[chosen])
         timed = f"of {len(times)} formats timed on this CPU ({self.machine}): {times[chosen]:.0f} ms a step ({rows})"
         if times[chosen] <= runner_ms:
-            return f"{chosen}: fastest {timed} against {runner_ms:.0f} ms for {runner}"
-        return f"{chosen}: preferred {timed}, within {MARGIN:.0%} of the fastest, {runner} at {runner_ms:.0f} ms"
+            return f"fastest {timed} against {runner_ms:.0f} ms for {runner}"
+        return f"preferred {timed}, within {MARGIN:.0%} of the fastest, {runner} at {runner_ms:.0f} ms"
 
 
 def candidates_for(bundled: bool, dtype: str, weights: str) -> list[tuple[str, str]]:
@@ -117,6 +123,8 @@ def candidates_for(bundled: bool, dtype: str, weights: str) -> list[tuple[str, s
     pool = NATIVE_CANDIDATES
     if bundled:
         pool = BUNDLED_CANDIDATES + (ARM_CANDIDATES if platform.machine().lower() in ARM_MACHINES else ())
+        if torch.backends.quantized.engine not in ("x86", "fbgemm"):  # w8a8's accuracy is measured on fbgemm only
+            pool = tuple(pair for pair in pool if "w8a8" not in pair[1])
     return [(d, w) for d, w in pool if dtype in ("auto", d)]
 
 
@@ -126,8 +134,11 @@ def calibrate(shapes: Shapes, pairs: list[tuple[str, str]], cache_dir: Path | No
     key = _cache_key(shapes, pairs)
     cache_file = None if cache_dir is None else Path(cache_dir) / CALIBRATION_FILE
     saved = _read(cache_file).get(key)
-    if saved is not None:
-        return Calibration(**{**saved, "cached": True})
+    if isinstance(saved, dict):
+        try:
+            return Calibration(**{**saved, "cached": True})
+        except TypeError:  # an entry of another layout: timed again
+            log.warning("%s holds an entry of another layout: the formats are timed again", cache_file)
     started = time.perf_counter()
     step_ms = time_formats(shapes, pairs)
     if not step_ms:
@@ -154,7 +165,8 @@ def time_formats(shapes: Shapes, pairs: list[tuple[str, str]], rounds: int = ROU
     for pair in pairs:
         try:
             blocks[_name(pair)] = [_block(shapes, *pair, seed) for seed in range(copies)]
-            _time_pass(blocks[_name(pair)], 1)
+            for rows in ROWS:
+                _time_pass(blocks[_name(pair)], rows)
         except (RuntimeError, NotImplementedError) as err:  # no kernel for this format here
             blocks.pop(_name(pair), None)
             log.warning("format %s cannot run here, not timed: %s", _name(pair), err)
@@ -174,7 +186,7 @@ class _Layer(nn.Module):
     """One decoder layer's linear layers, named as Qwen2's (so that w8a8 splits the MLP's down projection's
     outlier channels as it does in the model)."""
 
-    def __init__(self, shapes: Shapes, dtype: torch.dtype, seed: int):
+    def __init__(self, shapes: Shapes, dtype: torch.dtype, seed: int, four_bit: bool):
         super().__init__()
         self.config = SimpleNamespace(tie_word_embeddings=False)
         self.dtype = dtype
@@ -190,8 +202,10 @@ class _Layer(nn.Module):
             ("up_proj", ff, h),
             ("down_proj", h, ff),
         ):
-            linear, self.grids[name] = _on_grid(out_features, in_features, dtype, generator)
+            linear, grid = _on_grid(out_features, in_features, dtype, generator, four_bit)
             self.add_module(name, linear)
+            if grid is not None:
+                self.grids[name] = grid
 
     def forward(self, x: torch.Tensor, wide: torch.Tensor) -> None:
         for name, module in self.named_children():
@@ -199,10 +213,13 @@ class _Layer(nn.Module):
 
 
 def _on_grid(
-    out_features: int, in_features: int, dtype: torch.dtype, generator: torch.Generator
-) -> tuple[nn.Linear, FourBitGrid]:
-    """A random linear layer whose weights lie on a 4-bit grid per group (as a Q4_K GGUF's), and that grid."""
+    out_features: int, in_features: int, dtype: torch.dtype, generator: torch.Generator, four_bit: bool
+) -> tuple[nn.Linear, FourBitGrid | None]:
+    """A random linear layer whose weights lie on a 4-bit grid per group (as a Q4_K GGUF's), and that grid; without
+    `four_bit`, plain random weights and no grid."""
     linear = nn.Linear(in_features, out_features, bias=False)
+    if not four_bit:
+        return linear.to(dtype), None
     groups = in_features // INT4_GROUP
     codes = torch.randint(0, 16, (out_features, in_features), generator=generator, dtype=torch.uint8)
     step = torch.rand(out_features, groups, generator=generator) * 0.01 + 0.001
@@ -211,8 +228,14 @@ def _on_grid(
     return linear.to(dtype), FourBitGrid(codes, step, -8 * step, INT4_GROUP, 0.0)
 
 
+FOUR_BIT_FORMATS = ("int4", "int4-w8a8", "int4-dyn")
+
+
 def _block(shapes: Shapes, dtype: str, weights: str, seed: int) -> _Layer:
-    layer = _Layer(shapes, getattr(torch, dtype), seed)
+    four_bit = weights in FOUR_BIT_FORMATS
+    if four_bit and (shapes.hidden % INT4_GROUP or shapes.ff % INT4_GROUP):
+        raise NotImplementedError(f"{weights} needs layer widths in multiples of {INT4_GROUP}")
+    layer = _Layer(shapes, getattr(torch, dtype), seed, four_bit)
     if weights == "int8":
         return quantize_int8(layer)
     if weights == "int4":
@@ -253,6 +276,7 @@ def _cache_key(shapes: Shapes, pairs: list[tuple[str, str]]) -> str:
             "threads": torch.get_num_threads(),
             "shapes": asdict(shapes),
             "pairs": [_name(p) for p in pairs],
+            "method": CALIBRATION_VERSION,
         },
         sort_keys=True,
     )
@@ -270,7 +294,13 @@ def _read(path: Path | None) -> dict:
 
 
 def _write(path: Path, data: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(".partial")
-    partial.write_text(json.dumps(data, indent=1))
-    partial.replace(path)
+    """Save atomically (a temporary file of its own, so two processes never share one); a directory that cannot be
+    written only costs the timing again at the next start."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, partial = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".partial")
+        with os.fdopen(handle, "w") as out:
+            out.write(json.dumps(data, indent=1))
+        os.replace(partial, path)
+    except OSError as err:
+        log.warning("the formats' timing is not saved (%s): it runs again at the next start", err)

@@ -172,10 +172,11 @@ class DynamicInt8Linear(_LowByteLinear):
 
 class Int4DynLinear(_LowByteLinear):
     """The int4-dyn format, for ARM: a 4-bit layer's codes (as a Q4_K GGUF's) times activations rounded to 8 bits
-    per row, by torch's `_dyn_quant_matmul_4bit` (KleidiAI's kernels on aarch64; a reference path elsewhere, so
-    that this layer is tested on x86). That kernel reads symmetric groups, (code - 8) * step; the grid's offset,
-    zero = low + 8 steps per group, is added as the sums of x per group times those zeros: a matmul of 1/32 of the
-    size, in floats, so the GGUF's codes are used exactly."""
+    per row, by torch's `_dyn_quant_matmul_4bit` (KleidiAI's kernels on aarch64, which take grouped steps in bf16
+    only; a reference path elsewhere, so that this layer is tested on x86). That kernel reads symmetric groups,
+    (code - 8) * step; the grid's offset, zero = low + 8 steps per group, is added as the sums of x per group times
+    those zeros: a matmul of 1/32 of the size, in floats. The GGUF's codes are used as they are, the steps rounded
+    to bf16 (as int4-w8a8 rounds them in a bf16 model)."""
 
     def __init__(self, linear: nn.Linear, grid: FourBitGrid, max_rows: int | None = W8A8_MAX_ROWS):
         super().__init__(linear, max_rows)
@@ -185,7 +186,7 @@ class Int4DynLinear(_LowByteLinear):
         self.register_buffer(
             "weight_int4",
             torch.ops.aten._dyn_quant_pack_4bit_weight(
-                nibbles, grid.step.float(), None, self.group, self.in_features, self.out_features
+                nibbles, grid.step.to(torch.bfloat16), None, self.group, self.in_features, self.out_features
             ),
         )
         self.register_buffer("zeros", (grid.low + 8 * grid.step).float().t().contiguous())  # [in / G, out]
