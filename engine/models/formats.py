@@ -28,7 +28,7 @@ class FormatChoice:
 def choose_formats(
     spec: str, cache_dir: Path | None = None, dtype: str = "auto", weights: str = "auto", progress: bool = True
 ) -> FormatChoice:
-    """The formats for `spec`: as asked, or timed here (seconds at a model's first start, then cached)."""
+    """The formats for `spec`: as asked, or timed here (10-15 s at a model's first start, then cached)."""
     if dtype != "auto" and weights != "auto":
         return FormatChoice(dtype, weights, "as asked (--dtype and --weights)")
     if spec.startswith(TINY_PREFIX):

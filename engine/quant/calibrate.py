@@ -5,8 +5,9 @@ bytes a weight and in kernels (fbgemm's int8 products, torch's int4 and bf16 ker
 the CPU (AVX-512 VNNI and native bf16, or AVX2 only, where bf16 is emulated) and on its memory. At the first start of
 a model, `calibrate` times one decoder layer's linear layers, in the model's shapes and with random weights, in each
 candidate (dtype, weight format), for one token row (an editor's plain step) and eight (a batch of candidates or a
-verify pass), interleaved so that the machine's noise hits all alike: a few seconds. The step time of the whole
-model is that layer's time scaled to its linear weights (the output head counted at the layers' cost per weight).
+verify pass), interleaved so that the machine's noise hits all alike: 10-15 s for the bundled models. The step
+time of the whole model is that layer's time scaled to its linear weights (the output head counted at the layers'
+cost per weight).
 The fastest by the sum of the two row counts is chosen (near-equals, within MARGIN: the earlier candidate) and
 cached in `calibration.json` of the cache directory, under the CPU's description (with the instruction-set caps of
 torch's libraries: a capped run is another machine), torch's version, the threads and the shapes; `--dtype` and
@@ -52,7 +53,7 @@ BUNDLED_CANDIDATES = (
     ("float32", "native"),
     ("float32", "int8"),
 )
-# on ARM (no fbgemm: the w8a8 formats are left out when they fail), torch's KleidiAI int4 kernel; on x86 it runs a
+# on ARM (no fbgemm, so candidates_for drops the w8a8 formats), torch's KleidiAI int4 kernel; on x86 it runs a
 # slow reference path, so it is offered there only when asked for
 ARM_CANDIDATES = (("float32", "int4-dyn"), ("bfloat16", "int4-dyn"))
 ARM_MACHINES = ("aarch64", "arm64")
@@ -130,7 +131,7 @@ def candidates_for(bundled: bool, dtype: str, weights: str) -> list[tuple[str, s
 
 def calibrate(shapes: Shapes, pairs: list[tuple[str, str]], cache_dir: Path | None) -> Calibration:
     """The fastest of `pairs` for a model of these shapes here: read from the cache when this machine timed them
-    before, else timed now (seconds) and saved."""
+    before, else timed now (10-15 s for the bundled models) and saved."""
     key = _cache_key(shapes, pairs)
     cache_file = None if cache_dir is None else Path(cache_dir) / CALIBRATION_FILE
     saved = _read(cache_file).get(key)

@@ -60,5 +60,5 @@ def cpu_description() -> dict:
     model = next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), "unknown")
     flags = cpu_flags()
     isa = [name for flag, name in ISA_FLAGS.items() if flag in flags]
-    found = {"model": model, "isa": isa, "cores": os.cpu_count()}
-    return {**found, "caps": isa_caps()} if isa_caps() else found
+    found, caps = {"model": model, "isa": isa, "cores": os.cpu_count()}, isa_caps()
+    return {**found, "caps": caps} if caps else found
