@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.humaneval_plus import plus_tests
 from benchmarks.sandbox import ExecResult, SandboxSettings, check_program, run_many
 from engine.quant.cpu import cpu_description
 from engine.settings import PROMPT_FORMS, WEIGHT_FORMATS
@@ -461,6 +462,36 @@ def summarize(rows: list[dict], rankers: list[RankSettings], settings: EvalSetti
     return summary
 
 
+PLUS_TIMEOUT_S = 20.0  # HumanEval+'s ~750 inputs: its slowest canonical solution takes 6.2 s in the sandbox here
+
+
+def with_outcomes(rows: list[dict], outcomes: dict[str, dict]) -> list[dict]:
+    """The rows (the same picks) with which candidates pass under other tests (HumanEval+'s)."""
+    return [
+        {
+            **row,
+            "passed": [r.passed for r in outcomes[row["task_id"]]["candidates"]],
+            "greedy_passed": None
+            if outcomes[row["task_id"]]["greedy"] is None
+            else outcomes[row["task_id"]]["greedy"].passed,
+        }
+        for row in rows
+    ]
+
+
+def print_side_by_side(base: dict, plus: dict, k: int) -> None:
+    """HumanEval and HumanEval+ for the same picks, one line per ranker."""
+    print(f"{'HumanEval / HumanEval+ (same picks)':<42} {'HumanEval':>10} {'HumanEval+':>11}")
+    lines = [(label, base["rankers"][label], plus["rankers"][label]) for label in base["rankers"]]
+    lines += [
+        ("greedy pass@1", base["greedy"], plus["greedy"]),
+        (f"Pass@All (k={k})", base["pass_all"], plus["pass_all"]),
+    ]
+    for label, one, other in lines:
+        if one is not None and other is not None:
+            print(f"{label:<42} {100 * one['mean']:9.1f}% {100 * other['mean']:10.1f}%")
+
+
 def _fmt(entry: dict | None) -> str:
     if entry is None:
         return "n/a"
@@ -578,8 +609,10 @@ def evaluate(
     rankers: list[RankSettings] | None = None,
     exec_cache: str | None = None,
     results_path: str | None = None,
+    plus: dict[str, str] | None = None,
 ) -> dict:
-    """Execute, rank and summarize the problems that have samples; prints the table, returns the summary."""
+    """Execute, rank and summarize the problems that have samples; prints the table, returns the summary. With
+    `plus` (HumanEval+ tests by task_id, benchmarks/humaneval_plus.py) the same picks are scored on those too."""
     missing = [p["task_id"] for p in problems if p["task_id"] not in records]
     if missing:
         print(
@@ -610,6 +643,12 @@ def evaluate(
         }
     )
     print_table(summary, k)
+    if plus:
+        plus_problems = [{**p, "test": plus[p["task_id"]]} for p in problems]
+        plus_sandbox = replace(sandbox, timeout_s=max(sandbox.timeout_s, PLUS_TIMEOUT_S))
+        rows_plus = with_outcomes(rows, execute(plus_problems, records, plus_sandbox, exec_cache))
+        summary["humaneval_plus"] = summarize(rows_plus, rankers, settings)
+        print_side_by_side(summary, summary["humaneval_plus"], k)
     if passes:
         summary["checks"] = {**check_cost, **picks_moved(rows)}
         print(
@@ -742,6 +781,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=RankSettings().type_penalty,
         help="every ranker's penalty per type error (RankSettings.type_penalty; with --static)",
     )
+    ev.add_argument(
+        "--plus",
+        help="HumanEvalPlus-OriginFmt.jsonl.gz (evalplus/humanevalplus_release): score the same picks on "
+        "HumanEval+'s tests too, side by side (benchmarks/humaneval_plus.py)",
+    )
     ev.add_argument("--bootstrap", type=int, default=2000)
     return parser.parse_args(argv)
 
@@ -807,7 +851,8 @@ def main(argv: list[str] | None = None) -> dict:
     records = read_samples(samples)
     if args.greedy_row:
         records = {task_id: with_greedy_row(record) for task_id, record in records.items()}
-    summary = evaluate(problems, records, sandbox, settings, rankers, args.exec_cache, args.results)
+    plus = plus_tests(args.plus) if args.plus else None
+    summary = evaluate(problems, records, sandbox, settings, rankers, args.exec_cache, args.results, plus)
     summary.update(
         {"benchmark": "eval_humaneval", "samples": str(samples), "wall_s": round(time.monotonic() - start, 2)}
     )
