@@ -82,7 +82,7 @@ def mount_infill(
             return _error(400, _protocol_names(str(err)), "invalid_request_error")
         # an editor's one suggestion has nothing to be ranked against: its examples run only when several are asked for
         final, error = final_or_error(
-            pipeline, hub, choice, request, control, LLAMA_ERRORS, CheckRequest(run=request.k > 1)
+            pipeline, hub, choice, request, control, LLAMA_ERRORS, CheckRequest(run=request.k > 1, search=False)
         )
         if error is not None:
             return _error(*error, {"Retry-After": "1"} if error[0] == 503 else None)

@@ -58,7 +58,7 @@ def mount_ollama(
             hub.engine(choice.label)
             return _answer(body, [_done(body, "", "load", None, started)])
         final, error = final_or_error(
-            pipeline, hub, choice, request, control, OLLAMA_ERRORS, CheckRequest(run=request.k > 1)
+            pipeline, hub, choice, request, control, OLLAMA_ERRORS, CheckRequest(run=request.k > 1, search=False)
         )
         if error is not None:
             return _error(error[0], error[1])

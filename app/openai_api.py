@@ -5,7 +5,9 @@ parts and findings in an extra `ranked_drafts` field; `stream` sends the ranked 
 ranking is done; `max_tokens` past the app's most is capped to it, as llama-server caps; extra fields `budget_s`,
 `stop_at_body_end` (default true), `language` (the code's language: else recognised), `mode` ("auto", "code" or
 "words": a request in words gets answers, their code blocks ranked), `checks` (assert lines, as text or a list, run on
-every candidate in the sandbox beside the prompt's own examples) and `run_checks` (default true) are honoured.
+every candidate in the sandbox beside the prompt's own examples), `run_checks` (default true) and `search` (default
+true: where no candidate passes every check, more are drawn while the budget lasts, the best `n` returned) are
+honoured.
 A client that disconnects stops its run. Errors use OpenAI's error shape with the same messages as /generate.
 Editors that speak this protocol (and the official `openai` client) get ranked candidates without knowing about Gradio.
 """
@@ -76,7 +78,9 @@ def openai_handler(pipeline: Pipeline, hub: EngineHub, parse, respond, events, n
     def serve(body: dict, control: RunControl) -> JSONResponse | StreamingResponse:
         try:
             choice, request = parse(body)
-            checks = build_checks(body.get("checks") or "", body.get("run_checks", True), request.language)
+            checks = build_checks(
+                body.get("checks") or "", body.get("run_checks", True), request.language, body.get("search", True)
+            )
         except USER_ERRORS as err:
             return error_response(400, protocol_names(str(err)), "invalid_request_error")
         final, error = final_or_error(pipeline, hub, choice, request, control, OPENAI_ERRORS, checks)

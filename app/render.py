@@ -33,6 +33,7 @@ def status_html(state: Progress | RunResult | None) -> str:
         total = state.timings.total_s or 0.0
         return _line(
             f"{head}: {len(state.candidates)} distinct candidates in {total:.1f} s with <b>{model}</b> · "
+            + search_text(state)
             + language_text(state.language)
         ) + _bar(1.0)
     if state.status == "waiting":
@@ -50,11 +51,29 @@ def status_html(state: Progress | RunResult | None) -> str:
             + (f" ({cached} from the cache of recent prompts)" if cached else "")
             + f" · {state.elapsed_s:.1f} s"
         ) + _bar(read / total)
-    used, budget = state.generation_s, state.budget_s
+    used, budget = state.elapsed_s, state.budget_s
+    if state.search_round > 1:
+        return _line(
+            f"Searching with <b>{model}</b>: none of the {state.drawn_before} candidates drawn passes every check; "
+            f"drawing {state.k} more (round {state.search_round}) · {used:.1f} s of {budget:g} s budget · "
+            f"{sum(c.finish_reason is not None for c in state.candidates[state.drawn_before :])} of {state.k} finished"
+        ) + _bar(min(used / budget, 1.0) if budget else 1.0)
+    used = state.generation_s
     return _line(
         f"Generating with <b>{model}</b>: {used:.1f} s of {budget:g} s budget · {state.generated_tokens} tokens · "
         f"{state.finished} of {state.k} candidates finished"
     ) + _bar(min(used / budget, 1.0) if budget else 1.0)
+
+
+def search_text(result: RunResult) -> str:
+    """Where the search drew more than the first k rows: how many, in how many rounds, and why it ended."""
+    search = result.search
+    if search is None or search.rounds == 1:
+        return ""
+    return (
+        f"searched {search.rounds} rounds, {search.drawn} candidates drawn, the best {search.shown} shown "
+        f"({escape(search.reason)}) · "
+    )
 
 
 def language_text(language: Language) -> str:

@@ -208,19 +208,22 @@ class CheckRequest:
 
     user: tuple[Check, ...] = ()  # the user's checks, in their order
     run: bool = True  # False: nothing is run, the ranking is consistency's alone
+    search: bool = True  # where no candidate passes every check, draw more rounds while the budget allows
 
 
-def build_checks(text="", run=True, language: str | None = None) -> CheckRequest:
+def build_checks(text="", run=True, language: str | None = None, search=True) -> CheckRequest:
     """A validated CheckRequest from a form's or an API's `checks` (assert lines in the request's `language`: text, or
-    a list of lines) and `run_checks`; InvalidRequest names the bad line."""
+    a list of lines), `run_checks` and `search`; InvalidRequest names the bad line or value."""
     if isinstance(text, (list, tuple)) and all(isinstance(line, str) for line in text):
         text = "\n".join(text)
     if not isinstance(text, str):
         raise InvalidRequest(f"checks must be text (assert lines) or a list of them, got {type(text).__name__}")
     if not isinstance(run, bool):
         raise InvalidRequest(f"run_checks={run!r} is invalid: it must be true or false")
+    if not isinstance(search, bool):
+        raise InvalidRequest(f"search={search!r} is invalid: it must be true or false")
     try:
-        return CheckRequest(tuple(parse_user_checks(text, language)), run)
+        return CheckRequest(tuple(parse_user_checks(text, language)), run, search)
     except ValueError as err:
         raise InvalidRequest(str(err)) from None
 

@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 
+from app.search import Search
 from checks import CandidateChecks, Check
 from engine import GenerationRequest, GenerationResult, GenerationStats
 
@@ -59,7 +60,9 @@ class Progress:
     prompt_tokens: int
     prompt_read_tokens: int  # of the prompt read so far (cached and computed)
     cached_prompt_tokens: int
-    candidates: tuple[GrowingCandidate, ...]
+    candidates: tuple[GrowingCandidate, ...]  # every row drawn so far, the earlier rounds' first
+    search_round: int = 1  # the round being drawn: above 1, no candidate of the earlier rounds passed every check
+    drawn_before: int = 0  # rows the earlier rounds drew
 
     @property
     def finished(self) -> int:
@@ -73,8 +76,10 @@ class Progress:
         model: dict,
         elapsed_s: float,
         loading: str | None,
+        search: tuple[int, int] = (1, 0),
     ) -> Progress:
-        """The state of a run in `phase`, from the engine's latest partial result (None before the first)."""
+        """The state of a run in `phase`, from the engine's latest partial result (None before the first) and the
+        search's (round, rows drawn before it)."""
         stats = latest.stats if latest is not None else GenerationStats()
         rows = latest.candidates if latest is not None else []
         return Progress(
@@ -92,6 +97,8 @@ class Progress:
             candidates=tuple(
                 GrowingCandidate(i, c.text, c.finish_reason, len(c.token_ids)) for i, c in enumerate(rows)
             ),
+            search_round=search[0],
+            drawn_before=search[1],
         )
 
     def as_dict(self) -> dict:
@@ -105,6 +112,8 @@ class Progress:
                 "prompt_read_tokens": self.prompt_read_tokens,
                 "cached_prompt_tokens": self.cached_prompt_tokens,
                 "finished": self.finished,
+                "search_round": self.search_round,
+                "drawn_before": self.drawn_before,
             },
             "candidates": [c.as_dict() for c in self.candidates],
         }
@@ -221,6 +230,7 @@ class RunResult:
     similarity: list[list[float | None]]  # pairwise, in rank order, the diagonal empty
     engine_stats: GenerationStats
     language: Language
+    search: Search | None = None  # the rounds drawn and why the search ended (app/search.py)
     timings: Timings = field(default_factory=Timings)
     model: dict = field(default_factory=dict)  # the model choice (app.models.ModelChoice.as_dict)
     status: str = "done"
@@ -232,8 +242,11 @@ class RunResult:
     def ranked_copies(self) -> Iterator[RankedEntry]:
         """Each distinct candidate once per copy, best first: the protocols give one choice per candidate asked
         for, copies side by side."""
-        for candidate in self.candidates:
-            yield from [candidate] * candidate.count
+        given = 0
+        for candidate in self.candidates:  # k copies in all: after a search the best may have more than k
+            copies = min(candidate.count, self.request.k - given)
+            yield from [candidate] * copies
+            given += copies
 
     def stats(self) -> dict:
         """The engine's statistics and the timings, in one flat mapping."""
@@ -253,6 +266,7 @@ class RunResult:
             "stopped": self.stopped,
             "checks": self.checks.as_dict(),
             "language": self.language.as_dict(),
+            "search": self.search.as_dict() if self.search else None,
         }
 
     def as_dict(self) -> dict:
@@ -264,6 +278,7 @@ class RunResult:
             "ranking": {"available": True, "method": self.ranking_method},
             "static_analysis": {"available": self.static_analysis},
             "checks": self.checks.as_dict(),
+            "search": self.search.as_dict() if self.search else None,
             "notes": list(self.notes),
             "candidates": [c.as_dict() for c in self.candidates],
             "similarity": {"labels": self.labels, "matrix": self.similarity},

@@ -29,6 +29,7 @@ from app.results import (
     request_notes,
 )
 from app.runs import BusyError, RunControl, as_reported
+from app.search import Search, SearchSettings, combined, round_request
 from checks import CandidateChecks, Check, CheckRunner, checks_for_infill, checks_for_prompt, checks_for_words
 from engine import Candidate, CandidateSource, GenerationRequest, GenerationResult, answer_skips, split_answer
 from static_eval import StaticAnalyzer
@@ -41,6 +42,7 @@ class Pipeline:
     analyzer: StaticAnalyzer | None = None  # None: no static analysis
     checker: CheckRunner | None = None  # runs the user's examples in the sandbox; None: checks are off
     rank_settings: rerank.RankSettings | None = None  # None: rerank's defaults
+    search: SearchSettings = field(default_factory=SearchSettings)  # when more rounds are drawn (app/search.py)
     update_interval_s: float = 0.5  # streaming: at most one partial result per interval
     busy_timeout_s: float = 30.0  # how long a run waits for the engine before "busy, retry"
     idle_timeout_s: float = 5.0  # a run whose consumer stopped reading this long is stopped
@@ -57,20 +59,41 @@ class Pipeline:
         control: RunControl | None = None,
         on_update: Callable[[GenerationResult], None] | None = None,
         checks: CheckRequest = CheckRequest(),
+        on_round: Callable[[int, int], None] | None = None,
     ) -> RunResult:
-        """Generate, analyze, check and rank synchronously; the ranked result."""
+        """Generate, analyze, check and rank synchronously; the ranked result. Where no candidate passes every
+        check, further rounds of k rows are drawn while the budget allows (app/search.py); `on_round(round, drawn)`
+        hears of each, and `on_update` gets every round's growing rows after the earlier rounds' rows."""
         started = time.perf_counter()
-        result = engine.generate(request, on_update=on_update, should_stop=control.should_stop if control else None)
-        generated = time.perf_counter()
+        should_stop = control.should_stop if control else None
+        spent = Timings()
+        result = self._generate(engine, request, None, should_stop, on_update, spent)
         drafts = Drafts.of(request, result)
-        cut = [c.cut for c in result.candidates]
-        reports = self._analyze(drafts, cut)
-        analyzed = time.perf_counter()
+        reports = self._analyze(drafts, [c.cut for c in result.candidates], spent)
         gone = control is not None and control.stopped  # superseded or gone: what it had, without running it
-        info, outcomes, check_notes = self._check(drafts, checks if not gone else CheckRequest(run=False))
+        info, outcomes, check_notes = self._check(drafts, checks if not gone else CheckRequest(run=False), spent)
+        rounds, last_round_s = 1, spent.generation_s
+        while True:
+            left = request.budget_s - (time.perf_counter() - started)
+            passed = [o.passed for o in outcomes] if outcomes is not None else None
+            wanted = checks.search and not (control is not None and control.stopped)
+            reason = self.search.why_stop(rounds, left, last_round_s, passed, len(info.items), request, wanted)
+            if reason is not None:
+                break
+            if on_round is not None:
+                on_round(rounds + 1, len(result.candidates))
+            before = spent.generation_s
+            more = self._generate(engine, round_request(request, rounds, left), result, should_stop, on_update, spent)
+            rounds, last_round_s = rounds + 1, spent.generation_s - before
+            new = Drafts.of(request, more, pinned=drafts)
+            reports = self._analyze(new, [c.cut for c in more.candidates], spent, reports)
+            outcomes = outcomes + self._run_checks(new, info.items, spent)
+            result = combined(result, more)
+            drafts = Drafts.of(request, result, pinned=drafts)
         checked = time.perf_counter()
         candidates, matrix = self._rank(result, drafts, reports, outcomes)
         ranked = time.perf_counter()
+        spent.ranking_s, spent.pipeline_s = round(ranked - checked, 4), round(ranked - started, 4)
         return RunResult(
             language=Language(drafts.language.name, drafts.found_from, request.in_words, self._analyses(reports)),
             request=request,
@@ -82,20 +105,28 @@ class Pipeline:
             candidates=candidates,
             similarity=matrix,
             engine_stats=result.stats,
-            timings=Timings(
-                generation_s=round(generated - started, 4),
-                analysis_s=round(analyzed - generated, 4),
-                checks_s=round(checked - analyzed, 4),
-                ranking_s=round(ranked - checked, 4),
-                pipeline_s=round(ranked - started, 4),
-            ),
+            search=Search(rounds, len(result.candidates), len(candidates), reason),
+            timings=spent,
         )
 
-    def _analyze(self, drafts: Drafts, cut: list[bool]) -> list | None:
-        """Each candidate's static report (in its language), or None when static analysis is off."""
+    @staticmethod
+    def _generate(engine, request, before, should_stop, on_update, spent: Timings) -> GenerationResult:
+        """One round's rows (`on_update` hears of them after the rows of the rounds `before`)."""
+        started = time.perf_counter()
+        hear = on_update if on_update is None or before is None else (lambda part: on_update(combined(before, part)))
+        result = engine.generate(request, on_update=hear, should_stop=should_stop)
+        spent.generation_s = round(spent.generation_s + time.perf_counter() - started, 4)
+        return result
+
+    def _analyze(self, drafts: Drafts, cut: list[bool], spent: Timings, before: list | None = None) -> list | None:
+        """Each candidate's static report (in its language) after the reports `before`, or None when static
+        analysis is off."""
         if self.analyzer is None:
             return None
-        return self.analyzer.analyze(drafts.prompt, drafts.codes, cut, drafts.suffix, drafts.language)
+        started = time.perf_counter()
+        reports = self.analyzer.analyze(drafts.prompt, drafts.codes, cut, drafts.suffix, drafts.language)
+        spent.analysis_s = round(spent.analysis_s + time.perf_counter() - started, 4)
+        return (before or []) + list(reports)
 
     @staticmethod
     def _analyses(reports) -> tuple[str, ...]:
@@ -106,6 +137,7 @@ class Pipeline:
         self,
         drafts: Drafts,
         asked: CheckRequest,
+        spent: Timings,
     ) -> tuple[ChecksInfo, list[CandidateChecks] | None, list[str]]:
         """The checks of this request (the examples in the prompt's code, or the asserts in a request in words, then
         the user's own), each candidate's outcomes when they ran (one sandboxed program each), and what to say."""
@@ -123,8 +155,14 @@ class Pipeline:
             )
         if not available:
             return info, None, [f"{len(found)} checks were found and not run: {reason}"]
-        outcomes = self.checker.run(drafts.programs(), found, drafts.language)
-        return replace(info, ran=True), outcomes, []
+        return replace(info, ran=True), self._run_checks(drafts, info.items, spent), []
+
+    def _run_checks(self, drafts: Drafts, found, spent: Timings) -> list[CandidateChecks]:
+        """Each row's outcomes on the checks (one sandboxed program per row)."""
+        started = time.perf_counter()
+        outcomes = self.checker.run(drafts.programs(), list(found), drafts.language)
+        spent.checks_s = round(spent.checks_s + time.perf_counter() - started, 4)
+        return list(outcomes)
 
     def _rank(
         self,
@@ -133,17 +171,19 @@ class Pipeline:
         reports,
         outcomes: list[CandidateChecks] | None,
     ) -> tuple[list[RankedEntry], list[list[float | None]]]:
-        """One entry per distinct candidate, best first, and their similarity matrix in the same order (its
-        diagonal, a candidate with itself, left empty: it says nothing)."""
+        """One entry per distinct candidate (k at most), best first, and their similarity matrix in the same order
+        (its diagonal, a candidate with itself, left empty: it says nothing)."""
         cands = drafts.as_candidates(result.candidates)
         passes = [o.passed for o in outcomes] if outcomes is not None else None
         ranked, similarities = rerank.rank_with_similarity(
             [c.text for c in cands], [c.logprobs for c in cands], reports, self.rank_settings, check_passes=passes
         )
-        candidates = [self._ranked_candidate(r, cands, reports, outcomes, drafts) for r in ranked]
+        shown = ranked[: drafts.request.k]  # after a search, the k best of all that were drawn
+        candidates = [self._ranked_candidate(r, cands, reports, outcomes, drafts) for r in shown]
         mark_ties(candidates)
+        rows = similarities.tolist()[: len(shown)]
         matrix = [
-            [None if i == j else finite(v) for j, v in enumerate(row)] for i, row in enumerate(similarities.tolist())
+            [None if i == j else finite(v) for j, v in enumerate(row[: len(shown)])] for i, row in enumerate(rows)
         ]
         return candidates, matrix
 
@@ -196,7 +236,7 @@ class Pipeline:
         worker.start()
         finished = False
         try:
-            yield Progress.of(box.phase, box.latest, request, model, time.perf_counter() - started, loading())
+            yield box.progress(request, model, time.perf_counter() - started, loading())
             while True:
                 control.heartbeat()
                 final, error = box.wait(self.update_interval_s)
@@ -209,7 +249,7 @@ class Pipeline:
                     final.model = model
                     yield final
                     return
-                yield Progress.of(box.phase, box.latest, request, model, time.perf_counter() - started, loading())
+                yield box.progress(request, model, time.perf_counter() - started, loading())
         finally:
             if not finished:
                 control.stop("the request was cancelled")
@@ -247,6 +287,7 @@ class Pipeline:
         checks: CheckRequest,
         on_phase: Callable[[str], None] = lambda phase: None,
         on_update: Callable[[GenerationResult], None] | None = None,
+        on_round: Callable[[int, int], None] | None = None,
     ) -> RunResult:
         """Wait for `lock` (one generation at a time), get the engine (`engine_for` may load it), run the pipeline;
         the RunResult with the time spent waiting and loading."""
@@ -262,7 +303,7 @@ class Pipeline:
             engine = engine_for()
             loaded = time.perf_counter()
             on_phase("generating")
-            final = self.run(engine, request, control, on_update=on_update, checks=checks)
+            final = self.run(engine, request, control, on_update=on_update, checks=checks, on_round=on_round)
         finally:
             lock.release()
         final.timings.wait_s, final.timings.load_s = round(locked - started, 4), round(loaded - locked, 4)
@@ -287,6 +328,7 @@ class Pipeline:
                 checks,
                 on_phase=lambda phase: box.post(phase=phase),
                 on_update=lambda result: box.post(latest=result),
+                on_round=lambda number, drawn: box.post(search_round=number, drawn_before=drawn),
             )
             box.post(final=final)
         except Exception as err:  # noqa: BLE001 - handed over to the consumer thread, which raises it
@@ -305,7 +347,11 @@ class Drafts:
     found_from: str  # how: the request's languages.Detection.how, or "fence (answers)"
 
     @staticmethod
-    def of(request: GenerationRequest, result: GenerationResult) -> Drafts:
+    def of(request: GenerationRequest, result: GenerationResult, pinned: Drafts | None = None) -> Drafts:
+        """The rows' code and language; `pinned`: a later round's rows, judged in the first round's language."""
+        if pinned is not None:
+            fresh = Drafts.of(request, result)
+            return replace(fresh, language=pinned.language, found_from=pinned.found_from)
         language, found_from = languages.resolve(request.language), request.language_from
         if not request.in_words:
             return Drafts(request, [c.text for c in result.candidates], None, language, found_from)
@@ -353,6 +399,8 @@ class _Mailbox:
         self._cond = threading.Condition()
         self.phase = "waiting"
         self.latest: GenerationResult | None = None
+        self.search_round = 1  # the round being drawn (app/search.py), and the rows drawn before it
+        self.drawn_before = 0
         self.final: RunResult | None = None
         self.error: BaseException | None = None
 
@@ -362,6 +410,11 @@ class _Mailbox:
                 setattr(self, name, value)
             if "final" in news or "error" in news:
                 self._cond.notify_all()
+
+    def progress(self, request: GenerationRequest, model: dict, elapsed_s: float, loading: str | None) -> Progress:
+        with self._cond:
+            phase, latest, rounds = self.phase, self.latest, (self.search_round, self.drawn_before)
+        return Progress.of(phase, latest, request, model, elapsed_s, loading, rounds)
 
     def wait(self, timeout: float) -> tuple[RunResult | None, BaseException | None]:
         """Wait up to `timeout` for the end of the run; (final, error), both None while it runs."""

@@ -69,6 +69,7 @@ class FormValues:
     run_checks: bool = True
     mode: str = "auto"  # app.requests.MODES: recognised, code, or a request in words
     language: str = "auto"  # a languages.py name, or "auto": recognised from the prompt
+    search: bool = True  # no candidate passes every check: more rounds while the budget lasts (app/search.py)
 
 
 @dataclass
@@ -139,7 +140,7 @@ class _Runner:
                 mode=form.mode,
                 language=form.language,
             )
-            checks = build_checks(form.checks, form.run_checks, request.language)
+            checks = build_checks(form.checks, form.run_checks, request.language, form.search)
             choice = self.hub.choice(form.model)
         except USER_ERRORS as err:
             raise gr.Error(str(err), print_exception=False) from None
@@ -279,6 +280,11 @@ def _settings_inputs(hub: EngineHub, pipeline: Pipeline, limits: Limits, default
             label="Run the examples and checks on every candidate (sandboxed: no "
             "network, no files of yours) and rank by them",
         )
+        search = gr.Checkbox(
+            value=True,
+            elem_id="search",
+            label="If no candidate passes every check, draw more while the budget lasts (k are shown)",
+        )
     return {
         "model": model,
         "k": k,
@@ -288,6 +294,7 @@ def _settings_inputs(hub: EngineHub, pipeline: Pipeline, limits: Limits, default
         "top_p": top_p,
         "seed": seed,
         "run_checks": run_checks,
+        "search": search,
     }
 
 
@@ -319,7 +326,13 @@ def _page_events(page: Page, hub: EngineHub, run: _Runner, runs: RunRegistry) ->
 
     def on_generate(values: dict, request: gr.Request):
         form = FormValues(**{form_names[component]: value for component, value in values.items()})
-        form = replace(form, suffix=form.suffix or "", checks=form.checks or "", run_checks=bool(form.run_checks))
+        form = replace(
+            form,
+            suffix=form.suffix or "",
+            checks=form.checks or "",
+            run_checks=bool(form.run_checks),
+            search=bool(form.search),
+        )
         for state in run.stream(form, _session(request)):
             yield _ui_updates(state, form.prompt, form.suffix, len(page.slots))
 
@@ -374,13 +387,15 @@ def _api(hub: EngineHub, run: _Runner, runs: RunRegistry, defaults: Defaults) ->
         run_checks: bool = True,
         mode: str = "auto",
         language: str = "auto",
+        search: bool = True,
         request: gr.Request = None,
     ) -> Iterator[dict]:
         """k ranked completions of `prompt` as JSON (middles between `prompt` and `suffix`, the code after the
         cursor, when it is given; answers with their code blocks ranked when the prompt is a request in words,
         `mode` "words", or "auto" and it begins with a sentence); `language` names the code's language ("auto":
         recognised); `checks` are assert lines run on every candidate with the prompt's own examples (sandboxed;
-        `run_checks` false runs nothing); streams partial results (status != "done") first."""
+        `run_checks` false runs nothing; `search`: where no candidate passes every check, more are drawn while the
+        budget lasts, k shown); streams partial results (status != "done") first."""
         form = FormValues(
             prompt,
             k,
@@ -395,6 +410,7 @@ def _api(hub: EngineHub, run: _Runner, runs: RunRegistry, defaults: Defaults) ->
             run_checks,
             mode,
             language,
+            search,
         )
         for state in run.stream(form, _session(request)):
             yield state.as_dict()
@@ -425,9 +441,10 @@ def _ui_updates(state: Progress | RunResult, prompt_text: str, suffix_text: str,
     items = list(state.checks.items) if done else []
     highlight = HIGHLIGHT.get(state.language.name) if done else None
     around = ("", "") if done and state.language.in_words else (prompt_text, suffix_text)
+    shown = state.candidates if done else state.candidates[state.drawn_before :]  # a search shows its new round
     for index in range(n_slots):
-        if index < len(state.candidates):
-            entry = state.candidates[index]
+        if index < len(shown):
+            entry = shown[index]
             values += [
                 gr.Group(visible=True),
                 render.candidate_header_html(entry, items),

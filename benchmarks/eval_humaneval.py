@@ -569,8 +569,9 @@ def run_checks(
         raise SystemExit(runner.reason)
     passes, seconds, covered, n_checks = {}, [], 0, 0
     for problem in problems:
-        found = checks_for_prompt(doc2comments(problem["prompt"]) if as_comments else problem["prompt"])
-        programs = [problem["prompt"] + c["text"] for c in records[problem["task_id"]]["candidates"]]
+        prompt = problem.get("checks_prompt", problem["prompt"])  # the prompt as the user phrased it (rephrased)
+        found = checks_for_prompt(doc2comments(prompt) if as_comments else prompt)
+        programs = [prompt + c["text"] for c in records[problem["task_id"]]["candidates"]]
         start = time.monotonic()
         outcomes = runner.run(programs, found)
         seconds.append(time.monotonic() - start)

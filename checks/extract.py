@@ -92,11 +92,13 @@ def literal_prefix(text: str) -> str | None:
 _QUOTES = re.compile(r'^[rRuUbB]?("""|\'\'\')|("""|\'\'\')$')
 
 
-def _text_view(line: str) -> str:
+def text_view(line: str) -> str:
     """A line as prose: indentation, a comment's `#` and docstring quotes removed."""
     text = line.strip()
     if text.startswith("#"):
         text = text.lstrip("#").strip()
+    if text.count("`") % 2 == 0 and not text.startswith("```"):
+        text = text.replace("`", "")  # Markdown's code marks around a call or a value
     return _QUOTES.sub("", text).strip()
 
 
@@ -185,10 +187,21 @@ def _doctest_check(line: int, source: str, output: list[str], functions: set[str
 
 
 _SEPARATOR = re.compile(
-    r"^\s*(?:#\s*)?(==>|==|➞|⟶|→|=>|->|-->|should\s+(?:return|give|be|equal)|returns?|gives|yields|"
-    r"evaluates\s+to|outputs?|is(?:\s+equal\s+to)?|equals|=|:)\s*",
+    r"^\s*(?:#\s*)?,?\s*(?:then\s+)?(==>|==|➞|⟶|→|⇒|⟹|=>|->|-->|"
+    r"(?:should|must|will|would|is\s+expected\s+to)\s+(?:return|give|be|equal|output|produce|yield|print)|"
+    r"gives\s+back|returns?\s+back|returns?|gives|yields|produces|results?\s+in|evaluates\s+to|outputs?|prints?|"
+    r"(?:we|you|it|one)\s+(?:should\s+|will\s+|would\s+)?(?:get|gets|obtain|see|receive)|"
+    r"(?:it|this|that)\s+(?:should\s+|will\s+|would\s+)?(?:returns?|gives?|yields?|prints?|outputs?)|"
+    r"(?:the\s+)?(?:answer|result|output|return\s+value)\s+(?:is|should\s+be|will\s+be|would\s+be|=)|"
+    r"is(?:\s+equal\s+to)?|equals|=|:)\s*:?\s*",
     re.IGNORECASE,
 )
+_ARROW = re.compile(
+    r"^\s*(?:#\s*)?(==>|➞|⟶|→|⇒|⟹|=>|->|-->|returns?|gives|yields|produces|"
+    r"(?:expected|correct)?\s*(?:output|result|value|answer|return\s+value)?\s*:|expected\s*:?)\s*",
+    re.IGNORECASE,
+)
+MAX_VALUE_LINES = 8  # a value written over several lines (a long list) is read that far
 
 
 def _call_end(text: str, open_at: int) -> int | None:
@@ -226,19 +239,44 @@ def _inline(view: list[str], functions: set[str]) -> list[Check]:
             if end is None:
                 continue
             call = _parse_expression(text[match.start() : end])
-            separator = _SEPARATOR.match(text[end:])
-            if call is None or separator is None or not _uses_only(call, functions, set()):
+            if call is None or not _uses_only(call, functions, set()):
                 continue
-            expected = literal_prefix(text[end + separator.end() :])
+            expected = _expected_after(text[end:], view[number:])
             if expected is not None:
                 found.append(Check(number, text[match.start() : end].strip(), expected, VALUE, "inline"))
     return found
 
 
+def _expected_after(rest: str, below: list[str]) -> str | None:
+    """The value a call's line states after the call (`rest`): after a separator, on that line or, where the line
+    stops at the separator or inside an open bracket, over the lines `below`; or, for a call alone on its line,
+    after an arrow that begins the next line (`f(x)` then `-> 5`)."""
+    separator = _SEPARATOR.match(rest)
+    if separator is None:
+        arrow = _ARROW.match(below[0]) if below and not rest.strip() else None
+        return literal_prefix(below[0][arrow.end() :]) if arrow else None
+    value = rest[separator.end() :]
+    expected = literal_prefix(value)
+    if expected is not None or (value.strip() and value.strip()[0] not in "([{"):
+        return expected
+    lines = [value]
+    for line in below[:MAX_VALUE_LINES]:
+        if not line:
+            break
+        lines.append(line)
+        expected = literal_prefix(" ".join(lines))
+        if expected is not None:
+            return ast.unparse(ast.parse(expected, mode="eval"))  # one line, as the value reads
+    return None
+
+
 _PHRASE = re.compile(
-    r"\b(?:given|for|with|on|if)\s+(?:the\s+|an?\s+)?(?:input\s+(?:is\s+)?|argument\s+)?(?P<args>.+?)\s*,?\s+"
-    r"(?:then\s+)?(?:the\s+)?(?:result|output|answer|return\s+value|function)\s+"
-    r"(?:should\s+be|is|will\s+be|would\s+be|=|returns?|should\s+return|gives)\s+(?P<expected>.+)$",
+    r"\b(?:given|for|with|on|if|when(?:\s+given)?|passing)\s+(?:the\s+|an?\s+)?(?:input\s+(?:is\s+)?|argument\s+)?"
+    r"(?P<args>.+?)\s*,?\s+(?:then\s+)?"
+    r"(?:(?:the\s+)?(?:result|output|answer|return\s+value|function)\s+"
+    r"(?:should\s+be|is|will\s+be|would\s+be|=|returns?|should\s+return|gives)|"
+    r"(?:it|you|we|one)\s+(?:should\s+|will\s+|would\s+)?(?:get|gets|obtain|receive|returns?|gives?))"
+    r"\s+(?P<expected>.+)$",
     re.IGNORECASE,
 )
 _INPUT = re.compile(
@@ -309,7 +347,16 @@ def _input_output(view, owner, functions: dict[str, list[str]]) -> list[Check]:
     return found
 
 
+_INPUT_COLUMNS = ("input", "call", "example", "expression", "argument", "args")
+_OUTPUT_COLUMNS = ("output", "result", "return", "expected", "value")
+
+
+def _column(cells: list[str], names: tuple[str, ...]) -> int | None:
+    return next((i for i, cell in enumerate(cells) if any(name in cell for name in names)), None)
+
+
 def _tables(view, owner, functions: dict[str, list[str]]) -> list[Check]:
+    """Rows of a table whose header names an input column (the arguments, or the whole call) and an output one."""
     found, columns = [], None
     for number, (text, function) in enumerate(zip(view, owner), start=1):
         cells = [c.strip() for c in text.strip().strip("|").split("|")] if "|" in text else None
@@ -317,19 +364,19 @@ def _tables(view, owner, functions: dict[str, list[str]]) -> list[Check]:
             columns = None
             continue
         lowered = [c.lower() for c in cells]
-        if any("input" in c for c in lowered) and any("output" in c or "result" in c for c in lowered):
-            columns = (
-                next(i for i, c in enumerate(lowered) if "input" in c),
-                next(i for i, c in enumerate(lowered) if "output" in c or "result" in c),
-            )
+        header = (_column(lowered, _INPUT_COLUMNS), _column(lowered, _OUTPUT_COLUMNS))
+        if None not in header and header[0] != header[1]:
+            columns = header
             continue
-        if columns is None or set(text.replace("|", "").strip()) <= set("-: "):
+        if columns is None or set(text.replace("|", "").strip()) <= set("-: ") or max(columns) >= len(cells):
             continue
-        if max(columns) < len(cells):
-            call = _call_of(function, cells[columns[0]], functions[function])
-            expected = literal_prefix(cells[columns[1]])
-            if call is not None and expected is not None:
-                found.append(Check(number, call, expected, VALUE, "table"))
+        given = cells[columns[0]]
+        tree = _parse_expression(given)
+        whole = tree is not None and isinstance(tree.body, ast.Call) and _uses_only(tree, set(functions), set())
+        call = given if whole else _call_of(function, given, functions[function])
+        expected = literal_prefix(cells[columns[1]])
+        if call is not None and expected is not None:
+            found.append(Check(number, call, expected, VALUE, "table"))
     return found
 
 
@@ -344,7 +391,7 @@ def checks_in(code: str, first_line: int = 1, only: str | None = None, names_fro
     """
     lines = code.splitlines()
     functions = top_level_functions(names_from if names_from is not None else code)
-    view = [_text_view(line) for line in lines]
+    view = [text_view(line) for line in lines]
     owner = _regions(lines)
     if only is not None:
         owner = [name if name == only else None for name in owner]

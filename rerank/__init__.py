@@ -1,5 +1,6 @@
 """Reranking of candidate completions by pairwise consistency, log-probabilities and static findings."""
 
+from rerank.agreement import dual_agreement
 from rerank.rank import RankedCandidate, duplicate_key, group_duplicates, rank, rank_with_similarity
 from rerank.scoring import generalized_self_consistency
 from rerank.settings import SCORERS, SIMILARITIES, RankSettings
@@ -21,6 +22,7 @@ __all__ = [
     "SIMILARITIES",
     "code_token_spans",
     "code_tokens",
+    "dual_agreement",
     "duplicate_key",
     "generalized_self_consistency",
     "group_duplicates",

@@ -79,9 +79,10 @@ def rank(
     settings: RankSettings = RankSettings(),
     token_texts: list[list[str]] | None = None,
     check_passes: list[int] | None = None,
+    agreement: list[float] | None = None,
 ) -> list[RankedCandidate]:
     """Order candidates best first (see `rank_with_similarity`, which also returns the similarity matrix)."""
-    return rank_with_similarity(texts, token_logprobs, reports, settings, token_texts, check_passes)[0]
+    return rank_with_similarity(texts, token_logprobs, reports, settings, token_texts, check_passes, agreement)[0]
 
 
 def rank_with_similarity(
@@ -91,6 +92,7 @@ def rank_with_similarity(
     settings: RankSettings = RankSettings(),
     token_texts: list[list[str]] | None = None,
     check_passes: list[int] | None = None,
+    agreement: list[float] | None = None,
 ) -> tuple[list[RankedCandidate], np.ndarray]:
     """Order candidates best first by consistency (and log-probabilities, and static findings).
 
@@ -110,6 +112,9 @@ def rank_with_similarity(
     check_passes : list of int, length n_candidates, optional
         How many of the user's checks (examples run in the sandbox) each candidate passed: more passes rank
         first, the score orders within equal counts. None (no checks): the order is the score's alone.
+    agreement : list of float, length n_candidates, optional
+        Evidence from tests the model wrote (rerank.agreement.dual_agreement): next after the user's checks, higher
+        first. None: not used.
 
     Returns
     -------
@@ -118,7 +123,7 @@ def rank_with_similarity(
         Pairwise similarity of the distinct candidates in rank order, from the vectors the ranking used.
     """
     settings.validate()
-    _check_inputs(texts, token_logprobs, reports, token_texts, settings, check_passes)
+    _check_inputs(texts, token_logprobs, reports, token_texts, settings, check_passes, agreement)
     if not texts:
         return [], np.zeros((0, 0))
     groups = group_duplicates(texts)
@@ -157,12 +162,14 @@ def rank_with_similarity(
 
     # 4. evidence: the user's checks passed come before everything the score says
     passes = [check_passes[i] if check_passes is not None else None for i in heads]
+    agreed = [agreement[i] if agreement is not None else 0.0 for i in heads]
 
     # ties: the higher mean log-probability (the model's own preference), then the earlier row
     order = sorted(
         range(len(groups)),
         key=lambda g: (
             -(passes[g] or 0),
+            -agreed[g],
             demoted[g],
             -_sortable(score[g]),
             -_sortable(means[g] if means[g] is not None else math.nan),
@@ -221,7 +228,7 @@ def _base_scores(settings, groups, consistency, means, token_logprobs, n_candida
     return np.zeros(n_groups), np.array([draws[group].max() for group in groups])
 
 
-def _check_inputs(texts, token_logprobs, reports, token_texts, settings, check_passes) -> None:
+def _check_inputs(texts, token_logprobs, reports, token_texts, settings, check_passes, agreement=None) -> None:
     if not isinstance(texts, (list, tuple)) or not all(isinstance(t, str) for t in texts):
         raise ValueError("texts must be a list of strings (candidate continuations)")
     for name, value in (
@@ -229,6 +236,7 @@ def _check_inputs(texts, token_logprobs, reports, token_texts, settings, check_p
         ("reports", reports),
         ("token_texts", token_texts),
         ("check_passes", check_passes),
+        ("agreement", agreement),
     ):
         if value is not None and len(value) != len(texts):
             raise ValueError(f"{name} has {len(value)} entries for {len(texts)} texts: give one per text")

@@ -45,11 +45,24 @@ def test_doctest_output_that_is_not_a_literal_is_compared_as_text():
         ("add(1, 1) should return 2, and add(0, 0) returns 0", ("add(1, 1)", "2")),
         ("add(1, 1)   # returns 2", ("add(1, 1)", "2")),
         ("add(5, 5) => true", ("add(5, 5)", "True")),
+        ("`add(2, 3)` returns `5`", ("add(2, 3)", "5")),  # Markdown's code marks
+        ("add(2, 3) gives back 5", ("add(2, 3)", "5")),
+        ("e.g. add(2, 3) results in 5", ("add(2, 3)", "5")),
+        ("If we run add(2, 3), we get 5.", ("add(2, 3)", "5")),
+        ("add(2, 3) must return 5", ("add(2, 3)", "5")),
     ],
 )
 def test_inline_forms(line, expected):
     prompt = f'def add(a, b):\n    """Add.\n    {line}\n    """\n'
     assert _pairs(prompt)[0] == expected
+
+
+def test_values_over_several_lines_and_on_the_next_line():
+    prompt = (
+        'def pairs(n):\n    """\n    pairs(2) returns [\n        (0, 1),\n        (1, 2),\n    ]\n'
+        '    pairs(0) returns:\n        []\n    pairs(1)\n    -> [(0, 1)]\n    pairs(3) is the sum\n    """\n'
+    )
+    assert _pairs(prompt) == [("pairs(2)", "[(0, 1), (1, 2)]"), ("pairs(0)", "[]"), ("pairs(1)", "[(0, 1)]")]
 
 
 def test_phrases_and_input_output_pairs_name_the_enclosing_function():
@@ -58,6 +71,7 @@ def test_phrases_and_input_output_pairs_name_the_enclosing_function():
         '    Input: s = "xyz"\n    Output: "zyx"\n    """\n'
     )
     assert _pairs(prompt) == [("rev('ab')", "'ba'"), ('rev(s = "xyz")', '"zyx"')]
+    assert _pairs("def rev(s):\n    # When given 'ab', you get 'ba'.\n") == [("rev('ab')", "'ba'")]
 
 
 def test_a_table_of_inputs_and_outputs():
@@ -183,3 +197,11 @@ def test_asserts_in_a_request_in_words_become_checks_wherever_they_stand():
     js = checks_for_words("Write strlen. assert.deepStrictEqual(strlen('ab'), 2).", "javascript")
     assert len(js) == 1 and js[0].language == "javascript"
     assert checks_for_words("", "go") == []
+
+
+def test_a_table_of_whole_calls_and_results():
+    prompt = (
+        'def square(n):\n    """\n    | call | result |\n    |---|---|\n    | square(2) | 4 |\n'
+        '    | other(3) | 9 |\n    """\n'
+    )
+    assert _pairs(prompt) == [("square(2)", "4")]

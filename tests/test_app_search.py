@@ -1,0 +1,161 @@
+"""Search until the examples pass: further rounds of k rows are drawn only while no candidate passes every check and
+the budget allows; the result shows the k best of all rounds and says how many were drawn and why it stopped."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from app import search
+from app.render import status_html
+from app.requests import CheckRequest, Limits, build_checks, build_request
+from app.results import Progress
+from app.search import SearchSettings, combined, round_request
+from app.service import Pipeline
+from checks import CheckRunner
+from engine import Candidate, GenerationRequest, GenerationResult, GenerationStats, load_engine
+from engine.types import FINISH_STOP
+
+PROMPT = 'def add(a, b):\n    """Add two numbers.\n    >>> add(2, 3)\n    5\n    """\n'
+WRONG, RIGHT = "    return a * b + 0\n", "    return a + b\n"
+
+
+class Rounds:
+    """A candidate source that answers its n-th request with the n-th list of texts (the last one again after
+    that), as a server replaying a recording of several rounds; it keeps the requests it got."""
+
+    def __init__(self, *rounds: list[str]):
+        self.rounds, self.requests = rounds, []
+
+    def generate(self, request, on_update=None, should_stop=None):
+        texts = self.rounds[min(len(self.requests), len(self.rounds) - 1)]
+        self.requests.append(request)
+        rows = [Candidate(text, [1] * 3, [-0.1] * 3, FINISH_STOP) for text in texts]
+        stats = GenerationStats(wall_s=0.5, generated_tokens=3 * len(texts), prompt_tokens=20)
+        result = GenerationResult(rows, stats)
+        if on_update is not None:
+            on_update(result)
+        return result
+
+
+@pytest.fixture(scope="module")
+def checker():
+    made = CheckRunner.create()
+    assert made.available, made.reason
+    return made
+
+
+def _request(k=3, budget_s=20.0, temperature=0.8, seed=5):
+    return build_request(PROMPT, k, budget_s, temperature, 16, seed=seed, limits=Limits(max_k=8))
+
+
+def test_a_second_round_is_drawn_when_no_candidate_passes_and_its_find_ranks_first(checker):
+    source = Rounds([WRONG, WRONG, WRONG.replace("+ 0", "- 0")], [WRONG, RIGHT, WRONG])
+    heard = []
+    result = Pipeline(checker=checker).run(source, _request(), on_round=lambda n, drawn: heard.append((n, drawn)))
+    assert heard == [(2, 3)]
+    assert result.search.as_dict() == {"rounds": 2, "drawn": 6, "shown": 3, "reason": search.PASSED}
+    assert result.candidates[0].code == RIGHT and result.candidates[0].checks.passed == 1
+    assert result.candidates[0].indices == [4]  # rows are numbered over the rounds
+    assert len(list(result.ranked_copies())) == 3  # the protocols still give k choices
+    second = source.requests[1]
+    assert second.seed == 5 + search.SEED_STRIDE and not second.greedy_first and second.budget_s < 20.0
+    assert result.engine_stats.generated_tokens == 18 and result.engine_stats.prompt_tokens == 20
+    assert "searched 2 rounds, 6 candidates drawn" in status_html(result)
+    assert result.summary()["search"]["rounds"] == 2
+
+
+def test_no_round_is_drawn_when_a_candidate_passes(checker):
+    source = Rounds([WRONG, RIGHT])
+    result = Pipeline(checker=checker).run(source, _request(k=2))
+    assert len(source.requests) == 1 and result.search.reason == search.PASSED
+
+
+def test_the_search_ends_at_its_round_limit_and_shows_k(checker):
+    texts = [WRONG.replace("0", str(i)) for i in range(3)]
+    source = Rounds(texts, [t.replace("a *", "b *") for t in texts], [t.replace("a *", "a -") for t in texts])
+    pipeline = Pipeline(checker=checker, search=SearchSettings(max_rounds=3))
+    result = pipeline.run(source, _request())
+    assert (result.search.rounds, result.search.drawn, result.search.reason) == (3, 9, search.ROUNDS)
+    assert len(result.candidates) == 3 and len(result.similarity) == 3 and len(result.similarity[0]) == 3
+
+
+@pytest.mark.parametrize(
+    "asked, request_changes, reason",
+    [
+        (CheckRequest(search=False), {}, search.OFF),  # editors: their budget is the time to one line
+        (CheckRequest(run=False), {}, search.NO_CHECKS),
+        (CheckRequest(), {"temperature": 0.0}, search.GREEDY),
+    ],
+)
+def test_no_search_where_it_is_off_has_nothing_to_run_or_one_answer(checker, asked, request_changes, reason):
+    source = Rounds([WRONG])
+    result = Pipeline(checker=checker).run(source, replace(_request(k=1), **request_changes), checks=asked)
+    assert len(source.requests) == 1 and result.search.reason == reason
+
+
+def test_a_user_check_that_none_passes_starts_a_search_too(checker):
+    asked = build_checks("assert add(1, 1) == 3")  # nobody can pass it: the search runs to its limit
+    source = Rounds([RIGHT])
+    result = Pipeline(checker=checker, search=SearchSettings(max_rounds=2)).run(source, _request(k=1), checks=asked)
+    assert result.search.rounds == 2 and result.search.reason == search.ROUNDS
+
+
+@pytest.mark.parametrize(
+    "rounds, left_s, last_s, passed, n_checks, reason",
+    [
+        (1, 30.0, 5.0, [1, 0], 1, search.PASSED),
+        (1, 30.0, 5.0, None, 0, search.NO_CHECKS),
+        (1, 30.0, 5.0, [0, 0], 1, None),
+        (8, 30.0, 5.0, [0, 0], 1, search.ROUNDS),
+        (1, 2.0, 5.0, [0, 0], 1, search.BUDGET),  # less than half the last round's time left
+        (1, 0.5, 0.2, [0, 0], 1, search.BUDGET),  # under a second
+        (1, 3.0, 5.0, [1, 1], 2, None),  # every check, not some
+    ],
+)
+def test_the_rule_of_another_round(rounds, left_s, last_s, passed, n_checks, reason):
+    request = GenerationRequest("def f():\n", k=2)
+    assert SearchSettings().why_stop(rounds, left_s, last_s, passed, n_checks, request) == reason
+
+
+def test_round_requests_have_seeds_of_their_own():
+    request = GenerationRequest("def f():\n", seed=2**31 - 1, greedy_first=True)
+    later = round_request(request, 1, 12.5)
+    assert later.seed == (2**31 - 1 + search.SEED_STRIDE) % 2**31 and not later.greedy_first
+    assert later.budget_s == 12.5 and round_request(replace(request, seed=None), 1, 3.0).seed is None
+
+
+def test_combined_results_keep_the_rows_in_order_and_add_the_counts():
+    one = GenerationResult([Candidate("a")], GenerationStats(wall_s=1.0, generated_tokens=4, drafter_choices={"x": 1}))
+    two = GenerationResult([Candidate("b")], GenerationStats(wall_s=2.0, generated_tokens=6, drafter_choices={"x": 2}))
+    both = combined(one, two)
+    assert [c.text for c in both.candidates] == ["a", "b"]
+    assert (both.stats.wall_s, both.stats.generated_tokens, both.stats.drafter_choices) == (3.0, 10, {"x": 3})
+
+
+def test_the_page_says_a_search_round_is_running():
+    progress = Progress.of("generating", None, GenerationRequest("def f():\n", k=4), {}, 3.0, None, (2, 4))
+    assert "none of the 4 candidates drawn passes every check; drawing 4 more (round 2)" in status_html(progress)
+    assert progress.as_dict()["progress"]["search_round"] == 2
+
+
+def test_a_real_engine_searches_with_new_samples_each_round(checker):
+    """The tiny random-weight engine never passes the check: each round draws k new rows (new seeds), and the
+    page's stream hears every round's rows after the earlier ones."""
+    engine = load_engine("tiny:0", None)
+    updates = []
+    pipeline = Pipeline(checker=checker, search=SearchSettings(max_rounds=3))
+    request = build_request("def double(x):\n    return", 2, 20.0, 0.8, 6, seed=0, limits=Limits(max_k=8))
+    asked = build_checks("assert double(2) == 4")
+    result = pipeline.run(engine, request, checks=asked, on_update=lambda r: updates.append(len(r.candidates)))
+    assert result.search.rounds == 3 and result.search.drawn == 6
+    assert max(updates) == 6 and min(updates) == 2
+    texts = [c.code for c in result.candidates]
+    assert result.engine_stats.generated_tokens >= 6 * 6 - 6 and len(set(texts)) == len(texts) >= 2
+
+
+def test_the_search_is_asked_for_as_true_or_false():
+    assert build_checks("", True, None, False).search is False and build_checks().search is True
+    with pytest.raises(ValueError, match=r"search='no' is invalid: it must be true or false"):
+        build_checks("", True, None, "no")
