@@ -51,14 +51,13 @@ def status_html(state: Progress | RunResult | None) -> str:
             + (f" ({cached} from the cache of recent prompts)" if cached else "")
             + f" · {state.elapsed_s:.1f} s"
         ) + _bar(read / total)
-    used, budget = state.elapsed_s, state.budget_s
+    used, budget = state.generation_s, state.budget_s
     if state.search_round > 1:
         return _line(
             f"Searching with <b>{model}</b>: none of the {state.drawn_before} candidates drawn passes every check; "
             f"drawing {state.k} more (round {state.search_round}) · {used:.1f} s of {budget:g} s budget · "
             f"{sum(c.finish_reason is not None for c in state.candidates[state.drawn_before :])} of {state.k} finished"
         ) + _bar(min(used / budget, 1.0) if budget else 1.0)
-    used = state.generation_s
     return _line(
         f"Generating with <b>{model}</b>: {used:.1f} s of {budget:g} s budget · {state.generated_tokens} tokens · "
         f"{state.finished} of {state.k} candidates finished"

@@ -29,11 +29,15 @@ class SearchSettings:
 
     max_rounds: int = 8  # rounds at most, the first included (k * max_rounds rows)
     min_left_s: float = 1.0  # a round starts only with this much of the budget left,
-    min_left_share: float = 0.5  # and at least this share of the time the last round took
+    min_left_share: float = 0.5  # and at least this share of the time the last round took (rows, analysis, checks)
 
     def __post_init__(self):
         if not 1 <= self.max_rounds <= 64:
             raise ValueError(f"max_rounds={self.max_rounds!r} is out of range: it must be in 1..64")
+        if not 0 <= self.min_left_s <= 3600:  # NaN fails too
+            raise ValueError(f"min_left_s={self.min_left_s!r} is out of range: it must be in 0..3600 seconds")
+        if not 0 <= self.min_left_share <= 10:
+            raise ValueError(f"min_left_share={self.min_left_share!r} is out of range: it must be in 0..10")
 
     def why_stop(
         self,
@@ -44,10 +48,13 @@ class SearchSettings:
         n_checks: int,
         request: GenerationRequest,
         wanted: bool = True,
+        stopped: bool = False,
     ) -> str | None:
         """Why no further round is drawn after `rounds` rounds, or None to draw one. `passed`: the checks each row
         passed so far (None where none ran), of `n_checks`; `left_s`: the budget left; `wanted`: the request's
-        wish (editors ask for none: their budget is the time to one line)."""
+        wish (editors ask for none: their budget is the time to one line); `stopped`: the run was stopped."""
+        if stopped:
+            return STOPPED
         if passed is not None and any(p == n_checks for p in passed):
             return PASSED
         if passed is None or n_checks == 0:

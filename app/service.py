@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 
 import languages
 import rerank
+from app import search
 from app.requests import CheckRequest
 from app.results import (
     ChecksInfo,
@@ -42,7 +43,7 @@ class Pipeline:
     analyzer: StaticAnalyzer | None = None  # None: no static analysis
     checker: CheckRunner | None = None  # runs the user's examples in the sandbox; None: checks are off
     rank_settings: rerank.RankSettings | None = None  # None: rerank's defaults
-    search: SearchSettings = field(default_factory=SearchSettings)  # when more rounds are drawn (app/search.py)
+    searching: SearchSettings = field(default_factory=SearchSettings)  # when more rounds are drawn (app/search.py)
     update_interval_s: float = 0.5  # streaming: at most one partial result per interval
     busy_timeout_s: float = 30.0  # how long a run waits for the engine before "busy, retry"
     idle_timeout_s: float = 5.0  # a run whose consumer stopped reading this long is stopped
@@ -72,24 +73,34 @@ class Pipeline:
         reports = self._analyze(drafts, [c.cut for c in result.candidates], spent)
         gone = control is not None and control.stopped  # superseded or gone: what it had, without running it
         info, outcomes, check_notes = self._check(drafts, checks if not gone else CheckRequest(run=False), spent)
-        rounds, last_round_s = 1, spent.generation_s
+        rounds, last_round_s, judge_s = 1, time.perf_counter() - started, spent.analysis_s + spent.checks_s
+
+        def stopped() -> bool:  # read afresh each round
+            return control is not None and control.stopped
+
         while True:
             left = request.budget_s - (time.perf_counter() - started)
             passed = [o.passed for o in outcomes] if outcomes is not None else None
-            wanted = checks.search and not (control is not None and control.stopped)
-            reason = self.search.why_stop(rounds, left, last_round_s, passed, len(info.items), request, wanted)
+            reason = self.searching.why_stop(
+                rounds, left, last_round_s, passed, len(info.items), request, checks.search, stopped()
+            )
             if reason is not None:
                 break
             if on_round is not None:
                 on_round(rounds + 1, len(result.candidates))
-            before = spent.generation_s
-            more = self._generate(engine, round_request(request, rounds, left), result, should_stop, on_update, spent)
-            rounds, last_round_s = rounds + 1, spent.generation_s - before
+            began, judged = time.perf_counter(), spent.analysis_s + spent.checks_s
+            asked = round_request(request, rounds, left - judge_s)  # time left for its analysis and checks
+            more = self._generate(engine, asked, result, should_stop, on_update, spent)
+            if stopped():  # superseded, gone or Stop: the round's rows are dropped unjudged, the lock freed soon
+                reason = search.STOPPED
+                break
             new = Drafts.of(request, more, pinned=drafts)
             reports = self._analyze(new, [c.cut for c in more.candidates], spent, reports)
             outcomes = outcomes + self._run_checks(new, info.items, spent)
             result = combined(result, more)
             drafts = Drafts.of(request, result, pinned=drafts)
+            rounds, last_round_s = rounds + 1, time.perf_counter() - began
+            judge_s = spent.analysis_s + spent.checks_s - judged
         checked = time.perf_counter()
         candidates, matrix = self._rank(result, drafts, reports, outcomes)
         ranked = time.perf_counter()

@@ -441,7 +441,8 @@ def _ui_updates(state: Progress | RunResult, prompt_text: str, suffix_text: str,
     items = list(state.checks.items) if done else []
     highlight = HIGHLIGHT.get(state.language.name) if done else None
     around = ("", "") if done and state.language.in_words else (prompt_text, suffix_text)
-    shown = state.candidates if done else state.candidates[state.drawn_before :]  # a search shows its new round
+    # a search shows its new round (the last round's rows until the new one's first arrive)
+    shown = state.candidates if done else (state.candidates[state.drawn_before :] or state.candidates[-state.k :])
     for index in range(n_slots):
         if index < len(shown):
             entry = shown[index]

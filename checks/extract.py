@@ -97,9 +97,20 @@ def text_view(line: str) -> str:
     text = line.strip()
     if text.startswith("#"):
         text = text.lstrip("#").strip()
-    if text.count("`") % 2 == 0 and not text.startswith("```"):
-        text = text.replace("`", "")  # Markdown's code marks around a call or a value
     return _QUOTES.sub("", text).strip()
+
+
+# a Markdown code mark: a backtick that opens (after a blank or the start, before a non-blank) or closes (after a
+# non-blank, before a blank, the end or a sentence's mark); one beside a quote or inside a word is text ('`x`')
+_CODE_MARK = re.compile(r"(?:(?<=^)|(?<=[\s(]))`(?=[^\s`])|(?<=[^\s`'\"])`(?=$|[\s,.;:)!?])")
+
+
+def prose_view(text: str) -> str:
+    """A line of the view as the prose forms read it: Markdown's code marks around a call or a value removed (a
+    doctest's lines are left as they are)."""
+    if text.startswith((">>>", "...", "```")):
+        return text
+    return _CODE_MARK.sub("", text)
 
 
 def _regions(lines: list[str]) -> list[str | None]:
@@ -188,16 +199,16 @@ def _doctest_check(line: int, source: str, output: list[str], functions: set[str
 
 _SEPARATOR = re.compile(
     r"^\s*(?:#\s*)?,?\s*(?:then\s+)?(==>|==|➞|⟶|→|⇒|⟹|=>|->|-->|"
-    r"(?:should|must|will|would|is\s+expected\s+to)\s+(?:return|give|be|equal|output|produce|yield|print)|"
-    r"gives\s+back|returns?\s+back|returns?|gives|yields|produces|results?\s+in|evaluates\s+to|outputs?|prints?|"
-    r"(?:we|you|it|one)\s+(?:should\s+|will\s+|would\s+)?(?:get|gets|obtain|see|receive)|"
-    r"(?:it|this|that)\s+(?:should\s+|will\s+|would\s+)?(?:returns?|gives?|yields?|prints?|outputs?)|"
+    r"(?:should|must|will|would|is\s+expected\s+to)\s+(?:return|give|be|equal|output|produce|yield)|"
+    r"gives\s+back|returns?\s+back|returns?|gives|yields|produces|results?\s+in|evaluates\s+to|outputs?|"
+    r"(?:we|you|it|one)\s+(?:should\s+|will\s+|would\s+)?(?:get|gets|obtain|receive)|"
+    r"(?:it|this|that)\s+(?:should\s+|will\s+|would\s+)?(?:returns?|gives?|yields?|outputs?)|"
     r"(?:the\s+)?(?:answer|result|output|return\s+value)\s+(?:is|should\s+be|will\s+be|would\s+be|=)|"
     r"is(?:\s+equal\s+to)?|equals|=|:)\s*:?\s*",
     re.IGNORECASE,
 )
 _ARROW = re.compile(
-    r"^\s*(?:#\s*)?(==>|➞|⟶|→|⇒|⟹|=>|->|-->|returns?|gives|yields|produces|"
+    r"^\s*(?:#\s*)?(==>|➞|⟶|→|⇒|⟹|=>|->|-->|returns\b|gives\b|yields\b|produces\b|"
     r"(?:expected|correct)?\s*(?:output|result|value|answer|return\s+value)?\s*:|expected\s*:?)\s*",
     re.IGNORECASE,
 )
@@ -351,8 +362,8 @@ _INPUT_COLUMNS = ("input", "call", "example", "expression", "argument", "args")
 _OUTPUT_COLUMNS = ("output", "result", "return", "expected", "value")
 
 
-def _column(cells: list[str], names: tuple[str, ...]) -> int | None:
-    return next((i for i, cell in enumerate(cells) if any(name in cell for name in names)), None)
+def _column(cells: list[str], names: tuple[str, ...], other_than: int | None = None) -> int | None:
+    return next((i for i, c in enumerate(cells) if i != other_than and any(name in c for name in names)), None)
 
 
 def _tables(view, owner, functions: dict[str, list[str]]) -> list[Check]:
@@ -364,8 +375,9 @@ def _tables(view, owner, functions: dict[str, list[str]]) -> list[Check]:
             columns = None
             continue
         lowered = [c.lower() for c in cells]
-        header = (_column(lowered, _INPUT_COLUMNS), _column(lowered, _OUTPUT_COLUMNS))
-        if None not in header and header[0] != header[1]:
+        given_at = _column(lowered, _INPUT_COLUMNS)
+        header = (given_at, _column(lowered, _OUTPUT_COLUMNS, given_at))
+        if None not in header:
             columns = header
             continue
         if columns is None or set(text.replace("|", "").strip()) <= set("-: ") or max(columns) >= len(cells):
@@ -397,13 +409,14 @@ def checks_in(code: str, first_line: int = 1, only: str | None = None, names_fro
         owner = [name if name == only else None for name in owner]
         view = [text if name == only else "" for text, name in zip(view, owner)]
     owner = [name if name in functions else None for name in owner]
+    prose = [prose_view(text) for text in view]
     try:
         found = (
             _doctests(view, owner, set(functions))
-            + _inline(view, set(functions))
-            + _phrases(view, owner, functions)
-            + _input_output(view, owner, functions)
-            + _tables(view, owner, functions)
+            + _inline(prose, set(functions))
+            + _phrases(prose, owner, functions)
+            + _input_output(prose, owner, functions)
+            + _tables(prose, owner, functions)
         )
     except (RecursionError, MemoryError):  # an expression nested past what ast can walk: read nothing from it
         return []

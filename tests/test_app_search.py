@@ -75,7 +75,7 @@ def test_no_round_is_drawn_when_a_candidate_passes(checker):
 def test_the_search_ends_at_its_round_limit_and_shows_k(checker):
     texts = [WRONG.replace("0", str(i)) for i in range(3)]
     source = Rounds(texts, [t.replace("a *", "b *") for t in texts], [t.replace("a *", "a -") for t in texts])
-    pipeline = Pipeline(checker=checker, search=SearchSettings(max_rounds=3))
+    pipeline = Pipeline(checker=checker, searching=SearchSettings(max_rounds=3))
     result = pipeline.run(source, _request())
     assert (result.search.rounds, result.search.drawn, result.search.reason) == (3, 9, search.ROUNDS)
     assert len(result.candidates) == 3 and len(result.similarity) == 3 and len(result.similarity[0]) == 3
@@ -98,7 +98,7 @@ def test_no_search_where_it_is_off_has_nothing_to_run_or_one_answer(checker, ask
 def test_a_user_check_that_none_passes_starts_a_search_too(checker):
     asked = build_checks("assert add(1, 1) == 3")  # nobody can pass it: the search runs to its limit
     source = Rounds([RIGHT])
-    result = Pipeline(checker=checker, search=SearchSettings(max_rounds=2)).run(source, _request(k=1), checks=asked)
+    result = Pipeline(checker=checker, searching=SearchSettings(max_rounds=2)).run(source, _request(k=1), checks=asked)
     assert result.search.rounds == 2 and result.search.reason == search.ROUNDS
 
 
@@ -145,7 +145,7 @@ def test_a_real_engine_searches_with_new_samples_each_round(checker):
     page's stream hears every round's rows after the earlier ones."""
     engine = load_engine("tiny:0", None)
     updates = []
-    pipeline = Pipeline(checker=checker, search=SearchSettings(max_rounds=3))
+    pipeline = Pipeline(checker=checker, searching=SearchSettings(max_rounds=3))
     request = build_request("def double(x):\n    return", 2, 20.0, 0.8, 6, seed=0, limits=Limits(max_k=8))
     asked = build_checks("assert double(2) == 4")
     result = pipeline.run(engine, request, checks=asked, on_update=lambda r: updates.append(len(r.candidates)))
@@ -159,3 +159,31 @@ def test_the_search_is_asked_for_as_true_or_false():
     assert build_checks("", True, None, False).search is False and build_checks().search is True
     with pytest.raises(ValueError, match=r"search='no' is invalid: it must be true or false"):
         build_checks("", True, None, "no")
+
+
+class StopsDuringRound(Rounds):
+    """Rounds whose second request is stopped while it runs (a Stop press, a new request superseding it)."""
+
+    def __init__(self, control, *rounds):
+        super().__init__(*rounds)
+        self.control = control
+
+    def generate(self, request, on_update=None, should_stop=None):
+        if self.requests:
+            self.control.stop("stopped by the user")
+        return super().generate(request, on_update, should_stop)
+
+
+def test_a_stop_during_a_later_round_drops_its_rows_unchecked(checker):
+    from app.runs import RunControl
+
+    control = RunControl(None)
+    source = StopsDuringRound(control, [WRONG], [RIGHT])
+    result = Pipeline(checker=checker).run(source, _request(k=1), control)
+    assert result.search.reason == search.STOPPED and result.search.drawn == 1
+    assert [c.code for c in result.candidates] == [WRONG] and result.stopped == "stopped by the user"
+
+
+def test_search_settings_name_a_bad_value():
+    with pytest.raises(ValueError, match=r"min_left_share=nan is out of range"):
+        SearchSettings(min_left_share=float("nan"))

@@ -205,3 +205,21 @@ def test_a_table_of_whole_calls_and_results():
         '    | other(3) | 9 |\n    """\n'
     )
     assert _pairs(prompt) == [("square(2)", "4")]
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "def init(n):\n    pass\n\n\ndef main():\n    init(42)\n    return 0\n",  # code: `return` is no example
+        "def show(n):\n    '''show(3) prints 3'''\n",  # printed, not returned: not read as a value
+    ],
+)
+def test_code_and_printing_are_not_examples(prompt):
+    assert _pairs(prompt) == []
+
+
+def test_a_doctest_keeps_its_backticks_and_a_table_its_value_columns():
+    prompt = "def mark(s):\n    '''\n    >>> mark('x')\n    '`x`'\n    '''\n"
+    assert _pairs(prompt) == [("mark('x')", "'`x`'")]
+    table = 'def sq(n):\n    """\n    | Input value | Output value |\n    |---|---|\n    | 3 | 9 |\n    """\n'
+    assert _pairs(table) == [("sq(3)", "9")]
