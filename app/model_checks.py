@@ -33,6 +33,7 @@ class ModelCheckSettings:
     temperature: float = 0.8
     max_new_tokens: int = 320
     budget_share: float = 0.3  # of the request's budget, at most
+    min_left_s: float = 2.0  # asked only with this much of the budget left
 
 
 def tested_function(request: GenerationRequest) -> str | None:

@@ -140,6 +140,7 @@ def _score_text(entry: RankedEntry) -> str:
         f"score {_num(entry.score)} = consistency {_num(parts.consistency)}"
         + (f" × logprob {_num(parts.logprob_term)}" if parts.logprob_term else "")
         + f" − static penalty {_num(parts.static_penalty)}"
+        + (f" · agreement on the model's tests {_num(parts.agreement)}" if parts.agreement is not None else "")
     )
 
 

@@ -129,6 +129,7 @@ class ScoreParts:
     logprob_term: float | None  # the token-probability weight, where the ranker uses one
     static_penalty: float | None  # what its findings took off
     mean_logprob: float | None  # of its tokens
+    agreement: float | None = None  # dual agreement on the tests the model wrote, where it wrote them (CodeT)
 
 
 @dataclass
@@ -190,6 +191,17 @@ class ChecksInfo:
 
 
 @dataclass(frozen=True)
+class ModelTests:
+    """Tests the model wrote for a prompt that has no examples (app/model_checks.py): the candidates were ranked by
+    their agreement on them (rerank/agreement.py); they are evidence, not the user's checks."""
+
+    items: tuple[Check, ...]
+
+    def as_dict(self) -> dict:
+        return {"items": [{**c.as_dict(), "label": c.label()} for c in self.items]}
+
+
+@dataclass(frozen=True)
 class Language:
     """What the run took the prompt to be, and which analyses its candidates got."""
 
@@ -231,6 +243,7 @@ class RunResult:
     engine_stats: GenerationStats
     language: Language
     search: Search | None = None  # the rounds drawn and why the search ended (app/search.py)
+    model_tests: ModelTests | None = None  # tests the model wrote where the prompt had no checks; None: not asked
     timings: Timings = field(default_factory=Timings)
     model: dict = field(default_factory=dict)  # the model choice (app.models.ModelChoice.as_dict)
     status: str = "done"
@@ -279,6 +292,7 @@ class RunResult:
             "static_analysis": {"available": self.static_analysis},
             "checks": self.checks.as_dict(),
             "search": self.search.as_dict() if self.search else None,
+            "model_tests": self.model_tests.as_dict() if self.model_tests else None,
             "notes": list(self.notes),
             "candidates": [c.as_dict() for c in self.candidates],
             "similarity": {"labels": self.labels, "matrix": self.similarity},

@@ -15,10 +15,12 @@ from dataclasses import dataclass, field, replace
 import languages
 import rerank
 from app import search
+from app.model_checks import ModelCheckSettings, model_checks, tested_function, tests_request
 from app.requests import CheckRequest
 from app.results import (
     ChecksInfo,
     Language,
+    ModelTests,
     Progress,
     RankedEntry,
     RunResult,
@@ -32,7 +34,9 @@ from app.results import (
 from app.runs import BusyError, RunControl, as_reported
 from app.search import Search, SearchSettings, combined, round_request
 from checks import CandidateChecks, Check, CheckRunner, checks_for_infill, checks_for_prompt, checks_for_words
+from checks.runner import PASSED
 from engine import Candidate, CandidateSource, GenerationRequest, GenerationResult, answer_skips, split_answer
+from rerank import dual_agreement
 from static_eval import StaticAnalyzer
 
 
@@ -44,6 +48,7 @@ class Pipeline:
     checker: CheckRunner | None = None  # runs the user's examples in the sandbox; None: checks are off
     rank_settings: rerank.RankSettings | None = None  # None: rerank's defaults
     searching: SearchSettings = field(default_factory=SearchSettings)  # when more rounds are drawn (app/search.py)
+    model_tests: ModelCheckSettings | None = None  # tests the model writes where a prompt has no checks; None: off
     update_interval_s: float = 0.5  # streaming: at most one partial result per interval
     busy_timeout_s: float = 30.0  # how long a run waits for the engine before "busy, retry"
     idle_timeout_s: float = 5.0  # a run whose consumer stopped reading this long is stopped
@@ -101,8 +106,12 @@ class Pipeline:
             drafts = Drafts.of(request, result, pinned=drafts)
             rounds, last_round_s = rounds + 1, time.perf_counter() - began
             judge_s = spent.analysis_s + spent.checks_s - judged
+        tests, agreement = None, None
+        if reason == search.NO_CHECKS and checks.run and not stopped():
+            left = request.budget_s - (time.perf_counter() - started)
+            tests, agreement = self._model_tests(engine, request, drafts, left, should_stop, spent)
         checked = time.perf_counter()
-        candidates, matrix = self._rank(result, drafts, reports, outcomes)
+        candidates, matrix = self._rank(result, drafts, reports, outcomes, agreement)
         ranked = time.perf_counter()
         spent.ranking_s, spent.pipeline_s = round(ranked - checked, 4), round(ranked - started, 4)
         return RunResult(
@@ -117,6 +126,7 @@ class Pipeline:
             similarity=matrix,
             engine_stats=result.stats,
             search=Search(rounds, len(result.candidates), len(candidates), reason),
+            model_tests=tests,
             timings=spent,
         )
 
@@ -175,19 +185,44 @@ class Pipeline:
         spent.checks_s = round(spent.checks_s + time.perf_counter() - started, 4)
         return list(outcomes)
 
+    def _model_tests(self, engine, request, drafts, left_s: float, should_stop, spent: Timings):
+        """Where this pipeline asks for them and the prompt is a Python function with time left: the tests the model
+        writes for it (app/model_checks.py) and each row's dual agreement on them; else (None, None)."""
+        settings = self.model_tests
+        usable = settings is not None and self.checker is not None and self.checker.reason_for(drafts.language) is None
+        asked = tests_request(request, settings) if usable and request.temperature > 0 and request.k > 1 else None
+        if asked is None or left_s < settings.min_left_s:
+            return None, None
+        result = self._generate(
+            engine, replace(asked, budget_s=min(asked.budget_s, left_s)), None, should_stop, None, spent
+        )
+        found = model_checks(asked, result, tested_function(request))
+        if not found:
+            return ModelTests(()), None
+        outcomes = self._run_checks(drafts, found, spent)
+        return ModelTests(tuple(found)), dual_agreement(
+            [tuple(o.status == PASSED for o in c.outcomes) for c in outcomes]
+        )
+
     def _rank(
         self,
         result: GenerationResult,
         drafts: Drafts,
         reports,
         outcomes: list[CandidateChecks] | None,
+        agreement: list[float] | None = None,
     ) -> tuple[list[RankedEntry], list[list[float | None]]]:
         """One entry per distinct candidate (k at most), best first, and their similarity matrix in the same order
         (its diagonal, a candidate with itself, left empty: it says nothing)."""
         cands = drafts.as_candidates(result.candidates)
         passes = [o.passed for o in outcomes] if outcomes is not None else None
         ranked, similarities = rerank.rank_with_similarity(
-            [c.text for c in cands], [c.logprobs for c in cands], reports, self.rank_settings, check_passes=passes
+            [c.text for c in cands],
+            [c.logprobs for c in cands],
+            reports,
+            self.rank_settings,
+            check_passes=passes,
+            agreement=agreement,
         )
         shown = ranked[: drafts.request.k]  # after a search, the k best of all that were drawn
         candidates = [self._ranked_candidate(r, cands, reports, outcomes, drafts) for r in shown]
@@ -213,6 +248,7 @@ class Pipeline:
                 logprob_term=parts["logprob_term"] if self.rank_settings.uses_logprobs else None,
                 static_penalty=parts["static_penalty"],
                 mean_logprob=parts["mean_logprob"],
+                agreement=ranked.agreement,
             ),
             checks=outcomes[ranked.indices[0]] if outcomes is not None else None,
         )

@@ -42,6 +42,7 @@ class RankedCandidate:
     warnings: int = 0  # warning-level findings
     demoted: bool = False  # moved below the others: it does not parse, or it is an empty implementation
     checks_passed: int | None = None  # the user's examples it passed (they order before the score); None: no checks
+    agreement: float | None = None  # dual agreement on tests the model wrote (after the checks); None: none
     scorer: str = ""  # RankSettings.label() of the ranking
     extras: dict = field(default_factory=dict)  # room for callers' annotations
 
@@ -192,6 +193,7 @@ def rank_with_similarity(
             warnings=finding_count(group_reports[g], "warnings") if group_reports[g] is not None else 0,
             demoted=demoted[g],
             checks_passed=passes[g],
+            agreement=agreed[g] if agreement is not None else None,
             scorer=settings.label(),
         )
         for place, g in enumerate(order)

@@ -187,3 +187,31 @@ def test_a_stop_during_a_later_round_drops_its_rows_unchecked(checker):
 def test_search_settings_name_a_bad_value():
     with pytest.raises(ValueError, match=r"min_left_share=nan is out of range"):
         SearchSettings(min_left_share=float("nan"))
+
+
+class Answers(Rounds):
+    """Candidates for the code request, then the model's answer to the request for tests."""
+
+    def generate(self, request, on_update=None, should_stop=None):
+        if request.in_words:
+            answer = "```python\nassert add(2, 3) == 5\nassert add(1, 1) == 2\nassert add(0, 0) == 1\n```"
+            rows = [Candidate(answer, [1], [-0.1], FINISH_STOP)] * request.k
+            return GenerationResult(rows, GenerationStats(wall_s=0.2))
+        return super().generate(request, on_update, should_stop)
+
+
+def test_where_the_prompt_has_no_examples_the_models_tests_rank_by_agreement(checker):
+    """Two wrong candidates agree with each other textually; the model's tests (one of them wrong) put the right one
+    first: it passes two of them, and dual agreement weighs that above the wrong pair's zero."""
+    from app.model_checks import ModelCheckSettings
+
+    prompt = 'def add(a, b):\n    """Add two numbers."""\n'
+    wrong = "    return a * b + 0\n"
+    source = Answers([wrong, wrong.replace("+ 0", "+ 0 "), RIGHT])
+    request = build_request(prompt, 3, 20.0, 0.8, 16, seed=1, limits=Limits(max_k=8))
+    plain = Pipeline(checker=checker).run(source, request)
+    assert plain.candidates[0].code != RIGHT and plain.model_tests is None
+    result = Pipeline(checker=checker, model_tests=ModelCheckSettings()).run(Answers(source.rounds[0]), request)
+    assert result.candidates[0].code == RIGHT and result.candidates[0].score_parts.agreement == 2.0
+    assert [c.label() for c in result.model_tests.items] == ["add(2, 3) == 5", "add(1, 1) == 2", "add(0, 0) == 1"]
+    assert result.as_dict()["model_tests"]["items"][0]["origin"] == "model"
