@@ -103,10 +103,12 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--plus", help="HumanEvalPlus-OriginFmt.jsonl.gz: score on HumanEval+ too")
     parser.add_argument("--exec-cache")
     parser.add_argument("--generate-only", action="store_true")
+    parser.add_argument("--no-generate", action="store_true", help="score the problems that have tests, write none")
     args = parser.parse_args(argv)
     gen = GenerationSettings(draft="bundled:qwen2.5-coder-0.5b", weights="w8a8", prompt_form="chat", budget_s=60.0)
     stripped = load_problems(args.problems)
-    generate_tests(stripped, gen, args.tests_out, ModelCheckSettings())
+    if not args.no_generate:
+        generate_tests(stripped, gen, args.tests_out, ModelCheckSettings())
     if args.generate_only or not args.samples:
         return {}
     from checks import CheckRunner
@@ -116,8 +118,8 @@ def main(argv: list[str] | None = None) -> dict:
         raise SystemExit(runner.reason)
     problems = load_problems() if args.examples else stripped
     records = {t: with_greedy_row(r) for t, r in read_samples(args.samples).items()}
-    problems = [p for p in problems if p["task_id"] in records]
     tests = read_samples(args.tests_out)
+    problems = [p for p in problems if p["task_id"] in records and p["task_id"] in tests]
     reports = static_reports(problems, records)
     plain, codet, seconds = picks(problems, records, tests, runner, args.examples, reports)
     summary = {"benchmark": "eval_codet", "n_problems": len(problems), "examples": args.examples}
