@@ -85,6 +85,7 @@ def test_generate_returns_ranked_candidates(served):
             "logprob_term",
             "static_penalty",
             "mean_logprob",
+            "agreement",
         }
         assert all({"kind", "line", "message", "severity"} <= set(f) for f in c["findings"])
     matrix = result["similarity"]["matrix"]
@@ -152,7 +153,7 @@ def call_raw(url: str, body: bytes) -> tuple[int, str]:
 
 def test_non_utf8_input_is_refused_and_the_server_keeps_serving(served):
     _, url, client = served
-    fields = '2, 2.0, 0.8, 8, 0.95, -1, "tiny pair", "", "", true, "auto", "auto"'  # every input: ... mode, language
+    fields = '2, 2.0, 0.8, 8, 0.95, -1, "tiny pair", "", "", true, "auto", "auto", true'  # ... language, search
     status, events = call_raw(url, b'{"data": ["def f():\\n    x = \'\\ud800\'\\n", ' + fields.encode() + b"]}")
     assert status == 200 and "event: error" in events
     assert "prompt is not valid UTF-8 text: character 18 is" in events and "lone surrogate" in events
