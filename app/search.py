@@ -8,7 +8,7 @@ results add up; app/service.py runs the rounds.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 from engine import GenerationRequest, GenerationResult, GenerationStats
 
@@ -20,6 +20,8 @@ OFF = "the search is off for this request"
 BUDGET = "the budget has too little time left for another round"
 ROUNDS = "the round limit was reached"
 STOPPED = "the run was stopped"
+# the prompt's counts, the same in every round (its first reading is the one reported); every other count adds up
+PROMPT_COUNTS = ("prompt_tokens", "cached_prompt_tokens", "moved_prompt_tokens", "prompt_read_tokens")
 SEED_STRIDE = 1_000_003  # round r of seed s samples with seed s + r * SEED_STRIDE (other requests' seeds differ by 1)
 
 
@@ -96,28 +98,12 @@ def combined(before: GenerationResult | None, new: GenerationResult) -> Generati
         return new
     one, two = before.stats, new.stats
     summed = {
-        name: getattr(one, name) + getattr(two, name)
-        for name in (
-            "wall_s",
-            "prefill_s",
-            "generated_tokens",
-            "forward_passes",
-            "draft_passes",
-            "proposed_tokens",
-            "accepted_tokens",
-            "speculative_steps",
-            "drafted_rows",
-        )
+        f.name: getattr(one, f.name) + getattr(two, f.name)
+        for f in fields(GenerationStats)
+        if f.name not in PROMPT_COUNTS and f.name != "drafter_choices"
     }
     choices = dict(one.drafter_choices)
     for name, steps in two.drafter_choices.items():
         choices[name] = choices.get(name, 0) + steps
-    stats = GenerationStats(
-        **summed,
-        drafter_choices=choices,
-        prompt_tokens=one.prompt_tokens,
-        cached_prompt_tokens=one.cached_prompt_tokens,
-        moved_prompt_tokens=one.moved_prompt_tokens,
-        prompt_read_tokens=one.prompt_read_tokens,
-    )
+    stats = GenerationStats(**summed, drafter_choices=choices, **{name: getattr(one, name) for name in PROMPT_COUNTS})
     return GenerationResult(list(before.candidates) + list(new.candidates), stats)

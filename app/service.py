@@ -103,7 +103,7 @@ class Pipeline:
             reports = self._analyze(new, [c.cut for c in more.candidates], spent, reports)
             outcomes = outcomes + self._run_checks(new, info.items, spent)
             result = combined(result, more)
-            drafts = Drafts.of(request, result, pinned=drafts)
+            drafts = drafts.followed_by(new)
             rounds, last_round_s = rounds + 1, time.perf_counter() - began
             judge_s = spent.analysis_s + spent.checks_s - judged
         tests, agreement = None, None
@@ -409,6 +409,11 @@ class Drafts:
             language, found_from = fenced.most_common(1)[0][0], "fence (answers)"
         codes, prose = [a.code for a in answers], [a.explanation for a in answers]
         return Drafts(request, codes, prose, language, found_from)
+
+    def followed_by(self, later: Drafts) -> Drafts:
+        """These rows, then a later round's (read in the same language)."""
+        explanations = None if self.explanations is None else self.explanations + later.explanations
+        return replace(self, codes=self.codes + later.codes, explanations=explanations)
 
     @property
     def prompt(self) -> str:

@@ -24,6 +24,7 @@ from benchmarks.eval_humaneval import (
     GenerationSettings,
     append_sample,
     code_version,
+    example_passes,
     execute,
     load_our_engine,
     load_problems,
@@ -77,7 +78,7 @@ def picks(problems, records, tests, runner, with_examples: bool, reports) -> tup
         texts = [c["text"] for c in record["candidates"]]
         programs = [problem["prompt"] + t for t in texts]
         examples = checks_for_prompt(problem["prompt"]) if with_examples else []
-        passes = [o.passed for o in runner.run(programs, examples)] if examples else None
+        passes = example_passes(runner, problem["prompt"], texts, examples) if examples else None
         model = [as_check(c) for c in tests[task_id]["checks"]]
         start = time.monotonic()
         outcomes = runner.run(programs, model) if model else []

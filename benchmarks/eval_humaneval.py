@@ -556,6 +556,15 @@ def doc2comments(prompt: str) -> str:
     return "".join(line for line in lines if line is not None)
 
 
+def example_passes(runner, prompt: str, texts: list[str], found: list | None = None) -> list[int]:
+    """How many of the examples `found` (default: the prompt's own) each completion passes, run confined on
+    prompt + completion."""
+    from checks import checks_for_prompt
+
+    found = checks_for_prompt(prompt) if found is None else found
+    return [o.passed for o in runner.run([prompt + text for text in texts], found)]
+
+
 def run_checks(
     problems: list[dict], records: dict[str, dict], as_comments: bool = False
 ) -> tuple[dict[str, list[int]], dict]:
@@ -571,11 +580,10 @@ def run_checks(
     for problem in problems:
         prompt = problem.get("checks_prompt", problem["prompt"])  # the prompt as the user phrased it (rephrased)
         found = checks_for_prompt(doc2comments(prompt) if as_comments else prompt)
-        programs = [prompt + c["text"] for c in records[problem["task_id"]]["candidates"]]
+        texts = [c["text"] for c in records[problem["task_id"]]["candidates"]]
         start = time.monotonic()
-        outcomes = runner.run(programs, found)
+        passes[problem["task_id"]] = example_passes(runner, prompt, texts, found)
         seconds.append(time.monotonic() - start)
-        passes[problem["task_id"]] = [o.passed for o in outcomes]
         covered += bool(found)
         n_checks += len(found)
     times = np.array(seconds)

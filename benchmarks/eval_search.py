@@ -31,6 +31,7 @@ from benchmarks.eval_humaneval import (
     append_sample,
     code_version,
     evaluate,
+    example_passes,
     load_our_engine,
     load_problems,
     read_samples,
@@ -55,8 +56,8 @@ def check_passes(runner, prompt: str, texts: list[str]) -> tuple[list[int], int,
 
     found = checks_for_prompt(prompt)
     start = time.monotonic()
-    outcomes = runner.run([prompt + text for text in texts], found) if found else []
-    return [o.passed for o in outcomes] if found else [], len(found), time.monotonic() - start
+    passed = example_passes(runner, prompt, texts, found)
+    return passed, len(found), time.monotonic() - start
 
 
 def search_problem(problem: dict, index: int, record: dict, engine, runner, rule: SearchSettings) -> dict:
