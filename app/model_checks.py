@@ -9,6 +9,7 @@ This module builds the request for the tests and reads the asserts of its answer
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 from checks import Check, parse_user_checks
@@ -50,15 +51,21 @@ def tests_request(request: GenerationRequest, settings: ModelCheckSettings = Mod
     if name is None:
         return None
     ask = ASK.format(n=settings.asserts_per_answer, name=name, code=request.prompt.rstrip() + "\n")
+    return asking(request, ask, settings.rows, settings.temperature, settings.max_new_tokens, settings.budget_share)
+
+
+def asking(request: GenerationRequest, ask: str, k: int, temperature: float, max_new_tokens: int, share: float):
+    """The request in words that puts `ask` to the model in place of `request` (k answers, the first greedy; a
+    `share` of its budget)."""
     return replace(
         request,
         prompt=ask,
         turns=(ChatTurn("user", ask),),
-        k=settings.rows,
-        temperature=settings.temperature,
+        k=k,
+        temperature=temperature,
         greedy_first=True,
-        max_new_tokens=settings.max_new_tokens,
-        budget_s=max(request.budget_s * settings.budget_share, 1.0),
+        max_new_tokens=max_new_tokens,
+        budget_s=max(request.budget_s * share, 1.0),
         stop=(),
         stop_at_body_end=False,
     )
@@ -67,12 +74,10 @@ def tests_request(request: GenerationRequest, settings: ModelCheckSettings = Mod
 _ASSERT = re.compile(r"^\s*assert\b.*$", re.MULTILINE)
 
 
-def model_checks(tests: GenerationRequest, result: GenerationResult, name: str) -> list[Check]:
-    """The distinct asserts of the answers that call `name` and read as checks (MAX_CHECKS at most), origin
-    "model"; a line that does not read as one is left out."""
-    found: dict[tuple[str, str], Check] = {}
+def asserts_calling(asked: GenerationRequest, result: GenerationResult, name: str) -> Iterator[Check]:
+    """The assert lines of the answers that call `name` and read as checks, in order (repeats included)."""
     for row in result.candidates:
-        code = split_answer(row.text, skip=answer_skips(tests)).code or row.text
+        code = split_answer(row.text, skip=answer_skips(asked)).code or row.text
         for line in _ASSERT.findall(code):
             if f"{name}(" not in line:
                 continue
@@ -80,5 +85,13 @@ def model_checks(tests: GenerationRequest, result: GenerationResult, name: str) 
                 (check,) = parse_user_checks(line.strip())
             except ValueError:
                 continue
-            found.setdefault((check.expression, check.expected), replace(check, line=len(found) + 1, origin=ORIGIN))
+            yield check
+
+
+def model_checks(tests: GenerationRequest, result: GenerationResult, name: str) -> list[Check]:
+    """The distinct asserts of the answers that call `name` and read as checks (MAX_CHECKS at most), origin
+    "model"; a line that does not read as one is left out."""
+    found: dict[tuple[str, str], Check] = {}
+    for check in asserts_calling(tests, result, name):
+        found.setdefault((check.expression, check.expected), replace(check, line=len(found) + 1, origin=ORIGIN))
     return list(found.values())[:MAX_CHECKS]

@@ -16,6 +16,8 @@ import languages
 import rerank
 from app import search
 from app.model_checks import ModelCheckSettings, model_checks, tested_function, tests_request
+from app.model_examples import ExampleReaderSettings, examples_request, read_examples, unread_calls
+from app.repair import RepairSettings, as_continuations, body_indent, repair_request, repair_target
 from app.requests import CheckRequest
 from app.results import (
     ChecksInfo,
@@ -49,6 +51,8 @@ class Pipeline:
     rank_settings: rerank.RankSettings | None = None  # None: rerank's defaults
     searching: SearchSettings = field(default_factory=SearchSettings)  # when more rounds are drawn (app/search.py)
     model_tests: ModelCheckSettings | None = None  # tests the model writes where a prompt has no checks; None: off
+    example_reader: ExampleReaderSettings | None = None  # the model reads the examples the patterns miss; None: off
+    repairing: RepairSettings | None = None  # the search's rounds that ask for a fix of a failing candidate; None: off
     update_interval_s: float = 0.5  # streaming: at most one partial result per interval
     busy_timeout_s: float = 30.0  # how long a run waits for the engine before "busy, retry"
     idle_timeout_s: float = 5.0  # a run whose consumer stopped reading this long is stopped
@@ -77,8 +81,16 @@ class Pipeline:
         drafts = Drafts.of(request, result)
         reports = self._analyze(drafts, [c.cut for c in result.candidates], spent)
         gone = control is not None and control.stopped  # superseded or gone: what it had, without running it
-        info, outcomes, check_notes = self._check(drafts, checks if not gone else CheckRequest(run=False), spent)
-        rounds, last_round_s, judge_s = 1, time.perf_counter() - started, spent.analysis_s + spent.checks_s
+        reading, read = time.perf_counter(), []
+        if checks.run and not gone:
+            left = request.budget_s - (reading - started)
+            read = self._read_examples(engine, request, drafts, left, should_stop, spent)
+        read_s = time.perf_counter() - reading  # not part of a round: the rounds to come need none
+        gone = control is not None and control.stopped
+        info, outcomes, check_notes = self._check(drafts, checks if not gone else CheckRequest(run=False), spent, read)
+        rounds, last_round_s = 1, time.perf_counter() - started - read_s
+        judge_s = spent.analysis_s + spent.checks_s
+        repaired: set[str] = set()  # the candidates a round asked to fix
 
         def stopped() -> bool:  # read afresh each round
             return control is not None and control.stopped
@@ -95,7 +107,12 @@ class Pipeline:
                 on_round(rounds + 1, len(result.candidates))
             began, judged = time.perf_counter(), spent.analysis_s + spent.checks_s
             asked = round_request(request, rounds, left - judge_s)  # time left for its analysis and checks
-            more = self._generate(engine, asked, result, should_stop, on_update, spent)
+            fix = self._repair_request(asked, rounds, drafts, info.items, outcomes, repaired, result, reports)
+            if fix is None:
+                more = self._generate(engine, asked, result, should_stop, on_update, spent)
+            else:  # the answers are read back as continuations once whole (a growing answer is not one yet)
+                more = self._generate(engine, fix, None, should_stop, None, spent)
+                more = as_continuations(more, request.prompt, tested_function(request))
             if stopped():  # superseded, gone or Stop: the round's rows are dropped unjudged, the lock freed soon
                 reason = search.STOPPED
                 break
@@ -125,7 +142,7 @@ class Pipeline:
             candidates=candidates,
             similarity=matrix,
             engine_stats=result.stats,
-            search=Search(rounds, len(result.candidates), len(candidates), reason),
+            search=Search(rounds, len(result.candidates), len(candidates), reason, len(repaired)),
             model_tests=tests,
             timings=spent,
         )
@@ -159,10 +176,12 @@ class Pipeline:
         drafts: Drafts,
         asked: CheckRequest,
         spent: Timings,
+        read: list[Check] = (),
     ) -> tuple[ChecksInfo, list[CandidateChecks] | None, list[str]]:
-        """The checks of this request (the examples in the prompt's code, or the asserts in a request in words, then
-        the user's own), each candidate's outcomes when they ran (one sandboxed program each), and what to say."""
-        found = drafts.checks() + list(asked.user)
+        """The checks of this request (the examples in the prompt's code, or the asserts in a request in words, and
+        those the model `read` from it; then the user's own), each candidate's outcomes when they ran (one
+        sandboxed program each), and what to say."""
+        found = drafts.checks() + list(read) + list(asked.user)
         reason = self.checker.reason_for(drafts.language) if self.checker else "checks are off (--no-run-checks)"
         available = reason is None
         info = ChecksInfo(available, reason, ran=False, items=tuple(found))
@@ -184,6 +203,44 @@ class Pipeline:
         outcomes = self.checker.run(drafts.programs(), list(found), drafts.language)
         spent.checks_s = round(spent.checks_s + time.perf_counter() - started, 4)
         return list(outcomes)
+
+    def _repair_request(
+        self, asked, rounds, drafts, found, outcomes, repaired: set[str], result, reports
+    ) -> GenerationRequest | None:
+        """Where this pipeline repairs and the round after `rounds` is one that does: the request that asks to fix
+        the best-ranked failing candidate not fixed yet (app/repair.py), which joins `repaired`; else None (the
+        round draws new samples). Only a Python function's body whose prompt ends where the body begins is
+        repaired: an answer's function is read back into that place."""
+        settings, request = self.repairing, drafts.request
+        if settings is None or not settings.repairs(rounds) or outcomes is None:
+            return None
+        name = tested_function(request)
+        if name is None or request.suffix or body_indent(request.prompt) is None:
+            return None
+        passed, logprobs = [o.passed for o in outcomes], [c.logprobs for c in result.candidates]
+        target = repair_target(drafts.codes, passed, len(found), repaired, logprobs, reports, self.rank_settings)
+        if target is None:
+            return None
+        fix = repair_request(asked, drafts.codes[target], name, list(found), outcomes[target], settings)
+        if fix is not None:
+            repaired.add(drafts.codes[target])
+        return fix
+
+    def _read_examples(self, engine, request, drafts, left_s: float, should_stop, spent: Timings) -> list[Check]:
+        """Where this pipeline has a reader and the prompt's Python function calls itself in its docstring more often
+        than the patterns read: the examples the model reads there (app/model_examples.py); else none."""
+        settings, name = self.example_reader, tested_function(request)
+        usable = settings is not None and self.checker is not None and self.checker.reason_for(drafts.language) is None
+        if not usable or name is None or request.suffix or left_s < settings.min_left_s:
+            return []
+        found = drafts.checks()
+        if not unread_calls(request.prompt, name, found):
+            return []
+        asked = examples_request(request, name, settings)
+        result = self._generate(
+            engine, replace(asked, budget_s=min(asked.budget_s, left_s)), None, should_stop, None, spent
+        )
+        return read_examples(asked, result, request.prompt, name, found)
 
     def _model_tests(self, engine, request, drafts, left_s: float, should_stop, spent: Timings):
         """Where this pipeline asks for them and the prompt is a Python function with time left: the tests the model

@@ -66,10 +66,6 @@ def generate_tests(problems: list[dict], gen: GenerationSettings, out: str, sett
         print(f"{problem['task_id']}: {len(found)} asserts in {time.monotonic() - start:.1f} s", file=sys.stderr)
 
 
-def as_check(row: dict) -> Check:
-    return Check(**{**row, "setup": tuple(row["setup"])})
-
-
 def picks(problems, records, tests, runner, with_examples: bool, reports) -> tuple[dict, dict, dict]:
     """Per problem: the first pick without checks, with the model's tests, and the test-running seconds."""
     plain, codet, seconds = {}, {}, {}
@@ -79,7 +75,7 @@ def picks(problems, records, tests, runner, with_examples: bool, reports) -> tup
         programs = [problem["prompt"] + t for t in texts]
         examples = checks_for_prompt(problem["prompt"]) if with_examples else []
         passes = example_passes(runner, problem["prompt"], texts, examples) if examples else None
-        model = [as_check(c) for c in tests[task_id]["checks"]]
+        model = [Check.from_dict(c) for c in tests[task_id]["checks"]]
         start = time.monotonic()
         outcomes = runner.run(programs, model) if model else []
         seconds[task_id] = time.monotonic() - start

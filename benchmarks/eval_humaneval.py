@@ -568,10 +568,10 @@ def example_passes(runner, prompt: str, texts: list[str], found: list | None = N
 def run_checks(
     problems: list[dict], records: dict[str, dict], as_comments: bool = False
 ) -> tuple[dict[str, list[int]], dict]:
-    """Checks passed per candidate of every problem (the prompt's examples, run confined; the hidden tests only
-    score), and what it cost: coverage, seconds per problem (median, p90). `as_comments`: the examples are read
-    from the doc2comments form of the prompt."""
-    from checks import CheckRunner, checks_for_prompt
+    """Checks passed per candidate of every problem (the prompt's examples, and those the model read from it under
+    "read_checks"; run confined; the hidden tests only score), and what it cost: coverage, seconds per problem
+    (median, p90). `as_comments`: the examples are read from the doc2comments form of the prompt."""
+    from checks import Check, CheckRunner, checks_for_prompt
 
     runner = CheckRunner.create()
     if not runner.available:
@@ -580,6 +580,7 @@ def run_checks(
     for problem in problems:
         prompt = problem.get("checks_prompt", problem["prompt"])  # the prompt as the user phrased it (rephrased)
         found = checks_for_prompt(doc2comments(prompt) if as_comments else prompt)
+        found += [Check.from_dict(row) for row in problem.get("read_checks", ())]  # read by the model
         texts = [c["text"] for c in records[problem["task_id"]]["candidates"]]
         start = time.monotonic()
         passes[problem["task_id"]] = example_passes(runner, prompt, texts, found)

@@ -8,6 +8,10 @@ stand for people's habits the extraction was not tuned on; some of them it does 
 "input" column).
 
     python -m benchmarks.rephrase_examples --samples benchmarks/data/humaneval_shipped_qwen2.5-coder-1.5b_k12_t0.8.jsonl.gz
+
+With --reader FILE, where the patterns read fewer examples than a rewritten docstring calls its function, the model
+reads them (app/model_examples.py: the bundled 1.5B, greedy); what it read is kept in FILE (resumable, per set) and
+checked beside the patterns' examples.
 """
 
 from __future__ import annotations
@@ -15,6 +19,10 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
+import time
+
+import numpy as np
 
 from benchmarks.eval_humaneval import EvalSettings, evaluate, load_problems, read_samples, with_greedy_row
 from benchmarks.sandbox import SandboxSettings
@@ -63,7 +71,23 @@ FRESH = {  # a third set, written after the held-out set's forms were mended (ne
     "doctest-like comment": lambda pairs: [line for c, v in pairs for line in (f"# {c}", f"# {v}")],
     "equals sign words": lambda pairs: [f"{c} equals {v}" for c, v in pairs],
 }
-SETS = {"first": STYLES, "held-out": HELD_OUT, "fresh": FRESH}
+NEWEST = {  # a fourth set, written after the model's reader (app/model_examples.py) was built, before it was measured
+    "yields": lambda pairs: [f"{c} yields {v}" for c, v in pairs],
+    "we expect": lambda pairs: [f"We expect {c} to be {v}." for c, v in pairs],
+    "Q/A": lambda pairs: [f"Q: {c}? A: {v}" for c, v in pairs],
+    "result of": lambda pairs: [f"Result of {c}: {v}" for c, v in pairs],
+    "try, you get": lambda pairs: [f"Try {c}; you get {v}." for c, v in pairs],
+    "the output is": lambda pairs: [f"For {c} the output is {v}." for c, v in pairs],
+    "dash colon": lambda pairs: [f"- {c}: {v}" for c, v in pairs],
+    "would be": lambda pairs: [f"{c} would be {v}" for c, v in pairs],
+}
+SETS = {
+    "as written": {},
+    "first": STYLES,
+    "held-out": HELD_OUT,
+    "fresh": FRESH,
+    "newest": NEWEST,
+}  # "as written": HumanEval's own
 
 
 def example_lines(lines: list[str], line: int) -> list[int]:
@@ -124,12 +148,53 @@ def stripped(prompt: str) -> str:
     return "\n".join(line for i, line in enumerate(lines) if i not in taken) + "\n"
 
 
+def model_reads(problems: list[dict], out: str, phrasing: str) -> dict[str, dict]:
+    """What the model read of each problem's rewritten examples where the patterns missed some, appended to `out`
+    (one file per set of phrasings; the problems there are kept)."""
+    from app.model_examples import ExampleReaderSettings, examples_request, read_examples, unread_calls
+    from benchmarks.eval_humaneval import GenerationSettings, append_sample, code_version, load_our_engine
+    from engine import GenerationRequest
+
+    done = read_samples(out)
+    other = {r["set"] for r in done.values()} - {phrasing}
+    if other:
+        raise SystemExit(f"--reader {out} holds the reads of the set {other.pop()!r}: give each set a file of its own")
+    gen = GenerationSettings(draft="bundled:qwen2.5-coder-0.5b", weights="w8a8", prompt_form="chat", budget_s=60.0)
+    settings, engine = ExampleReaderSettings(), None
+    for problem in problems:
+        prompt = problem["checks_prompt"]
+        name = list(top_level_functions(prompt))[-1]
+        found = checks_for_prompt(prompt)
+        if problem["task_id"] in done or not unread_calls(prompt, name, found):
+            continue
+        engine = engine or load_our_engine(gen)
+        asked = examples_request(GenerationRequest(prompt, budget_s=gen.budget_s), name, settings)
+        start = time.monotonic()
+        result = engine.generate(asked)
+        read = read_examples(asked, result, prompt, name, found)
+        record = {
+            "task_id": problem["task_id"],
+            "set": phrasing,
+            "checks": [c.as_dict() for c in read],
+            "answer": result.candidates[0].text if result.candidates else "",
+            "wall_s": round(time.monotonic() - start, 3),
+            "code_version": code_version(),
+        }
+        append_sample(out, record)
+        done[problem["task_id"]] = record
+        print(f"{problem['task_id']}: {len(read)} examples read in {record['wall_s']:.1f} s", file=sys.stderr)
+    return done
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--samples", required=True)
     parser.add_argument("--exec-cache")
     parser.add_argument("--show", type=int, default=0, help="print this many rewritten prompts")
-    parser.add_argument("--set", choices=SETS, default="fresh", help="which phrasings (default: the newest set)")
+    parser.add_argument("--set", choices=SETS, default="newest", help="which phrasings (default: the newest set)")
+    parser.add_argument(
+        "--reader", help="the model reads the examples the patterns miss; its reads go to this file (one per set)"
+    )
     parser.add_argument(
         "--write-stripped",
         help="write HumanEval with every docstring example taken out to this JSONL (eval_humaneval --problems)",
@@ -146,7 +211,9 @@ def main(argv: list[str] | None = None) -> dict:
     names = list(styles)
     rewritten, counts = [], {"examples": 0, "found_again": 0}
     for index, problem in enumerate(problems):
-        prompt, n = rephrased(problem["prompt"], names[index % len(names)], styles)
+        prompt, n = (
+            rephrased(problem["prompt"], names[index % len(names)], styles) if styles else (problem["prompt"], 0)
+        )
         counts["examples"] += n
         counts["found_again"] += len(checks_for_prompt(prompt)) - (len(checks_for_prompt(problem["prompt"])) - n)
         rewritten.append({**problem, "checks_prompt": prompt})  # the hidden tests run as before (cached)
@@ -174,7 +241,31 @@ def main(argv: list[str] | None = None) -> dict:
         f"({100 * (summary['rephrased'] - summary['original']):+.1f} pt); examples read back "
         f"{counts['found_again']} of {counts['examples']}"
     )
+    if args.reader:
+        summary["with_reader"] = with_reader(rewritten, samples, args, summary["original"])
     print(json.dumps(summary))
+    return summary
+
+
+def with_reader(rewritten: list[dict], samples: dict, args, original: float) -> dict:
+    """The rephrased prompts' Pass@First with the examples the model read beside the patterns' (a third ranking)."""
+    reads = model_reads(rewritten, args.reader, args.set)
+    read = [{**p, "read_checks": reads.get(p["task_id"], {}).get("checks", [])} for p in rewritten]
+    label = RankSettings().label()
+    print("== rephrased, with the examples the model read ==")
+    result = evaluate(read, samples, SandboxSettings(), EvalSettings(static=True, checks=True), [RankSettings()],
+                      args.exec_cache)  # fmt: skip
+    mean = result["rankers"][label]["mean"]
+    summary = {
+        "rephrased": mean,
+        "problems_read": len(reads),
+        "examples_read": sum(len(p["read_checks"]) for p in read),
+        "read_s_p50": float(np.median([r["wall_s"] for r in reads.values()])) if reads else None,
+    }
+    print(
+        f"with the model's reader: {100 * mean:.1f}% ({100 * (mean - original):+.1f} pt); the model read "
+        f"{summary['examples_read']} examples on {summary['problems_read']} problems"
+    )
     return summary
 
 

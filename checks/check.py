@@ -33,6 +33,11 @@ class Check:
             "language": self.language,
         }
 
+    @staticmethod
+    def from_dict(row: dict) -> Check:
+        """The check `as_dict` wrote."""
+        return Check(**{**row, "setup": tuple(row.get("setup", ()))})
+
     def label(self) -> str:
         """How the check reads to a user, e.g. "add(2, 3) == 5"."""
         if self.compare == TRUTHY:

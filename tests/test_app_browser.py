@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -249,4 +250,31 @@ def test_a_request_in_words_and_a_javascript_function_give_ranked_highlighted_ru
         if shutil.which("node"):  # node parses it as a program (runs nothing)
             checked = subprocess.run(["node", "--check"], input=whole, text=True, capture_output=True, timeout=30)
             assert checked.returncode == 0, checked.stderr
+        browser.close()
+
+
+IMPOSSIBLE = 'def double(x):\n    """Return twice x.\n\n    >>> double(3)\n    7\n    """\n'  # no right answer gives 7
+
+
+@pytest.mark.bundled
+def test_a_search_is_said_on_the_page_while_it_runs_and_after(bundled_url):
+    """Where no candidate passes the prompt's example (here none can), the bundled model draws further rounds while
+    the budget lasts: the status line says so while it runs, and the result says how many rounds and why it ended."""
+    with sync_playwright() as playwright:
+        browser, page = ready_page(playwright, bundled_url)
+        enter_prompt(page, IMPOSSIBLE)
+        budget = page.locator("#budget input[type=number]")
+        budget.fill("20")
+        budget.press("Enter")
+        expect(page.locator("#budget input[type=range]")).to_have_value("20")
+        page.locator("#generate").click()
+        expect(page.locator("#status")).to_contain_text("Searching with", timeout=60_000)
+        expect(page.locator("#status")).to_contain_text("drawing 3 more (round")
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "search_running.png"), full_page=True)
+        page.locator("#status", has_text="Done").wait_for(timeout=120_000)
+        page.screenshot(path=str(ARTIFACTS / "search_final.png"), full_page=True)
+        status = page.locator("#status").inner_text()
+        assert re.search(r"searched \d+ rounds, \d+ candidates drawn, the best [1-3] shown", status), status
+        assert "too little time left" in status or "round limit" in status, status
         browser.close()
