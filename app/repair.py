@@ -20,9 +20,9 @@ from engine import ChatTurn, GenerationRequest, GenerationResult, split_answer
 from engine.text.chat import INSTRUCTION
 from engine.types import MAX_NEW_TOKENS
 
-FIX = (
-    "This code is wrong:\n{failures}\nWrite the whole corrected function `{name}` (the same signature) in one "
-    "```python block, with any imports it needs."
+FIX = (  # without the docstring, the answer is a third of the tokens (measured: 2720 against 845 for 12 rows)
+    "This code is wrong:\n{failures}\nWrite the corrected function `{name}` in one ```python block: the same "
+    "signature and the body, without the docstring, with any imports it needs."
 )
 
 
