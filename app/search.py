@@ -80,16 +80,9 @@ class Search:
     drawn: int  # rows over all rounds
     shown: int  # distinct candidates shown (the k best)
     reason: str  # why it ended: one of this module's reasons
-    repairs: int = 0  # of the further rounds, those that asked to fix a failing candidate (app/repair.py)
 
     def as_dict(self) -> dict:
-        return {
-            "rounds": self.rounds,
-            "drawn": self.drawn,
-            "shown": self.shown,
-            "reason": self.reason,
-            "repairs": self.repairs,
-        }
+        return {"rounds": self.rounds, "drawn": self.drawn, "shown": self.shown, "reason": self.reason}
 
 
 def round_request(request: GenerationRequest, rounds_done: int, left_s: float) -> GenerationRequest:

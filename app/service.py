@@ -17,7 +17,6 @@ import rerank
 from app import search
 from app.model_checks import ModelCheckSettings, model_checks, tested_function, tests_request
 from app.model_examples import ExampleReaderSettings, examples_request, read_examples, unread_calls
-from app.repair import RepairSettings, as_continuations, body_indent, repair_request, repair_target
 from app.requests import CheckRequest
 from app.results import (
     ChecksInfo,
@@ -52,7 +51,6 @@ class Pipeline:
     searching: SearchSettings = field(default_factory=SearchSettings)  # when more rounds are drawn (app/search.py)
     model_tests: ModelCheckSettings | None = None  # tests the model writes where a prompt has no checks; None: off
     example_reader: ExampleReaderSettings | None = None  # the model reads the examples the patterns miss; None: off
-    repairing: RepairSettings | None = None  # the search's rounds that ask for a fix of a failing candidate; None: off
     update_interval_s: float = 0.5  # streaming: at most one partial result per interval
     busy_timeout_s: float = 30.0  # how long a run waits for the engine before "busy, retry"
     idle_timeout_s: float = 5.0  # a run whose consumer stopped reading this long is stopped
@@ -90,7 +88,6 @@ class Pipeline:
         info, outcomes, check_notes = self._check(drafts, checks if not gone else CheckRequest(run=False), spent, read)
         rounds, last_round_s = 1, time.perf_counter() - started - read_s
         judge_s = spent.analysis_s + spent.checks_s
-        repaired: set[str] = set()  # the candidates a round asked to fix
 
         def stopped() -> bool:  # read afresh each round
             return control is not None and control.stopped
@@ -107,12 +104,7 @@ class Pipeline:
                 on_round(rounds + 1, len(result.candidates))
             began, judged = time.perf_counter(), spent.analysis_s + spent.checks_s
             asked = round_request(request, rounds, left - judge_s)  # time left for its analysis and checks
-            fix = self._repair_request(asked, rounds, drafts, info.items, outcomes, repaired, result, reports)
-            if fix is None:
-                more = self._generate(engine, asked, result, should_stop, on_update, spent)
-            else:  # the answers are read back as continuations once whole (a growing answer is not one yet)
-                more = self._generate(engine, fix, None, should_stop, None, spent)
-                more = as_continuations(more, request.prompt, tested_function(request))
+            more = self._generate(engine, asked, result, should_stop, on_update, spent)
             if stopped():  # superseded, gone or Stop: the round's rows are dropped unjudged, the lock freed soon
                 reason = search.STOPPED
                 break
@@ -142,7 +134,7 @@ class Pipeline:
             candidates=candidates,
             similarity=matrix,
             engine_stats=result.stats,
-            search=Search(rounds, len(result.candidates), len(candidates), reason, len(repaired)),
+            search=Search(rounds, len(result.candidates), len(candidates), reason),
             model_tests=tests,
             timings=spent,
         )
@@ -203,28 +195,6 @@ class Pipeline:
         outcomes = self.checker.run(drafts.programs(), list(found), drafts.language)
         spent.checks_s = round(spent.checks_s + time.perf_counter() - started, 4)
         return list(outcomes)
-
-    def _repair_request(
-        self, asked, rounds, drafts, found, outcomes, repaired: set[str], result, reports
-    ) -> GenerationRequest | None:
-        """Where this pipeline repairs and the round after `rounds` is one that does: the request that asks to fix
-        the best-ranked failing candidate not fixed yet (app/repair.py), which joins `repaired`; else None (the
-        round draws new samples). Only a Python function's body whose prompt ends where the body begins is
-        repaired: an answer's function is read back into that place."""
-        settings, request = self.repairing, drafts.request
-        if settings is None or not settings.repairs(rounds) or outcomes is None:
-            return None
-        name = tested_function(request)
-        if name is None or request.suffix or body_indent(request.prompt) is None:
-            return None
-        passed, logprobs = [o.passed for o in outcomes], [c.logprobs for c in result.candidates]
-        target = repair_target(drafts.codes, passed, len(found), repaired, logprobs, reports, self.rank_settings)
-        if target is None:
-            return None
-        fix = repair_request(asked, drafts.codes[target], name, list(found), outcomes[target], settings)
-        if fix is not None:
-            repaired.add(drafts.codes[target])
-        return fix
 
     def _read_examples(self, engine, request, drafts, left_s: float, should_stop, spent: Timings) -> list[Check]:
         """Where this pipeline has a reader and the prompt's Python function calls itself in its docstring more often

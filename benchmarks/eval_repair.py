@@ -1,4 +1,4 @@
-"""Repair from what failed against plain resampling, at equal time, on HumanEval (app/repair.py, app/search.py).
+"""Repair from what failed against plain resampling, at equal time, on HumanEval (benchmarks/repair.py; app/search.py).
 
 The problems are those the search drew further rounds for (no candidate of the first round passes every example of
 the prompt: the rounds file of eval_search). From the same first round (the committed sample file) and under the
@@ -29,7 +29,6 @@ from dataclasses import replace
 
 import numpy as np
 
-from app.repair import RepairSettings, as_continuations, repair_request, repair_target
 from app.search import PASSED, SearchSettings, round_request
 from benchmarks.eval_humaneval import (
     EvalSettings,
@@ -45,6 +44,7 @@ from benchmarks.eval_humaneval import (
 )
 from benchmarks.eval_search import check_passes, merged, settings_of
 from benchmarks.humaneval_plus import plus_tests
+from benchmarks.repair import RepairSettings, as_continuations, repair_request, repair_target
 from benchmarks.sandbox import SandboxSettings
 from checks import checks_for_prompt
 from engine import GenerationResult

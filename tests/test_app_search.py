@@ -55,7 +55,7 @@ def test_a_second_round_is_drawn_when_no_candidate_passes_and_its_find_ranks_fir
     heard = []
     result = Pipeline(checker=checker).run(source, _request(), on_round=lambda n, drawn: heard.append((n, drawn)))
     assert heard == [(2, 3)]
-    assert result.search.as_dict() == {"rounds": 2, "drawn": 6, "shown": 3, "reason": search.PASSED, "repairs": 0}
+    assert result.search.as_dict() == {"rounds": 2, "drawn": 6, "shown": 3, "reason": search.PASSED}
     assert result.candidates[0].code == RIGHT and result.candidates[0].checks.passed == 1
     assert result.candidates[0].indices == [4]  # rows are numbered over the rounds
     assert len(list(result.ranked_copies())) == 3  # the protocols still give k choices

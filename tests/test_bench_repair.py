@@ -1,9 +1,9 @@
-"""Repair from what failed (app/repair.py): the request shows the candidate and its failing checks, and an answer is
-read back as a continuation of the user's prompt that runs."""
+"""Repair from what failed (benchmarks/repair.py, measured by eval_repair): the request shows the candidate and its
+failing checks, and an answer is read back as a continuation of the user's prompt that runs."""
 
 import pytest
 
-from app.repair import RepairSettings, body_indent, continuation, failure_lines, repair_request, repair_target
+from benchmarks.repair import RepairSettings, body_indent, continuation, failure_lines, repair_request, repair_target
 from checks import Check
 from checks.check import TRUTHY
 from checks.runner import ERROR, FAILED, PASSED, TIMEOUT, CandidateChecks, CheckOutcome
@@ -123,69 +123,6 @@ def test_repair_rounds_every_and_the_fix_asks_for_room_and_a_greedy_row():
         request, "    return a - b\n", "add", CHECKS, outcome((FAILED, "-1"), (PASSED, ""), (PASSED, ""))
     )
     assert asked.greedy_first and asked.max_new_tokens == 200
-
-
-class Fixer:
-    """A candidate source: code requests get `rows`, a request to fix gets `answer`; it keeps the requests."""
-
-    def __init__(self, rows: list[str], answer: str):
-        self.rows, self.answer, self.requests = rows, answer, []
-
-    def generate(self, request, on_update=None, should_stop=None):
-        from engine import Candidate, GenerationResult, GenerationStats
-
-        self.requests.append(request)
-        texts = [self.answer] * request.k if request.in_words else self.rows
-        return GenerationResult([Candidate(t, [1], [-0.1], "stop") for t in texts], GenerationStats(wall_s=0.1))
-
-
-FIXED = "You are right, the sign is wrong:\n```python\ndef add(a, b):\n    return a + b\n```\n"
-
-
-def test_a_search_round_asks_to_fix_the_best_failing_candidate_and_its_answer_ranks_first():
-    from app import search
-    from app.requests import Limits, build_request
-    from app.service import Pipeline
-    from checks import CheckRunner
-
-    checker = CheckRunner.create()
-    assert checker.available, checker.reason
-    source = Fixer(["    return a - b\n", "    return a * b\n"], FIXED)
-    request = build_request(PROMPT, 2, 20.0, 0.8, 32, seed=3, limits=Limits(max_k=8))
-    result = Pipeline(checker=checker, repairing=RepairSettings()).run(source, request)
-    fix = source.requests[1]
-    assert fix.in_words and "return a - b" in fix.turns[1].content and "add(1, 2)" in fix.turns[2].content
-    assert result.candidates[0].code == "    return a + b\n" and result.candidates[0].checks.passed == 1
-    assert result.search.as_dict() == {"rounds": 2, "drawn": 4, "shown": 2, "reason": search.PASSED, "repairs": 1}
-
-
-STILL_WRONG = "```python\ndef add(a, b):\n    return a - b - 0\n```"
-
-
-# every=1: the fifth round finds every distinct candidate fixed once already (the two drawn, the one the fixes
-# gave), and draws new samples instead
-@pytest.mark.parametrize(("every", "kinds"), [(1, "cwwwc"), (2, "cwcwc"), (None, "ccccc")])
-def test_the_rounds_repair_every_so_often_or_never_and_each_fix_is_of_another_candidate(every, kinds):
-    from app import search
-    from app.requests import Limits, build_request
-    from app.search import SearchSettings
-    from app.service import Pipeline
-    from checks import CheckRunner
-
-    checker = CheckRunner.create()
-    assert checker.available, checker.reason
-    source = Fixer(["    return a - b\n", "    return a * b\n"], STILL_WRONG)
-    request = build_request(PROMPT, 2, 30.0, 0.8, 32, seed=3, limits=Limits(max_k=8))
-    pipeline = Pipeline(
-        checker=checker,
-        searching=SearchSettings(max_rounds=5),
-        repairing=RepairSettings(every=every) if every else None,
-    )
-    result = pipeline.run(source, request)
-    assert "".join("w" if r.in_words else "c" for r in source.requests) == kinds
-    fixed = [r.turns[1].content.split("    ", 1)[1] for r in source.requests if r.in_words]
-    assert len(set(fixed)) == len(fixed)  # never the same candidate twice
-    assert result.search.reason == search.ROUNDS and result.search.repairs == kinds.count("w")
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,9 @@
 shown back to the model with the failing examples and what came back, and the model is asked for the function
 again; each answer, read back as a continuation of the user's prompt, is checked and ranked like any candidate.
 
-This module builds the request for the fix and reads its answers; app/service.py decides when to ask.
+This module builds the request for the fix and reads its answers; benchmarks/eval_repair.py measures it against
+drawing new samples at equal time. It lost there (docs/MEASUREMENTS.md), so the app's search draws new samples
+and does not repair: the method stays here with its measurement.
 """
 
 from __future__ import annotations
