@@ -33,7 +33,6 @@ from app.search import PASSED, SearchSettings, round_request
 from benchmarks.eval_humaneval import (
     EvalSettings,
     _candidate_record,
-    _request,
     append_sample,
     code_version,
     evaluate,
@@ -42,7 +41,7 @@ from benchmarks.eval_humaneval import (
     read_samples,
     with_greedy_row,
 )
-from benchmarks.eval_search import check_passes, merged, settings_of
+from benchmarks.eval_search import check_passes, first_round, merged
 from benchmarks.humaneval_plus import plus_tests
 from benchmarks.repair import RepairSettings, as_continuations, repair_request, repair_target
 from benchmarks.sandbox import SandboxSettings
@@ -74,11 +73,8 @@ def search_with(method: str, problem: dict, index: int, record: dict, engine, ru
     """One method's further rounds on one problem, from the record's first round."""
     from checks.extract import top_level_functions
 
-    gen = settings_of(record)
-    texts = [c["text"] for c in record["candidates"]]
-    passed, n_checks, check_s = check_passes(runner, problem["prompt"], texts)
-    rounds, spent, last = [], record["stats"]["wall_s"] + check_s, record["stats"]["wall_s"]
-    request, repaired = _request(problem, gen, index), set()
+    gen, request, passed, n_checks, spent, last = first_round(problem, index, record, runner)
+    texts, rounds, repaired = [c["text"] for c in record["candidates"]], [], set()
     name = list(top_level_functions(problem["prompt"]))[-1]
     while True:
         left = gen.budget_s - spent

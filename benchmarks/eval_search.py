@@ -60,13 +60,19 @@ def check_passes(runner, prompt: str, texts: list[str]) -> tuple[list[int], int,
     return passed, len(found), time.monotonic() - start
 
 
+def first_round(problem: dict, index: int, record: dict, runner) -> tuple:
+    """Where a problem's search starts from its sample record: the generation settings, the request, the checks each
+    candidate passed and how many there are, the seconds spent (generation and checks) and the generation's."""
+    gen = settings_of(record)
+    passed, n_checks, check_s = check_passes(runner, problem["prompt"], [c["text"] for c in record["candidates"]])
+    wall_s = record["stats"]["wall_s"]
+    return gen, _request(problem, gen, index), passed, n_checks, wall_s + check_s, wall_s
+
+
 def search_problem(problem: dict, index: int, record: dict, engine, runner, rule: SearchSettings) -> dict:
     """The further rounds of one problem (none where the rule says so), as the record appended to --out."""
-    gen = settings_of(record)
-    first = [c["text"] for c in record["candidates"]]
-    passed, n_checks, check_s = check_passes(runner, problem["prompt"], first)
-    rounds, spent, last = [], record["stats"]["wall_s"] + check_s, record["stats"]["wall_s"]
-    request = _request(problem, gen, index)
+    gen, request, passed, n_checks, spent, last = first_round(problem, index, record, runner)
+    first_round_s, rounds = spent, []
     while True:
         left = gen.budget_s - spent
         reason = rule.why_stop(1 + len(rounds), left, last, passed if n_checks else None, n_checks, request)
@@ -89,7 +95,7 @@ def search_problem(problem: dict, index: int, record: dict, engine, runner, rule
         )
     return {
         "task_id": problem["task_id"],
-        "first_round_s": round(record["stats"]["wall_s"] + check_s, 3),
+        "first_round_s": round(first_round_s, 3),
         "rounds": rounds,
         "total_s": round(spent, 3),
         "reason": reason,

@@ -9,9 +9,10 @@ stand for people's habits the extraction was not tuned on; some of them it does 
 
     python -m benchmarks.rephrase_examples --samples benchmarks/data/humaneval_shipped_qwen2.5-coder-1.5b_k12_t0.8.jsonl.gz
 
-With --reader FILE, where the patterns read fewer examples than a rewritten docstring calls its function, the model
-reads them (app/model_examples.py: the bundled 1.5B, greedy); what it read is kept in FILE (resumable, per set) and
-checked beside the patterns' examples.
+Sets of phrasings (--set): first, held-out, fresh, newest (each written after the reading it was first measured
+on), and "as written" (HumanEval's own). With --reader FILE, where the patterns read fewer examples than a
+docstring calls its function, the model reads them (app/model_examples.py: the bundled 1.5B, greedy); what it read
+is kept in FILE (resumable, one file per set) and checked beside the patterns' examples, a third ranking.
 """
 
 from __future__ import annotations

@@ -142,3 +142,8 @@ def test_no_reading_where_the_patterns_read_every_call():
     unread = Reader(["    return x * x\n"], reading)  # the same pipeline reads where a call is missed
     Pipeline(checker=checker, example_reader=ExampleReaderSettings()).run(unread, replace(request, prompt=UNREAD))
     assert [r.in_words for r in unread.requests] == [False, True]
+
+
+def test_the_app_reads_examples_by_default_and_the_command_line_turns_it_off(entry_point):
+    assert entry_point.parse_args([]).no_read_examples is False
+    assert entry_point.parse_args(["--no-read-examples"]).no_read_examples is True
