@@ -6,6 +6,7 @@ analyzer) are given to it, and anything that fails inside a run is logged and re
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import Counter
@@ -39,6 +40,8 @@ from checks.runner import PASSED
 from engine import Candidate, CandidateSource, GenerationRequest, GenerationResult, answer_skips, split_answer
 from rerank import dual_agreement
 from static_eval import StaticAnalyzer
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -207,9 +210,13 @@ class Pipeline:
         if not unread_calls(request.prompt, name, found):
             return []
         asked = examples_request(request, name, settings)
-        result = self._generate(
-            engine, replace(asked, budget_s=min(asked.budget_s, left_s)), None, should_stop, None, spent
-        )
+        try:
+            result = self._generate(
+                engine, replace(asked, budget_s=min(asked.budget_s, left_s)), None, should_stop, None, spent
+            )
+        except Exception:  # noqa: BLE001 - a help to the request, not the request: the run goes on without it
+            log.exception("reading the prompt's examples with the model failed; the run goes on without them")
+            return []
         return read_examples(asked, result, request.prompt, name, found)
 
     def _model_tests(self, engine, request, drafts, left_s: float, should_stop, spent: Timings):

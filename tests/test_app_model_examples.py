@@ -147,3 +147,29 @@ def test_no_reading_where_the_patterns_read_every_call():
 def test_the_app_reads_examples_by_default_and_the_command_line_turns_it_off(entry_point):
     assert entry_point.parse_args([]).no_read_examples is False
     assert entry_point.parse_args(["--no-read-examples"]).no_read_examples is True
+
+
+class FailingReader(Reader):
+    """A source whose answer to the request in words fails (a server that cannot serve it)."""
+
+    def generate(self, request, on_update=None, should_stop=None):
+        if request.in_words:
+            raise RuntimeError("the chat endpoint is down")
+        return super().generate(request, on_update, should_stop)
+
+
+def test_a_failed_reading_is_logged_and_the_run_goes_on_with_the_patterns_checks(caplog):
+    from app.requests import Limits, build_request
+    from app.service import Pipeline
+    from checks import CheckRunner
+
+    checker = CheckRunner.create()
+    assert checker.available, checker.reason
+    request = build_request(UNREAD, 1, 20.0, 0.8, 16, seed=1, limits=Limits(max_k=8))
+    result = Pipeline(checker=checker, example_reader=ExampleReaderSettings()).run(
+        FailingReader(["    return x * x\n"], ""), request
+    )
+    assert [c.label() for c in result.checks.items] == ["square(3) == 9"] and result.candidates[0].checks.passed == 1
+    assert (
+        "reading the prompt's examples with the model failed" in caplog.text and "chat endpoint is down" in caplog.text
+    )
