@@ -47,9 +47,14 @@ def unread_calls(prompt: str, name: str, found: list[Check]) -> int:
     at = re.search(rf"^(?:async\s+)?def\s+{re.escape(name)}\s*\(", prompt, re.MULTILINE)
     if at is None:
         return 0
-    call = re.compile(rf"(?<![\w.]){re.escape(name)}\s*\(")
+    call = _call_of(name)
     made = sum(len(call.findall(c.expression)) for c in found)
     return max(0, len(call.findall(prompt[at.end() :])) - made)
+
+
+def _call_of(name: str) -> re.Pattern:
+    """A call of function `name` (not of a method or another name that ends in it)."""
+    return re.compile(rf"(?<![\w.]){re.escape(name)}\s*\(")
 
 
 def examples_request(request: GenerationRequest, name: str, settings: ExampleReaderSettings) -> GenerationRequest:
@@ -77,7 +82,7 @@ def grounded(check: Check, prompt: str, name: str) -> bool:
         value = f"(?i:{value})"  # "returns true" states True
     value = (r"(?<![\w.])" if check.expected.strip()[:1].isalnum() else "") + value
     value += r"(?!\w|\.\d)" if check.expected.strip()[-1:].isalnum() else ""  # "is 2." ends a sentence
-    next_call = re.compile(rf"(?<![\w.]){re.escape(name)}\s*\(")
+    next_call = _call_of(name)
     for call in re.finditer(_loose(check.expression), prompt):
         following = prompt[call.end() : call.end() + 400]
         after = next_call.search(following)

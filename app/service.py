@@ -82,13 +82,14 @@ class Pipeline:
         drafts = Drafts.of(request, result)
         reports = self._analyze(drafts, [c.cut for c in result.candidates], spent)
         gone = control is not None and control.stopped  # superseded or gone: what it had, without running it
-        reading, read = time.perf_counter(), []
+        reading, examples = time.perf_counter(), drafts.checks()
         if checks.run and not gone:
             left = request.budget_s - (reading - started)
-            read = self._read_examples(engine, request, drafts, left, should_stop, spent)
+            examples += self._read_examples(engine, request, drafts, examples, left, should_stop, spent)
         read_s = time.perf_counter() - reading  # not part of a round: the rounds to come need none
         gone = control is not None and control.stopped
-        info, outcomes, check_notes = self._check(drafts, checks if not gone else CheckRequest(run=False), spent, read)
+        asked = checks if not gone else CheckRequest(run=False)
+        info, outcomes, check_notes = self._check(drafts, examples, asked, spent)
         rounds, last_round_s = 1, time.perf_counter() - started - read_s
         judge_s = spent.analysis_s + spent.checks_s
 
@@ -169,14 +170,14 @@ class Pipeline:
     def _check(
         self,
         drafts: Drafts,
+        examples: list[Check],
         asked: CheckRequest,
         spent: Timings,
-        read: list[Check] = (),
     ) -> tuple[ChecksInfo, list[CandidateChecks] | None, list[str]]:
-        """The checks of this request (the examples in the prompt's code, or the asserts in a request in words, and
-        those the model `read` from it; then the user's own), each candidate's outcomes when they ran (one
+        """The checks of this request (its `examples`: those in the prompt's code, or the asserts in a request in
+        words, and those the model read; then the user's own), each candidate's outcomes when they ran (one
         sandboxed program each), and what to say."""
-        found = drafts.checks() + list(read) + list(asked.user)
+        found = list(examples) + list(asked.user)
         reason = self.checker.reason_for(drafts.language) if self.checker else "checks are off (--no-run-checks)"
         available = reason is None
         info = ChecksInfo(available, reason, ran=False, items=tuple(found))
@@ -199,14 +200,18 @@ class Pipeline:
         spent.checks_s = round(spent.checks_s + time.perf_counter() - started, 4)
         return list(outcomes)
 
-    def _read_examples(self, engine, request, drafts, left_s: float, should_stop, spent: Timings) -> list[Check]:
+    def _runs_checks(self, drafts: Drafts) -> bool:
+        """Whether this pipeline's sandbox runs checks on the drafts' language."""
+        return self.checker is not None and self.checker.reason_for(drafts.language) is None
+
+    def _read_examples(self, engine, request, drafts, found, left_s: float, should_stop, spent: Timings) -> list[Check]:
         """Where this pipeline has a reader and the prompt's Python function calls itself in its docstring more often
-        than the patterns read: the examples the model reads there (app/model_examples.py); else none."""
+        than the examples `found` by the patterns: the examples the model reads there (app/model_examples.py);
+        else none."""
         settings, name = self.example_reader, tested_function(request)
-        usable = settings is not None and self.checker is not None and self.checker.reason_for(drafts.language) is None
+        usable = settings is not None and self._runs_checks(drafts)
         if not usable or name is None or request.suffix or left_s < settings.min_left_s:
             return []
-        found = drafts.checks()
         if not unread_calls(request.prompt, name, found):
             return []
         asked = examples_request(request, name, settings)
@@ -223,7 +228,7 @@ class Pipeline:
         """Where this pipeline asks for them and the prompt is a Python function with time left: the tests the model
         writes for it (app/model_checks.py) and each row's dual agreement on them; else (None, None)."""
         settings = self.model_tests
-        usable = settings is not None and self.checker is not None and self.checker.reason_for(drafts.language) is None
+        usable = settings is not None and self._runs_checks(drafts)
         asked = tests_request(request, settings) if usable and request.temperature > 0 and request.k > 1 else None
         if asked is None or left_s < settings.min_left_s:
             return None, None

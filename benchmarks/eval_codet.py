@@ -21,6 +21,7 @@ import numpy as np
 
 from app.model_checks import ModelCheckSettings, model_checks, tested_function, tests_request
 from benchmarks.eval_humaneval import (
+    SHIPPED_ENGINE,
     GenerationSettings,
     append_sample,
     code_version,
@@ -102,7 +103,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--generate-only", action="store_true")
     parser.add_argument("--no-generate", action="store_true", help="score the problems that have tests, write none")
     args = parser.parse_args(argv)
-    gen = GenerationSettings(draft="bundled:qwen2.5-coder-0.5b", weights="w8a8", prompt_form="chat", budget_s=60.0)
+    gen = SHIPPED_ENGINE
     stripped = load_problems(args.problems)
     if not args.no_generate:
         generate_tests(stripped, gen, args.tests_out, ModelCheckSettings())

@@ -49,19 +49,10 @@ class RepairSettings:
             raise ValueError(f"every={self.every!r} is out of range: it must be in 1..64")
 
 
-def repair_target(
-    texts: list[str],
-    passed: list[int],
-    n_checks: int,
-    repaired: set[str],
-    logprobs: list[list[float]] | None = None,
-    reports: list | None = None,
-    settings: rerank.RankSettings = rerank.RankSettings(),
-) -> int | None:
-    """The candidate to repair: the best-ranked (checks first, then the ranking the result uses, with the token
-    log-probabilities and static reports where given) that fails a check, has code and was not repaired yet; None
-    where there is none."""
-    ranked = rerank.rank(texts, logprobs, reports, settings, check_passes=passed)
+def repair_target(texts: list[str], passed: list[int], n_checks: int, repaired: set[str]) -> int | None:
+    """The candidate to repair: the best-ranked (checks first, then the default ranking) that fails a check, has
+    code and was not repaired yet; None where there is none."""
+    ranked = rerank.rank(texts, check_passes=passed)
     order = [group.indices[0] for group in ranked]  # one per distinct text
     return next((i for i in order if passed[i] < n_checks and texts[i].strip() and texts[i] not in repaired), None)
 

@@ -82,13 +82,8 @@ NEWEST = {  # a fourth set, written after the model's reader (app/model_examples
     "dash colon": lambda pairs: [f"- {c}: {v}" for c, v in pairs],
     "would be": lambda pairs: [f"{c} would be {v}" for c, v in pairs],
 }
-SETS = {
-    "as written": {},
-    "first": STYLES,
-    "held-out": HELD_OUT,
-    "fresh": FRESH,
-    "newest": NEWEST,
-}  # "as written": HumanEval's own
+# "as written": HumanEval's own phrasing, nothing rewritten
+SETS = {"as written": {}, "first": STYLES, "held-out": HELD_OUT, "fresh": FRESH, "newest": NEWEST}
 
 
 def example_lines(lines: list[str], line: int) -> list[int]:
@@ -153,14 +148,14 @@ def model_reads(problems: list[dict], out: str, phrasing: str) -> dict[str, dict
     """What the model read of each problem's rewritten examples where the patterns missed some, appended to `out`
     (one file per set of phrasings; the problems there are kept)."""
     from app.model_examples import ExampleReaderSettings, examples_request, read_examples, unread_calls
-    from benchmarks.eval_humaneval import GenerationSettings, append_sample, code_version, load_our_engine
+    from benchmarks.eval_humaneval import SHIPPED_ENGINE, append_sample, code_version, load_our_engine
     from engine import GenerationRequest
 
     done = read_samples(out)
     other = {r["set"] for r in done.values()} - {phrasing}
     if other:
         raise SystemExit(f"--reader {out} holds the reads of the set {other.pop()!r}: give each set a file of its own")
-    gen = GenerationSettings(draft="bundled:qwen2.5-coder-0.5b", weights="w8a8", prompt_form="chat", budget_s=60.0)
+    gen = SHIPPED_ENGINE
     settings, engine = ExampleReaderSettings(), None
     for problem in problems:
         prompt = problem["checks_prompt"]
