@@ -9,6 +9,7 @@ from __future__ import annotations
 from html import escape
 
 import languages
+from app.evidence import score_line_parts
 from app.results import GrowingCandidate, Language, Progress, RankedEntry, RunResult
 from checks import CandidateChecks, Check
 from engine.types import FINISH_BUDGET, FINISH_INTERRUPTED, FINISH_LENGTH, FINISH_STOP
@@ -118,8 +119,8 @@ def candidate_header_html(entry: RankedEntry | GrowingCandidate, check_items: li
     if entry.checks is not None and entry.checks.outcomes:
         bits.append(f"checks passed {entry.checks.passed} of {len(entry.checks.outcomes)}")
     bits.append(_score_text(entry))
-    if entry.score_parts.mean_logprob is not None:
-        bits.append(f"mean logprob {_num(entry.score_parts.mean_logprob)}")
+    if entry.score_parts.get("mean_logprob") is not None:
+        bits.append(f"mean logprob {_num(entry.score_parts['mean_logprob'])}")
     if entry.count > 1:
         bits.append(f"×{entry.count} identical")
     bits.append(reason)
@@ -137,10 +138,10 @@ def _score_text(entry: RankedEntry) -> str:
         return "unranked"
     parts = entry.score_parts
     return (
-        f"score {_num(entry.score)} = consistency {_num(parts.consistency)}"
-        + (f" × logprob {_num(parts.logprob_term)}" if parts.logprob_term else "")
-        + f" − static penalty {_num(parts.static_penalty)}"
-        + (f" · agreement on the model's tests {_num(parts.agreement)}" if parts.agreement is not None else "")
+        f"score {_num(entry.score)} = consistency {_num(parts.get('consistency'))}"
+        + (f" × logprob {_num(parts['logprob_term'])}" if parts.get("logprob_term") else "")
+        + f" − static penalty {_num(parts.get('static_penalty'))}"
+        + "".join(f" · {escape(label)} {_num(value)}" for label, value in score_line_parts(parts))
     )
 
 

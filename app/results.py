@@ -120,18 +120,6 @@ class Progress:
 
 
 # --- when it is done -------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class ScoreParts:
-    """Why a candidate ranks where it does (rerank.Ranked's breakdown)."""
-
-    checks_passed: int | None  # checks it passed (None: none ran)
-    consistency: float | None  # mean similarity to the others
-    logprob_term: float | None  # the token-probability weight, where the ranker uses one
-    static_penalty: float | None  # what its findings took off
-    mean_logprob: float | None  # of its tokens
-    agreement: float | None = None  # dual agreement on the tests the model wrote, where it wrote them (CodeT)
-
-
 @dataclass
 class RankedEntry:
     """One distinct candidate of a done run, with everything that says why it ranks where it does."""
@@ -143,7 +131,7 @@ class RankedEntry:
     score: float | None
     scorer: str | None
     demoted: bool  # moved below the candidates that parse
-    score_parts: ScoreParts
+    score_parts: dict  # why it ranks there: each kind of evidence (app/evidence.py), then the score's own terms
     finish_reason: str | None  # its first copy's (engine.types.FINISH_REASONS)
     finish_reasons: dict[str, int]  # every copy's
     tokens: int
@@ -162,7 +150,7 @@ class RankedEntry:
         return {
             "rank": self.rank,
             "score": self.score,
-            "score_parts": asdict(self.score_parts),
+            "score_parts": dict(self.score_parts),
             "copies": self.count,
             "finish_reason": self.finish_reason,
             "parses": self.parses,
@@ -173,7 +161,7 @@ class RankedEntry:
 
     def as_dict(self) -> dict:
         fields = {name: getattr(self, name) for name in self.__dataclass_fields__}
-        return {**fields, "score_parts": asdict(self.score_parts), "checks": self.ranking()["checks"]}
+        return {**fields, "score_parts": dict(self.score_parts), "checks": self.ranking()["checks"]}
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 import languages
 import rerank
 from app import search
+from app.evidence import AGREEMENT, CHECKS_PASSED, evidence_for
 from app.model_checks import ModelCheckSettings, model_checks, tested_function, tests_request
 from app.model_examples import ExampleReaderSettings, examples_request, read_examples, unread_calls
 from app.requests import CheckRequest
@@ -26,7 +27,6 @@ from app.results import (
     Progress,
     RankedEntry,
     RunResult,
-    ScoreParts,
     Timings,
     candidate_fields,
     finite,
@@ -254,14 +254,14 @@ class Pipeline:
         """One entry per distinct candidate (k at most), best first, and their similarity matrix in the same order
         (its diagonal, a candidate with itself, left empty: it says nothing)."""
         cands = drafts.as_candidates(result.candidates)
-        passes = [o.passed for o in outcomes] if outcomes is not None else None
+        gathered = {CHECKS_PASSED.name: [o.passed for o in outcomes] if outcomes is not None else None}
+        gathered[AGREEMENT.name] = agreement
         ranked, similarities = rerank.rank_with_similarity(
             [c.text for c in cands],
             [c.logprobs for c in cands],
             reports,
             self.rank_settings,
-            check_passes=passes,
-            agreement=agreement,
+            evidence=evidence_for(gathered),
         )
         shown = ranked[: drafts.request.k]  # after a search, the k best of all that were drawn
         candidates = [self._ranked_candidate(r, cands, reports, outcomes, drafts) for r in shown]
@@ -281,14 +281,13 @@ class Pipeline:
             score=parts["score"],
             scorer=ranked.scorer,
             demoted=ranked.demoted,
-            score_parts=ScoreParts(
-                checks_passed=ranked.checks_passed,
-                consistency=parts["consistency"],
-                logprob_term=parts["logprob_term"] if self.rank_settings.uses_logprobs else None,
-                static_penalty=parts["static_penalty"],
-                mean_logprob=parts["mean_logprob"],
-                agreement=ranked.agreement,
-            ),
+            score_parts={
+                **ranked.evidence,
+                "consistency": parts["consistency"],
+                "logprob_term": parts["logprob_term"] if self.rank_settings.uses_logprobs else None,
+                "static_penalty": parts["static_penalty"],
+                "mean_logprob": parts["mean_logprob"],
+            },
             checks=outcomes[ranked.indices[0]] if outcomes is not None else None,
         )
 

@@ -39,7 +39,7 @@ from checks import Check, checks_for_prompt
 from checks.runner import PASSED
 from engine import GenerationRequest
 from engine.quant.cpu import cpu_description
-from rerank import RankSettings, dual_agreement, rank
+from rerank import Evidence, dual_agreement, rank
 
 
 def generate_tests(problems: list[dict], gen: GenerationSettings, out: str, settings: ModelCheckSettings) -> None:
@@ -83,8 +83,11 @@ def picks(problems, records, tests, runner, with_examples: bool, reports) -> tup
         passed = [tuple(o.status == PASSED for o in c.outcomes) for c in outcomes] if model else None
         agreement = dual_agreement(passed) if passed else None
         problem_reports = reports.get(task_id) if reports else None
-        plain[task_id] = rank(texts, None, problem_reports, RankSettings(), None, passes)[0].indices[0]
-        codet[task_id] = rank(texts, None, problem_reports, RankSettings(), None, passes, agreement)[0].indices[0]
+        checks = Evidence("checks_passed", passes)
+        plain[task_id] = rank(texts, None, problem_reports, evidence=[checks])[0].indices[0]
+        codet[task_id] = rank(texts, None, problem_reports, evidence=[checks, Evidence("agreement", agreement)])[
+            0
+        ].indices[0]
     return plain, codet, seconds
 
 

@@ -27,7 +27,7 @@ from benchmarks.humaneval_plus import plus_tests
 from benchmarks.sandbox import ExecResult, SandboxSettings, check_program, run_many
 from engine.quant.cpu import cpu_description
 from engine.settings import PROMPT_FORMS, WEIGHT_FORMATS
-from rerank import RankSettings, rank
+from rerank import Evidence, RankSettings, rank
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -394,7 +394,8 @@ def per_problem_table(
             if ranker.scorer == "random":  # a fresh draw per problem, not the same position every time
                 ranker = replace(ranker, seed=ranker.seed + number)
             problem_reports = reports.get(task_id) if reports else None
-            ranked = rank(texts, logprobs, problem_reports, ranker, token_texts, passes[task_id] if passes else None)
+            checks = [Evidence("checks_passed", passes[task_id] if passes else None)]
+            ranked = rank(texts, logprobs, problem_reports, ranker, token_texts, checks)
             first[ranker.label()] = ranked[0].indices[0] if ranked else None
             if passes and ranker == RankSettings():
                 ranked = rank(texts, logprobs, problem_reports, ranker, token_texts)

@@ -52,7 +52,7 @@ class RepairSettings:
 def repair_target(texts: list[str], passed: list[int], n_checks: int, repaired: set[str]) -> int | None:
     """The candidate to repair: the best-ranked (checks first, then the default ranking) that fails a check, has
     code and was not repaired yet; None where there is none."""
-    ranked = rerank.rank(texts, check_passes=passed)
+    ranked = rerank.rank(texts, evidence=[rerank.Evidence("checks_passed", passed)])
     order = [group.indices[0] for group in ranked]  # one per distinct text
     return next((i for i in order if passed[i] < n_checks and texts[i].strip() and texts[i] not in repaired), None)
 

@@ -1,6 +1,7 @@
 """Reranking of candidate completions by pairwise consistency, log-probabilities and static findings."""
 
 from rerank.agreement import dual_agreement
+from rerank.evidence import ROLES, TIE_BREAK, TIER, Evidence
 from rerank.rank import RankedCandidate, duplicate_key, group_duplicates, rank, rank_with_similarity
 from rerank.scoring import generalized_self_consistency
 from rerank.settings import SCORERS, SIMILARITIES, RankSettings
@@ -16,7 +17,11 @@ from rerank.similarity import (
 from rerank.tokens import code_token_spans, code_tokens, regex_tokens
 
 __all__ = [
+    "Evidence",
+    "ROLES",
     "RankSettings",
+    "TIER",
+    "TIE_BREAK",
     "RankedCandidate",
     "SCORERS",
     "SIMILARITIES",

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from rerank.evidence import TIE_BREAK, TIER, Evidence
 from rerank.scoring import finding_count, generalized_self_consistency, mean_logprob, static_penalty_fraction
 from rerank.settings import RankSettings
 from rerank.similarity import similarity_matrix
@@ -22,10 +24,11 @@ class RankedCandidate:
     score = consistency - static_penalty for gsc and wucs; consistency * logprob_term - static_penalty
     for consensus_wucs (logprob_term = exp(mean token log-probability), the geometric-mean token
     probability); logprob_term - static_penalty for mean_logprob and sum_logprob; a seeded random
-    draw - static_penalty for random. Unparsable candidates rank below all parsing ones (unless all fail)
-    whatever their score. Given the checks each candidate passed (the user's own examples, run), candidates that
-    pass more come first whatever their score: a check all pass or all fail moves nothing. Equal scores are ordered
-    by the higher mean token log-probability, then by the earlier row.
+    draw - static_penalty for random. The evidence given to `rank` orders first, piece by piece in its order (a
+    TIER piece before the static demotion and the score, a TIE_BREAK piece among equal scores): the user's checks
+    passed, say, whatever the score; a piece on which all candidates are equal moves nothing. Unparsable candidates
+    rank below all parsing ones (unless all fail) whatever their score. Equal scores are ordered by the higher mean
+    token log-probability, then by the earlier row.
     """
 
     rank: int  # 1-based place, best first
@@ -41,8 +44,7 @@ class RankedCandidate:
     errors: int = 0  # error-level findings
     warnings: int = 0  # warning-level findings
     demoted: bool = False  # moved below the others: it does not parse, or it is an empty implementation
-    checks_passed: int | None = None  # the user's examples it passed (they order before the score); None: no checks
-    agreement: float | None = None  # dual agreement on tests the model wrote (after the checks); None: none
+    evidence: dict[str, float | None] = field(default_factory=dict)  # each piece's value for it, in the given order
     scorer: str = ""  # RankSettings.label() of the ranking
     extras: dict = field(default_factory=dict)  # room for callers' annotations
 
@@ -79,11 +81,24 @@ def rank(
     reports: list | None = None,
     settings: RankSettings = RankSettings(),
     token_texts: list[list[str]] | None = None,
-    check_passes: list[int] | None = None,
-    agreement: list[float] | None = None,
+    evidence: Sequence[Evidence] = (),
 ) -> list[RankedCandidate]:
     """Order candidates best first (see `rank_with_similarity`, which also returns the similarity matrix)."""
-    return rank_with_similarity(texts, token_logprobs, reports, settings, token_texts, check_passes, agreement)[0]
+    return rank_with_similarity(texts, token_logprobs, reports, settings, token_texts, evidence)[0]
+
+
+@dataclass
+class _Groups:
+    """The distinct texts of one ranking: each group's rows, its head (first row) and copies."""
+
+    rows: list[list[int]]
+    heads: list[int]
+    counts: np.ndarray  # (n_groups,)
+
+    @staticmethod
+    def of(texts: list[str]) -> _Groups:
+        rows = group_duplicates(texts)
+        return _Groups(rows, [group[0] for group in rows], np.array([len(g) for g in rows], dtype=np.float64))
 
 
 def rank_with_similarity(
@@ -92,10 +107,9 @@ def rank_with_similarity(
     reports: list | None = None,
     settings: RankSettings = RankSettings(),
     token_texts: list[list[str]] | None = None,
-    check_passes: list[int] | None = None,
-    agreement: list[float] | None = None,
+    evidence: Sequence[Evidence] = (),
 ) -> tuple[list[RankedCandidate], np.ndarray]:
-    """Order candidates best first by consistency (and log-probabilities, and static findings).
+    """Order candidates best first by the evidence, then consistency (and log-probabilities, and static findings).
 
     Parameters
     ----------
@@ -110,12 +124,10 @@ def rank_with_similarity(
     token_texts : list of list of str, length n_candidates, optional
         The decoded text of each model token, to place log-probabilities exactly on code tokens
         (otherwise spread evenly over the characters; see `token_probabilities`).
-    check_passes : list of int, length n_candidates, optional
-        How many of the user's checks (examples run in the sandbox) each candidate passed: more passes rank
-        first, the score orders within equal counts. None (no checks): the order is the score's alone.
-    agreement : list of float, length n_candidates, optional
-        Evidence from tests the model wrote (rerank.agreement.dual_agreement): next after the user's checks, higher
-        first. None: not used.
+    evidence : sequence of Evidence, each with one value per candidate (or None: not gathered)
+        Compared in order, higher first: TIER pieces before the static demotion and the score (the user's checks
+        passed, then dual agreement on tests the model wrote, say), TIE_BREAK pieces among equal scores. Each
+        candidate reports every piece's value under its name.
 
     Returns
     -------
@@ -124,81 +136,89 @@ def rank_with_similarity(
         Pairwise similarity of the distinct candidates in rank order, from the vectors the ranking used.
     """
     settings.validate()
-    _check_inputs(texts, token_logprobs, reports, token_texts, settings, check_passes, agreement)
+    _check_inputs(texts, token_logprobs, reports, token_texts, settings, evidence)
     if not texts:
         return [], np.zeros((0, 0))
-    groups = group_duplicates(texts)
-    heads = [group[0] for group in groups]
-    counts = np.array([len(group) for group in groups], dtype=np.float64)  # (n_groups,)
-    unique_texts = [texts[i] for i in heads]
+    groups = _Groups.of(texts)
 
     # 1. consistency: GSC over distinct texts, copies weighted by their count
     similarities = similarity_matrix(
-        unique_texts,
+        [texts[i] for i in groups.heads],
         settings,  # (n_groups, n_groups)
-        [token_logprobs[i] for i in heads] if token_logprobs else None,
-        [token_texts[i] for i in heads] if token_texts else None,
+        [token_logprobs[i] for i in groups.heads] if token_logprobs else None,
+        [token_texts[i] for i in groups.heads] if token_texts else None,
     )
-    consistency = generalized_self_consistency(similarities, counts)  # (n_groups,)
+    consistency = generalized_self_consistency(similarities, groups.counts)  # (n_groups,)
 
     # 2. log-probability term and base score
     means = [
-        float(np.mean([mean_logprob(token_logprobs[i]) for i in group])) if token_logprobs else None for group in groups
+        float(np.mean([mean_logprob(token_logprobs[i]) for i in group])) if token_logprobs else None
+        for group in groups.rows
     ]
-    logprob_term, base = _base_scores(settings, groups, consistency, means, token_logprobs, len(texts))
+    logprob_term, base = _base_scores(settings, groups.rows, consistency, means, token_logprobs, len(texts))
 
     # 3. static policy
-    group_reports = [reports[i] if reports else None for i in heads]
-    finite = base[np.isfinite(base)]
-    scale = float(np.abs(finite).max()) if finite.size and np.abs(finite).max() > 0 else 1.0
-    penalty = np.array([static_penalty_fraction(r, settings) * scale for r in group_reports])
+    group_reports = [reports[i] if reports else None for i in groups.heads]
+    penalty, demoted = _static_policy(base, group_reports, settings)
     score = base - penalty
-    parses = [None if r is None else bool(getattr(r, "parses", True)) for r in group_reports]
-    demoted = [
-        (settings.unparsable_to_bottom and p is False) or (settings.empty_to_bottom and _is_empty(r))
-        for p, r in zip(parses, group_reports)
-    ]
-    if all(demoted):
-        demoted = [False] * len(groups)  # all fail: the policy cannot tell them apart
 
-    # 4. evidence: the user's checks passed come before everything the score says
-    passes = [check_passes[i] if check_passes is not None else None for i in heads]
-    agreed = [agreement[i] if agreement is not None else 0.0 for i in heads]
-
-    # ties: the higher mean log-probability (the model's own preference), then the earlier row
-    order = sorted(
-        range(len(groups)),
-        key=lambda g: (
-            -(passes[g] or 0),
-            -agreed[g],
-            demoted[g],
-            -_sortable(score[g]),
-            -_sortable(means[g] if means[g] is not None else math.nan),
-            heads[g],
-        ),
-    )
+    # 4. order: the evidence's tiers, the demotion, the score, the evidence's tie-breaks, then the model's own
+    # preference (the higher mean log-probability), then the earlier row
+    order = _order(groups.heads, evidence, demoted, score, means)
     ranked = [
         RankedCandidate(
             rank=place + 1,
-            text=texts[heads[g]],
-            indices=list(groups[g]),
-            count=len(groups[g]),
+            text=texts[groups.heads[g]],
+            indices=list(groups.rows[g]),
+            count=len(groups.rows[g]),
             consistency=float(consistency[g]),
             logprob_term=float(logprob_term[g]),
             static_penalty=float(penalty[g]),
             score=float(score[g]),
             mean_logprob=means[g],
-            parses=parses[g],
+            parses=None if group_reports[g] is None else bool(getattr(group_reports[g], "parses", True)),
             errors=finding_count(group_reports[g], "errors") if group_reports[g] is not None else 0,
             warnings=finding_count(group_reports[g], "warnings") if group_reports[g] is not None else 0,
             demoted=demoted[g],
-            checks_passed=passes[g],
-            agreement=agreed[g] if agreement is not None else None,
+            evidence={piece.name: piece.value(groups.heads[g]) for piece in evidence},
             scorer=settings.label(),
         )
         for place, g in enumerate(order)
     ]
     return ranked, similarities[np.ix_(order, order)]
+
+
+def _static_policy(base: np.ndarray, group_reports: list, settings: RankSettings) -> tuple[np.ndarray, list[bool]]:
+    """(penalty (n_groups,), demoted per group): the findings' share of the largest score, and which groups move
+    below the others (unparsable or empty; none where all would)."""
+    finite = base[np.isfinite(base)]
+    scale = float(np.abs(finite).max()) if finite.size and np.abs(finite).max() > 0 else 1.0
+    penalty = np.array([static_penalty_fraction(r, settings) * scale for r in group_reports])
+    demoted = [
+        (settings.unparsable_to_bottom and r is not None and getattr(r, "parses", True) is False)
+        or (settings.empty_to_bottom and _is_empty(r))
+        for r in group_reports
+    ]
+    if all(demoted):
+        demoted = [False] * len(group_reports)  # all fail: the policy cannot tell them apart
+    return penalty, demoted
+
+
+def _order(heads: list[int], evidence: Sequence[Evidence], demoted, score, means) -> list[int]:
+    """Group indices best first (see RankedCandidate)."""
+    tiers = [piece for piece in evidence if piece.role == TIER]
+    ties = [piece for piece in evidence if piece.role == TIE_BREAK]
+    return sorted(
+        range(len(heads)),
+        key=lambda g: (
+            *(-piece.order_value(heads[g]) for piece in tiers),
+            demoted[g],
+            -_sortable(score[g]),
+            *(-piece.order_value(heads[g]) for piece in ties),
+            -_sortable(means[g] if means[g] is not None else math.nan),
+            heads[g],
+        ),
+    )
 
 
 def _is_empty(report) -> bool:
@@ -230,17 +250,16 @@ def _base_scores(settings, groups, consistency, means, token_logprobs, n_candida
     return np.zeros(n_groups), np.array([draws[group].max() for group in groups])
 
 
-def _check_inputs(texts, token_logprobs, reports, token_texts, settings, check_passes, agreement=None) -> None:
+def _check_inputs(texts, token_logprobs, reports, token_texts, settings, evidence) -> None:
     if not isinstance(texts, (list, tuple)) or not all(isinstance(t, str) for t in texts):
         raise ValueError("texts must be a list of strings (candidate continuations)")
-    for name, value in (
-        ("token_logprobs", token_logprobs),
-        ("reports", reports),
-        ("token_texts", token_texts),
-        ("check_passes", check_passes),
-        ("agreement", agreement),
-    ):
+    for name, value in (("token_logprobs", token_logprobs), ("reports", reports), ("token_texts", token_texts)):
         if value is not None and len(value) != len(texts):
             raise ValueError(f"{name} has {len(value)} entries for {len(texts)} texts: give one per text")
+    names = [piece.name for piece in evidence]
+    if len(set(names)) != len(names):
+        raise ValueError(f"evidence names {names} repeat: give each piece its own name")
+    for piece in evidence:
+        piece.validate(len(texts))
     if token_logprobs is None and settings.uses_logprobs:
         raise ValueError(f"scorer={settings.scorer!r} needs token_logprobs; without them use scorer='gsc' or 'random'")

@@ -44,7 +44,7 @@ def test_the_candidate_that_passes_the_examples_ranks_first(checker):
     assert without.candidates[0].code != RIGHT
     result = Pipeline(checker=checker).run(source, _request())
     first = result.candidates[0]
-    assert first.code == RIGHT and first.score_parts.checks_passed == 1
+    assert first.code == RIGHT and first.score_parts["checks_passed"] == 1
     assert first.as_dict()["checks"]["outcomes"] == [{"status": "passed", "got": "5"}]
     assert result.candidates[1].as_dict()["checks"]["outcomes"] == [{"status": "failed", "got": "6"}]
     assert result.checks.ran and result.as_dict()["checks"]["items"][0]["label"] == "add(2, 3) == 5"

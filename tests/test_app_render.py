@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from app import render
-from app.results import ChecksInfo, GrowingCandidate, Language, RankedEntry, RunResult, ScoreParts, Timings
+from app.results import ChecksInfo, GrowingCandidate, Language, RankedEntry, RunResult, Timings
 from engine import GenerationRequest, GenerationStats
 
 XSS = '<script>window.__xss=1</script><img src=x onerror="window.__xss=2">'
@@ -18,7 +18,14 @@ def entry() -> RankedEntry:
         score=0.5,
         scorer="gsc",
         demoted=False,
-        score_parts=ScoreParts(None, consistency=0.6, logprob_term=0.0, static_penalty=0.1, mean_logprob=-0.4),
+        score_parts={
+            "checks_passed": None,
+            "agreement": None,
+            "consistency": 0.6,
+            "logprob_term": 0.0,
+            "static_penalty": 0.1,
+            "mean_logprob": -0.4,
+        },
         finish_reason="stop",
         finish_reasons={"stop": 2},
         tokens=3,

@@ -212,6 +212,6 @@ def test_where_the_prompt_has_no_examples_the_models_tests_rank_by_agreement(che
     plain = Pipeline(checker=checker).run(source, request)
     assert plain.candidates[0].code != RIGHT and plain.model_tests is None
     result = Pipeline(checker=checker, model_tests=ModelCheckSettings()).run(Answers(source.rounds[0]), request)
-    assert result.candidates[0].code == RIGHT and result.candidates[0].score_parts.agreement == 2.0
+    assert result.candidates[0].code == RIGHT and result.candidates[0].score_parts["agreement"] == 2.0
     assert [c.label() for c in result.model_tests.items] == ["add(2, 3) == 5", "add(1, 1) == 2", "add(0, 0) == 1"]
     assert result.as_dict()["model_tests"]["items"][0]["origin"] == "model"

@@ -95,7 +95,7 @@ def test_the_heatmap_leaves_the_diagonal_empty_and_scores_name_only_used_parts(e
     result = Pipeline(analyzer=analyzer).run(engine, request(k=6, max_new_tokens=4))
     matrix = result.similarity
     assert all(matrix[i][i] is None for i in range(len(matrix)))
-    assert all(c.score_parts.logprob_term is None for c in result.candidates)  # gsc uses none
+    assert all(c.score_parts["logprob_term"] is None for c in result.candidates)  # gsc uses none
 
 
 def test_equal_scores_say_how_the_tie_was_broken(engine, analyzer):

