@@ -20,7 +20,8 @@ class EvidenceKind:
 
 CHECKS_PASSED = EvidenceKind("checks_passed", TIER, "checks passed", in_score_line=False)  # the user's and prompt's
 AGREEMENT = EvidenceKind("agreement", TIER, "agreement on the model's tests")  # CodeT (app/model_checks.py)
-KINDS = (CHECKS_PASSED, AGREEMENT)  # in the order they rank: the user's examples first
+STATED_AGREEMENT = EvidenceKind("stated_agreement", TIER, "agreement on the answers' own examples")  # app/stated.py
+KINDS = (CHECKS_PASSED, AGREEMENT, STATED_AGREEMENT)  # in the order they rank: the user's examples first
 
 
 def evidence_for(gathered: dict[str, list[float] | None]) -> list[Evidence]:

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 
 from app.search import Search
+from app.stated import StatedChecks
 from checks import CandidateChecks, Check
 from engine import GenerationRequest, GenerationResult, GenerationStats
 
@@ -232,6 +233,7 @@ class RunResult:
     language: Language
     search: Search | None = None  # the rounds drawn and why the search ended (app/search.py)
     model_tests: ModelTests | None = None  # tests the model wrote where the prompt had no checks; None: not asked
+    stated_checks: StatedChecks | None = None  # the checks the answers state themselves (app/stated.py)
     timings: Timings = field(default_factory=Timings)
     model: dict = field(default_factory=dict)  # the model choice (app.models.ModelChoice.as_dict)
     status: str = "done"
@@ -281,6 +283,7 @@ class RunResult:
             "checks": self.checks.as_dict(),
             "search": self.search.as_dict() if self.search else None,
             "model_tests": self.model_tests.as_dict() if self.model_tests else None,
+            "stated_checks": self.stated_checks.as_dict() if self.stated_checks else None,
             "notes": list(self.notes),
             "candidates": [c.as_dict() for c in self.candidates],
             "similarity": {"labels": self.labels, "matrix": self.similarity},

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field, replace
 
 import languages
 import rerank
-from app import search
-from app.evidence import AGREEMENT, CHECKS_PASSED, evidence_for
+from app import search, stated
+from app.evidence import AGREEMENT, CHECKS_PASSED, STATED_AGREEMENT, evidence_for
 from app.model_checks import ModelCheckSettings, model_checks, tested_function, tests_request
 from app.model_examples import ExampleReaderSettings, examples_request, read_examples, unread_calls
 from app.requests import CheckRequest
@@ -53,6 +53,7 @@ class Pipeline:
     rank_settings: rerank.RankSettings | None = None  # None: rerank's defaults
     searching: SearchSettings = field(default_factory=SearchSettings)  # when more rounds are drawn (app/search.py)
     model_tests: ModelCheckSettings | None = None  # tests the model writes where a prompt has no checks; None: off
+    stated_checks: bool = True  # rank by the checks the answers state themselves where the prompt has none
     example_reader: ExampleReaderSettings | None = None  # the model reads the examples the patterns miss; None: off
     update_interval_s: float = 0.5  # streaming: at most one partial result per interval
     busy_timeout_s: float = 30.0  # how long a run waits for the engine before "busy, retry"
@@ -123,8 +124,12 @@ class Pipeline:
         if reason == search.NO_CHECKS and checks.run and not stopped():
             left = request.budget_s - (time.perf_counter() - started)
             tests, agreement = self._model_tests(engine, request, drafts, left, should_stop, spent)
+        own = None
+        if reason == search.NO_CHECKS and checks.run and not stopped():
+            own = self._stated_checks(drafts, spent)
         checked = time.perf_counter()
-        candidates, matrix = self._rank(result, drafts, reports, outcomes, agreement)
+        gathered = {AGREEMENT.name: agreement, STATED_AGREEMENT.name: stated.agreement(own[1]) if own else None}
+        candidates, matrix = self._rank(result, drafts, reports, outcomes, gathered, own)
         ranked = time.perf_counter()
         spent.ranking_s, spent.pipeline_s = round(ranked - checked, 4), round(ranked - started, 4)
         return RunResult(
@@ -140,6 +145,7 @@ class Pipeline:
             engine_stats=result.stats,
             search=Search(rounds, len(result.candidates), len(candidates), reason),
             model_tests=tests,
+            stated_checks=own[0] if own else None,
             timings=spent,
         )
 
@@ -243,19 +249,33 @@ class Pipeline:
             [tuple(o.status == PASSED for o in c.outcomes) for c in outcomes]
         )
 
+    def _stated_checks(self, drafts: Drafts, spent: Timings):
+        """Where this pipeline reads them and the drafts are Python that the sandbox runs: the checks the rows state
+        themselves and every row's outcomes on all of them (app/stated.py); else None."""
+        if not self.stated_checks or not self._runs_checks(drafts) or drafts.language is not languages.PYTHON:
+            return None
+        programs = drafts.programs()
+        found = stated.gather(programs)
+        if not found.items:
+            return None
+        started = time.perf_counter()
+        outcomes = stated.cross_check(self.checker, programs, found, drafts.language)
+        spent.checks_s = round(spent.checks_s + time.perf_counter() - started, 4)
+        return found, outcomes
+
     def _rank(
         self,
         result: GenerationResult,
         drafts: Drafts,
         reports,
         outcomes: list[CandidateChecks] | None,
-        agreement: list[float] | None = None,
+        gathered: dict[str, list[float] | None],
+        own=None,
     ) -> tuple[list[RankedEntry], list[list[float | None]]]:
         """One entry per distinct candidate (k at most), best first, and their similarity matrix in the same order
         (its diagonal, a candidate with itself, left empty: it says nothing)."""
         cands = drafts.as_candidates(result.candidates)
-        gathered = {CHECKS_PASSED.name: [o.passed for o in outcomes] if outcomes is not None else None}
-        gathered[AGREEMENT.name] = agreement
+        gathered = {CHECKS_PASSED.name: [o.passed for o in outcomes] if outcomes is not None else None, **gathered}
         ranked, similarities = rerank.rank_with_similarity(
             [c.text for c in cands],
             [c.logprobs for c in cands],
@@ -264,7 +284,7 @@ class Pipeline:
             evidence=evidence_for(gathered),
         )
         shown = ranked[: drafts.request.k]  # after a search, the k best of all that were drawn
-        candidates = [self._ranked_candidate(r, cands, reports, outcomes, drafts) for r in shown]
+        candidates = [self._ranked_candidate(r, cands, reports, outcomes, drafts, own) for r in shown]
         mark_ties(candidates)
         rows = similarities.tolist()[: len(shown)]
         matrix = [
@@ -272,11 +292,18 @@ class Pipeline:
         ]
         return candidates, matrix
 
-    def _ranked_candidate(self, ranked: rerank.RankedCandidate, cands, reports, outcomes, drafts) -> RankedEntry:
-        """One ranked candidate: its first copy's fields, its score and the parts of it, its checks."""
+    def _ranked_candidate(self, ranked: rerank.RankedCandidate, cands, reports, outcomes, drafts, own) -> RankedEntry:
+        """One ranked candidate: its first copy's fields, its score and the parts of it, its checks (and where it
+        fails an example it states itself, a finding that says so)."""
         parts = ranked.as_dict()
+        fields = candidate_fields(ranked.rank, ranked.indices, cands, reports)
+        if own is not None:
+            head = ranked.indices[0]
+            program = drafts.programs()[head]
+            first_line = drafts.prompt.count("\n") + 1  # where the row begins in its program
+            fields["findings"] += stated.own_failures(own[0], own[1][head], program, first_line)
         return RankedEntry(
-            **candidate_fields(ranked.rank, ranked.indices, cands, reports),
+            **fields,
             explanation=drafts.explanations[ranked.indices[0]] if drafts.explanations else None,
             score=parts["score"],
             scorer=ranked.scorer,

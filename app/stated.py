@@ -1,0 +1,81 @@
+"""The answers' own checks as evidence: where a request carries no example, each Python candidate's stated checks
+(checks/stated.py: its asserts, its `print(f(x))  # Output: y` lines, its test functions) are gathered from every
+row, and every distinct candidate, without its own test code, runs on all of them in the sandbox. Dual agreement on
+them (rerank.dual_agreement, CodeT's rule) then ranks after the user's checks and the model's tests: a behaviour
+many candidates state and pass outranks one only its author claims, and a wrong stated value weighs little. A
+candidate that fails what it states itself gets a finding that says so."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from checks import CandidateChecks, Check
+from checks.check import MAX_CHECKS, TRUTHY
+from checks.runner import PASSED
+from checks.stated import function_only, stated_checks
+from rerank import dual_agreement
+
+FAILS_OWN_CHECK = "fails-own-example"  # the finding's kind
+
+
+@dataclass(frozen=True)
+class StatedChecks:
+    """The checks the rows stated (at most MAX_CHECKS, first stated first) and which rows stated each."""
+
+    items: tuple[Check, ...]
+    stated_by: tuple[tuple[int, ...], ...]  # per check, the rows (0-based) whose code states it
+
+    def as_dict(self) -> dict:
+        return {
+            "items": [
+                {**c.as_dict(), "label": c.label(), "stated_by": [r + 1 for r in rows]}
+                for c, rows in zip(self.items, self.stated_by)
+            ]
+        }
+
+
+def gather(programs: list[str]) -> StatedChecks:
+    """Every row's stated checks, one of each (the same call and value from several rows is one check)."""
+    rows: dict[tuple[str, str, str], list[int]] = {}
+    first: dict[tuple[str, str, str], Check] = {}
+    for row, program in enumerate(programs):
+        for check in stated_checks(program):
+            key = (check.expression, check.expected, check.compare)
+            first.setdefault(key, check)
+            rows.setdefault(key, []).append(row)
+    keys = sorted(first, key=lambda key: -len(rows[key]))[:MAX_CHECKS]  # the most stated, where there are many
+    return StatedChecks(tuple(first[key] for key in keys), tuple(tuple(rows[key]) for key in keys))
+
+
+def cross_check(checker, programs: list[str], stated: StatedChecks, language) -> list[CandidateChecks]:
+    """Each row, without its own test code, on every stated check (one sandboxed program per distinct row)."""
+    return checker.run([function_only(p) for p in programs], list(stated.items), language)
+
+
+def agreement(outcomes: list[CandidateChecks]) -> list[float]:
+    """Each row's dual agreement on the stated checks."""
+    return dual_agreement([tuple(o.status == PASSED for o in c.outcomes) for c in outcomes])
+
+
+def own_failures(stated: StatedChecks, outcomes: CandidateChecks, program: str, first_line: int = 1) -> list[dict]:
+    """Findings (as static_eval's, as data) for each check `program` states and fails itself: the call, the stated
+    value and what came back; lines in the row's own code (`first_line`: where the row begins in its program)."""
+    lines = {(c.expression, c.expected, c.compare): c.line for c in stated_checks(program)}
+    found = []
+    for check, outcome in zip(stated.items, outcomes.outcomes):
+        line = lines.get((check.expression, check.expected, check.compare))
+        if line is None or outcome.status == PASSED:
+            continue
+        stated_value = "true" if check.compare == TRUTHY else check.expected
+        found.append(
+            {
+                "kind": FAILS_OWN_CHECK,
+                "symbol": None,
+                "line": max(line - first_line + 1, 1),
+                "column": 0,
+                "message": f"its own example states {check.expression} == {stated_value}, but it gave "
+                f"{outcome.got or outcome.status}",
+                "severity": "warning",
+            }
+        )
+    return found

@@ -1,0 +1,188 @@
+"""The checks a Python candidate states about its own functions, and the candidate without them.
+
+A model's answer often ends with its own examples: `assert f(2) == 4`, `print(f(3))  # Output: 9`, a test function
+that asserts, a `__main__` block. Each is a guess at the expected behaviour, written by the sample itself; read
+from many samples they are evidence of the kind a model's separate tests are (CodeT), for free. Conservative, as
+checks/extract.py is: only a call of the candidate's own top-level functions (literals and builtins besides) with
+a literal value stated is read.
+
+Forms read, at the top level, under `if __name__ == "__main__":` and in test functions (top-level functions whose
+names begin with test or check, or `main`, that take no parameters):
+- `assert f(x) == y` (a VALUE check) and `assert cond` (TRUTHY);
+- `print(f(x))` with a comment on its line that states the value: `# Output: y`, `# Expected: y`, `# -> y`,
+  `# => y`, `# returns y`, `# should be y`, `# y`.
+
+`function_only` drops those parts (and every other top-level statement that calls the candidate's functions or
+prints), so a candidate can be run on the others' checks without its own test code running first.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import tokenize
+
+from checks.check import MAX_CHECKS, TRUTHY, VALUE, Check
+from checks.extract import _uses_only, literal_prefix
+
+STATED = "stated"  # Check.origin of a candidate's own check
+_TEST_NAME = re.compile(r"^(?:test|check)|^main$", re.IGNORECASE)
+_STATEMENT = re.compile(
+    r"^\s*(?:(?:expected|expect|output|result|returns?|prints?|answer|gives)\s*(?:output)?\s*[:=]?\s*|->\s*|=>\s*|"
+    r"should\s+(?:be|return|print)\s+|==\s*)?",
+    re.IGNORECASE,
+)
+
+
+def _parse(code: str) -> ast.Module | None:
+    try:
+        return ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def _is_test_function(node: ast.stmt) -> bool:
+    """A top-level function that tests rather than answers: named test..., check... or main, with no parameters
+    (`check_palindrome(s)` is an answer)."""
+    arguments = getattr(node, "args", None)
+    return (
+        isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and bool(_TEST_NAME.search(node.name))
+        and not (arguments.posonlyargs or arguments.args or arguments.vararg or arguments.kwonlyargs)
+    )
+
+
+def _functions(tree: ast.Module) -> set[str]:
+    """The candidate's own top-level functions (test functions are not among them)."""
+    return {
+        node.name
+        for node in tree.body
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not _is_test_function(node)
+    }
+
+
+def _is_main_guard(node: ast.stmt) -> bool:
+    return (
+        isinstance(node, ast.If)
+        and isinstance(node.test, ast.Compare)
+        and isinstance(node.test.left, ast.Name)
+        and node.test.left.id == "__name__"
+    )
+
+
+def _test_code(tree: ast.Module) -> list[ast.stmt]:
+    """The statements that may state checks: top level, the main guard's body, test functions' bodies."""
+    found = []
+    for node in tree.body:
+        if _is_main_guard(node):
+            found += node.body
+        elif _is_test_function(node):
+            found += node.body
+        else:
+            found.append(node)
+    return found
+
+
+def _comments(code: str) -> dict[int, str]:
+    """{line: the text of the comment that ends it}."""
+    found = {}
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(code).readline):
+            if token.type == tokenize.COMMENT:
+                found[token.start[0]] = token.string.lstrip("#").strip()
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        pass
+    return found
+
+
+def _calls_own(node: ast.AST, functions: set[str]) -> bool:
+    return any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in functions for n in ast.walk(node)
+    )
+
+
+def _assert_check(node: ast.Assert, functions: set[str]) -> Check | None:
+    test = node.test
+    if not _calls_own(test, functions) or not _uses_only(test, functions, set()):
+        return None
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
+        left, right = test.left, test.comparators[0]
+        if not _calls_own(left, functions):
+            left, right = right, left  # `assert 4 == f(2)`
+        if _calls_own(left, functions) and not _calls_own(right, functions):
+            return Check(node.lineno, ast.unparse(left), ast.unparse(right), VALUE, STATED)
+    return Check(node.lineno, ast.unparse(test), "", TRUTHY, STATED)
+
+
+def _print_check(node: ast.Expr, functions: set[str], comments: dict[int, str]) -> Check | None:
+    call = node.value
+    printed = isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "print"
+    if not printed or len(call.args) != 1 or call.keywords:
+        return None
+    argument = call.args[0]
+    if not _calls_own(argument, functions) or not _uses_only(argument, functions, set()):
+        return None
+    comment = comments.get(node.end_lineno or node.lineno)
+    if not comment:
+        return None
+    expected = literal_prefix(comment[_STATEMENT.match(comment).end() :])
+    if expected is None:
+        return None
+    return Check(node.lineno, ast.unparse(argument), expected, VALUE, STATED)
+
+
+def stated_checks(code: str) -> list[Check]:
+    """The checks a Python candidate's own code states (see the module's docstring), in line order, at most
+    MAX_CHECKS; none where the code does not parse."""
+    tree = _parse(code)
+    if tree is None:
+        return []
+    functions = _functions(tree)
+    if not functions:
+        return []
+    comments = _comments(code)
+    found = []
+    for node in _test_code(tree):
+        if isinstance(node, ast.Assert):
+            found.append(_assert_check(node, functions))
+        elif isinstance(node, ast.Expr):
+            found.append(_print_check(node, functions, comments))
+    unique = {}
+    for check in found:
+        if check is not None:
+            unique.setdefault((check.expression, check.expected, check.compare), check)
+    return list(unique.values())[:MAX_CHECKS]
+
+
+def function_only(code: str) -> str:
+    """The candidate without its test code: the main guard, test functions, and top-level statements that are
+    not definitions, imports or assignments, or that call the candidate's own functions or print. Code that does
+    not parse comes back as it is (it will not load either way)."""
+    tree = _parse(code)
+    if tree is None:
+        return code
+    functions = _functions(tree) | {"print", "input"}
+    kept = [node for node in tree.body if _keeps(node, functions)]
+    if len(kept) == len(tree.body):
+        return code
+    lines = code.splitlines(keepends=True)
+    return "".join("".join(lines[_first_line(node) - 1 : node.end_lineno]) for node in kept)
+
+
+def _keeps(node: ast.stmt, functions: set[str]) -> bool:
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return not _is_test_function(node)
+    if isinstance(node, (ast.ClassDef, ast.Import, ast.ImportFrom)):
+        return True
+    if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        return not _calls_own(node, functions)
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+        return True  # a module docstring
+    return False
+
+
+def _first_line(node: ast.stmt) -> int:
+    """Where a statement begins, its decorators included."""
+    decorators = getattr(node, "decorator_list", [])
+    return min([node.lineno] + [d.lineno for d in decorators])

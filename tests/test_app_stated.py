@@ -1,0 +1,98 @@
+"""The answers' own checks as evidence (app/stated.py): where a prompt has no example, every candidate runs in the
+sandbox on the checks all candidates state, the ranking follows dual agreement on them, a candidate that fails its
+own stated example gets a finding that says so, and hostile self-tests cost only their author."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from app.requests import Limits, build_request
+from app.service import Pipeline
+from app.stated import FAILS_OWN_CHECK
+from checks import CheckRunner
+from engine import Candidate, GenerationResult, GenerationStats
+from engine.types import FINISH_STOP
+
+PROMPT = "def is_valid_ipv4(s):\n"
+REGEX = (
+    "    import re\n"
+    '    return bool(re.match(r"^(\\d{1,3}\\.){3}\\d{1,3}$", s))\n'
+    "\n"
+    'print(is_valid_ipv4("192.168.1.1"))  # Output: True\n'
+    'print(is_valid_ipv4("256.0.0.1"))  # Output: False\n'
+)
+SPLIT = (
+    '    parts = s.split(".")\n'
+    "    return len(parts) == 4 and all(p.isdigit() and 0 <= int(p) <= 255 for p in parts)\n"
+    "\n"
+    'assert is_valid_ipv4("256.0.0.1") == False\n'
+    'assert is_valid_ipv4("1.2.3.4") == True\n'
+)
+SPLIT_TOO = (
+    '    parts = s.split(".")\n'
+    "    if len(parts) != 4:\n"
+    "        return False\n"
+    "    return all(p.isdigit() and int(p) < 256 for p in parts)\n"
+)
+SPLIT_THREE = '    return s.count(".") == 3 and all(x.isdigit() and int(x) <= 255 for x in s.split("."))\n'
+
+
+class Replay:
+    """A candidate source that answers every request with the same texts (as a server replaying a recording)."""
+
+    def __init__(self, texts: list[str]):
+        self.texts = texts
+
+    def generate(self, request, on_update=None, should_stop=None):
+        return GenerationResult(
+            [Candidate(text, [1] * 3, [-0.1] * 3, FINISH_STOP) for text in self.texts], GenerationStats()
+        )
+
+
+@pytest.fixture(scope="module")
+def checker():
+    made = CheckRunner.create()
+    assert made.available, made.reason
+    return made
+
+
+def _request(k: int):
+    return build_request(PROMPT, k, 20.0, 0.8, 64, limits=Limits(max_k=8))
+
+
+def test_the_answer_that_keeps_what_all_state_ranks_first_and_the_contradiction_is_named(checker):
+    source = Replay([REGEX, REGEX, REGEX, SPLIT, SPLIT_TOO, SPLIT_THREE])
+    without = Pipeline(checker=checker, stated_checks=False).run(source, _request(6))
+    assert without.candidates[0].code == REGEX  # agreement alone: the two copies of the regex win
+    result = Pipeline(checker=checker).run(source, _request(6))
+    first = result.candidates[0]
+    assert first.code in (SPLIT, SPLIT_TOO, SPLIT_THREE) and first.score_parts["stated_agreement"] > 0
+    regex = next(c for c in result.candidates if c.code == REGEX)
+    (finding,) = [f for f in regex.findings if f["kind"] == FAILS_OWN_CHECK]
+    assert "is_valid_ipv4('256.0.0.1') == False" in finding["message"] and "True" in finding["message"]
+    assert finding["line"] == 5  # the row's own line of the print
+    assert not [f for f in first.findings if f["kind"] == FAILS_OWN_CHECK]
+    items = result.as_dict()["stated_checks"]["items"]
+    assert {i["label"] for i in items} >= {"is_valid_ipv4('256.0.0.1') == False", "is_valid_ipv4('1.2.3.4') == True"}
+    assert next(i for i in items if i["label"].startswith("is_valid_ipv4('256"))["stated_by"] == [1, 2, 3, 4]
+
+
+def test_hostile_self_tests_cost_only_their_author(checker, tmp_path):
+    marker = tmp_path / "touched"
+    loops = "    while True:\n        pass\n\nassert is_valid_ipv4('1.2.3.4') == True\n"
+    hostile_top = (
+        SPLIT_TOO + f"\nimport os\nos.system('touch {marker}')\nprint('x' * 10**8)\nwhile True:\n    pass\n"
+        "assert is_valid_ipv4('1.1.1.1') == True\n"
+    )
+    crashes = "    raise SystemExit(3)\n\nassert is_valid_ipv4('0.0.0.0') == True\n"
+    source = Replay([SPLIT, loops, hostile_top, crashes])
+    started = time.monotonic()
+    result = Pipeline(checker=checker).run(source, _request(4))
+    assert time.monotonic() - started < 60
+    assert not marker.exists()  # the top-level test code never ran, and nothing runs outside the sandbox
+    by_code = {c.code: c for c in result.candidates}
+    assert result.candidates[0].code in (SPLIT, hostile_top)
+    assert by_code[loops].score_parts["stated_agreement"] == 0.0
+    assert by_code[SPLIT].score_parts["stated_agreement"] > 0
