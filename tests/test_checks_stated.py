@@ -5,7 +5,7 @@ import ast
 from checks.check import TRUTHY, VALUE
 from checks.stated import STATED, function_only, stated_checks
 
-ANSWER = '''import re
+ANSWER = """import re
 
 PATTERN = re.compile(r"^\\d+$")
 
@@ -33,7 +33,7 @@ def test_numbers():
 if __name__ == "__main__":
     print(is_number("x"))  # False
     test_numbers()
-'''
+"""
 
 
 def test_asserts_commented_prints_and_test_functions_are_read():
