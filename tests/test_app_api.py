@@ -86,6 +86,7 @@ def test_generate_returns_ranked_candidates(served):
             "static_penalty",
             "mean_logprob",
             "agreement",
+            "stated_agreement",
         }
         assert all({"kind", "line", "message", "severity"} <= set(f) for f in c["findings"])
     matrix = result["similarity"]["matrix"]
