@@ -7,13 +7,12 @@ from __future__ import annotations
 import time
 
 import pytest
+from test_app_checks import Replay  # a real candidate source that replays fixed texts
 
 from app.requests import Limits, build_request
 from app.service import Pipeline
 from app.stated import FAILS_OWN_CHECK
 from checks import CheckRunner
-from engine import Candidate, GenerationResult, GenerationStats
-from engine.types import FINISH_STOP
 
 PROMPT = "def is_valid_ipv4(s):\n"
 REGEX = (
@@ -37,18 +36,6 @@ SPLIT_TOO = (
     "    return all(p.isdigit() and int(p) < 256 for p in parts)\n"
 )
 SPLIT_THREE = '    return s.count(".") == 3 and all(x.isdigit() and int(x) <= 255 for x in s.split("."))\n'
-
-
-class Replay:
-    """A candidate source that answers every request with the same texts (as a server replaying a recording)."""
-
-    def __init__(self, texts: list[str]):
-        self.texts = texts
-
-    def generate(self, request, on_update=None, should_stop=None):
-        return GenerationResult(
-            [Candidate(text, [1] * 3, [-0.1] * 3, FINISH_STOP) for text in self.texts], GenerationStats()
-        )
 
 
 @pytest.fixture(scope="module")
