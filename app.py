@@ -119,6 +119,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "prompt states its call and then its value; app/model_examples.py)",
     )
     parser.add_argument(
+        "--no-stated-checks",
+        action="store_true",
+        help="where a request carries no example, do not rank by the checks the answers state themselves (by "
+        "default each Python answer's asserts and commented example prints run, sandboxed, on every other answer "
+        "and the ranking takes their dual agreement after the user's checks; app/stated.py)",
+    )
+    parser.add_argument(
         "--no-moved-reuse",
         action="store_true",
         help="an editor's window that moved is read again after what it shares with a cached one from the start (by "
@@ -234,6 +241,7 @@ def build(args: argparse.Namespace) -> dict:
         checker=None if args.no_run_checks else CheckRunner.create(),
         model_tests=ModelCheckSettings() if args.model_tests else None,
         example_reader=None if args.no_read_examples else ExampleReaderSettings(),
+        stated_checks=not args.no_stated_checks,
     )
     demo = build_demo(hub, pipeline, limits, queue_size=args.queue_size)
     return {"demo": demo, "analyzer": analyzer, "hub": hub, "pipeline": pipeline, "limits": limits}

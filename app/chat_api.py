@@ -99,10 +99,12 @@ def _text_part(index: int, number: int, part) -> str:
 
 
 def answer_text(entry: RankedEntry, language: str) -> str:
-    """An answer as a chat client shows it: its prose, then its code in a fenced block."""
+    """An answer as a chat client shows it: its prose, its code in a fenced block, then its example usage in a
+    block of its own (apart from the code to copy, app/stated.shown_code)."""
     fence = languages.resolve(language).fence
     block = f"```{fence}\n{entry.code}```" if entry.code else ""
-    return "\n\n".join(part for part in (entry.explanation or "", block) if part)
+    usage = f"Example usage:\n\n```{fence}\n{entry.example_usage}```" if entry.example_usage else ""
+    return "\n\n".join(part for part in (entry.explanation or "", block, usage) if part)
 
 
 def _response(final: RunResult, model: str) -> dict:

@@ -128,8 +128,18 @@ def candidate_header_html(entry: RankedEntry | GrowingCandidate, check_items: li
     bits += _warnings(entry)
     explanation = f'<div class="rd-explanation">{escape(entry.explanation)}</div>' if entry.explanation else ""
     return (
-        f'<div class="rd-cand">{" · ".join(bits)}{explanation}{checks_html(entry.checks, list(check_items))}'
-        f"{findings_html(entry.findings)}</div>"
+        f'<div class="rd-cand">{" · ".join(bits)}{explanation}{example_usage_html(entry.example_usage)}'
+        f"{checks_html(entry.checks, list(check_items))}{findings_html(entry.findings)}</div>"
+    )
+
+
+def example_usage_html(usage: str | None) -> str:
+    """An answer's example usage, shown apart from the code to copy (app/stated.shown_code)."""
+    if not usage:
+        return ""
+    return (
+        '<details class="rd-usage"><summary>the answer\'s example usage (not in the code below)</summary>'
+        f"<pre>{escape(usage)}</pre></details>"
     )
 
 

@@ -144,6 +144,7 @@ class RankedEntry:
     findings: list[dict]  # static_eval's findings as data
     checks: CandidateChecks | None  # its outcomes on the checks, where they ran
     explanation: str | None = None  # the prose of an answer to a request in words; None for code
+    example_usage: str | None = None  # shown beside `code`, not in it (app/stated.shown_code)
     tie_break: str | None = None  # the tie rule, where an equal score was ordered by it
 
     def ranking(self) -> dict:
@@ -158,6 +159,7 @@ class RankedEntry:
             "findings": self.findings,
             "checks": self.checks.as_dict() if self.checks is not None else None,
             "tie_break": self.tie_break,
+            "example_usage": self.example_usage,
         }
 
     def as_dict(self) -> dict:

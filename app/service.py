@@ -302,8 +302,12 @@ class Pipeline:
             program = drafts.programs()[head]
             first_line = drafts.prompt.count("\n") + 1  # where the row begins in its program
             fields["findings"] += stated.own_failures(own[0], own[1][head], program, first_line)
+        usage = None  # an answer's example usage, shown beside its code
+        if drafts.request.in_words and drafts.language is languages.PYTHON:
+            fields["code"], usage = stated.shown_code(fields["code"], drafts.request.turns[-1].content)
         return RankedEntry(
             **fields,
+            example_usage=usage,
             explanation=drafts.explanations[ranked.indices[0]] if drafts.explanations else None,
             score=parts["score"],
             scorer=ranked.scorer,

@@ -3,19 +3,47 @@
 row, and every distinct candidate, without its own test code, runs on all of them in the sandbox. Dual agreement on
 them (rerank.dual_agreement, CodeT's rule) then ranks after the user's checks and the model's tests: a behaviour
 many candidates state and pass outranks one only its author claims, and a wrong stated value weighs little. A
-candidate that fails what it states itself gets a finding that says so."""
+candidate that fails what it states itself gets a finding that says so.
+
+What a user copies is the code asked for: an answer's example usage (its test code after its definitions) is shown
+beside the code, not in it, unless the request asks for tests, a usage example or a program (`shown_code`)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from checks import CandidateChecks, Check
 from checks.check import MAX_CHECKS, TRUTHY
 from checks.runner import PASSED
-from checks.stated import function_only, stated_checks
+from checks.stated import function_only, split_usage, stated_checks
 from rerank import dual_agreement
 
 FAILS_OWN_CHECK = "fails-own-example"  # the finding's kind
+# A request that asks for the test code or the top-level code itself: tests written ("with tests", "add unit
+# tests", "test cases"), a usage example or a demonstration, or a program that runs ("a script", "main()", "stdin").
+_ASKS_FOR_USAGE = re.compile(
+    r"\b(?:write|add|include|includ\w+|with|and|plus|also)\s+(?:\w+\s+){0,2}?(?:unit\s+)?tests?\b"
+    r"|\btest\s+(?:cases?|suites?|functions?|code|it|them|this)\b|\b(?:unit\s+tests?|pytest|unittest)\b"
+    r"|\b(?:example|sample)\s+usage\b|\busage\s+examples?\b|\bdemonstrat\w*|\bshow\s+(?:me\s+)?how\b"
+    r"|\b(?:programs?|scripts?|command[- ]line|stdin|standard\s+input)\b|\breads?\s+(?:\w+\s+)?input\b"
+    r"|\bmain\s*\(|\bmain\s+(?:function|block|guard)|__main__",
+    re.IGNORECASE,
+)
+
+
+def asks_for_usage(text: str) -> bool:
+    """Whether a request in words asks for the code that would otherwise be shown apart (see _ASKS_FOR_USAGE)."""
+    return bool(_ASKS_FOR_USAGE.search(text))
+
+
+def shown_code(code: str, request_text: str) -> tuple[str, str | None]:
+    """(the code shown and copied, its example usage shown beside it or None): a Python answer's test code after
+    its definitions goes apart (checks/stated.split_usage) unless the request asks for it."""
+    if asks_for_usage(request_text):
+        return code, None
+    kept, usage = split_usage(code)
+    return (kept, usage) if usage else (code, None)
 
 
 @dataclass(frozen=True)

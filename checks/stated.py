@@ -13,7 +13,8 @@ names begin with test or check, or `main`, that take no parameters):
   `# => y`, `# returns y`, `# should be y`, `# y`.
 
 `function_only` drops those parts (and every other top-level statement that calls the candidate's functions or
-prints), so a candidate can be run on the others' checks without its own test code running first.
+prints), so a candidate can be run on the others' checks without its own test code running first. `split_usage`
+cuts an answer where its test code begins, for the code to be shown apart from its example usage.
 """
 
 from __future__ import annotations
@@ -168,6 +169,28 @@ def function_only(code: str) -> str:
         return code
     lines = code.splitlines(keepends=True)
     return "".join("".join(lines[_first_line(node) - 1 : node.end_lineno]) for node in kept)
+
+
+def split_usage(code: str) -> tuple[str, str]:
+    """(the code, its usage): where an answer's definitions come first and its test code (as `function_only`
+    reads it) follows them all and calls the answer's own functions, the text up to the last definition (with
+    the indented lines after it) and the rest from there (the comments above the test code included, e.g.
+    `# Example usage:`); else (code, ""). Test code between definitions, or a tail that calls none of the answer's
+    functions (a program's own top-level code), is left where it is."""
+    tree = _parse(code)
+    if tree is None or not tree.body:
+        return code, ""
+    own = _functions(tree)
+    kept = [_keeps(node, own | {"print", "input"}) for node in tree.body]
+    cut = kept.index(False) if False in kept else len(kept)
+    tail = tree.body[cut:]
+    if not own or cut == 0 or any(kept[cut:]) or not any(_calls_own(node, own) for node in tail):
+        return code, ""
+    lines = code.splitlines(keepends=True)
+    end = tree.body[cut - 1].end_lineno
+    while end < _first_line(tail[0]) - 1 and lines[end][:1] in (" ", "\t"):  # a comment indented in the last body
+        end += 1
+    return "".join(lines[:end]).rstrip() + "\n", "".join(lines[end:]).strip("\n") + "\n"
 
 
 def _keeps(node: ast.stmt, functions: set[str]) -> bool:

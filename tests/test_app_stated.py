@@ -9,9 +9,10 @@ import time
 import pytest
 from test_app_checks import Replay  # a real candidate source that replays fixed texts
 
+from app.chat_api import answer_text
 from app.requests import Limits, build_request
 from app.service import Pipeline
-from app.stated import FAILS_OWN_CHECK
+from app.stated import FAILS_OWN_CHECK, asks_for_usage
 from checks import CheckRunner
 
 PROMPT = "def is_valid_ipv4(s):\n"
@@ -83,3 +84,43 @@ def test_hostile_self_tests_cost_only_their_author(checker, tmp_path):
     assert result.candidates[0].code in (SPLIT, hostile_top)
     assert by_code[loops].score_parts["stated_agreement"] == 0.0
     assert by_code[SPLIT].score_parts["stated_agreement"] > 0
+
+
+IPV4_WORDS = "Write a Python function that checks whether a string is a valid IPv4 address."
+
+
+def _answer(body: str) -> str:
+    """A chat answer: prose, then the code block (the function, then its example usage)."""
+    function = "def is_valid_ipv4(s):\n" + body.split("\n\n")[0] + "\n"
+    usage = "\n".join(line for line in body.split("\n\n", 1)[1:]) or ""
+    return f"Here is one:\n\n```python\n{function}\n# Example usage:\n{usage}```\n\nIt checks each part."
+
+
+def test_an_answer_in_words_shows_its_example_usage_apart_from_the_code_to_copy(checker):
+    source = Replay([_answer(SPLIT), _answer(SPLIT), _answer(REGEX)])
+    result = Pipeline(checker=checker).run(source, build_request(IPV4_WORDS, 3, 20.0, 0.8, 64, mode="words"))
+    first = result.candidates[0]
+    assert first.code.startswith("def is_valid_ipv4(s):") and "assert" not in first.code and "print" not in first.code
+    assert first.example_usage.startswith("# Example usage:\nassert is_valid_ipv4(")
+    text = answer_text(first, "python")
+    assert text.index("```python\ndef is_valid_ipv4") < text.index("Example usage:\n\n```python\n# Example usage:")
+    assert first.ranking()["example_usage"] == first.example_usage
+    asked = Pipeline(checker=checker).run(source, build_request(IPV4_WORDS + " Add unit tests.", 3, 20.0, 0.8, 64))
+    assert "assert is_valid_ipv4(" in asked.candidates[0].code and asked.candidates[0].example_usage is None
+
+
+def test_which_requests_ask_for_their_test_code():
+    for asked in (
+        "Write a function with tests",
+        "Write a Python program that reads a number from stdin",
+        "Write it and add some unit tests",
+        "Write a function and show me how to call it, with example usage",
+        "Write it with a main function",
+    ):
+        assert asks_for_usage(asked), asked
+    for not_asked in (
+        IPV4_WORDS,
+        "Write a python function to find the main diagonal.\nYour code should pass this test:\nassert f([[1]]) == [1]",
+        "Write a function to convert a unit of length.",
+    ):
+        assert not asks_for_usage(not_asked), not_asked

@@ -3,8 +3,20 @@
 import ast
 
 from checks.check import TRUTHY, VALUE
-from checks.stated import STATED, function_only, stated_checks
+from checks.stated import STATED, function_only, split_usage, stated_checks
 
+ANSWER_WITH_USAGE = """import re
+
+
+def is_valid(s):
+    parts = s.split(".")
+    return len(parts) == 4 and all(p.isdigit() and int(p) < 256 for p in parts)
+    # four numbers below 256
+
+# Example usage:
+print(is_valid("256.0.0.1"))  # Output: False
+assert is_valid('1.2.3.4')
+"""
 ANSWER = """import re
 
 PATTERN = re.compile(r"^\\d+$")
@@ -65,3 +77,20 @@ def test_function_only_keeps_the_answer_and_drops_its_test_code():
     assert function_only("def f(:\n") == "def f(:\n"
     plain = "def f(x):\n    return x\n"
     assert function_only(plain) == plain
+
+
+def test_split_usage_sets_the_example_usage_apart_from_the_code():
+    code, usage = split_usage(ANSWER_WITH_USAGE)
+    assert code == ANSWER_WITH_USAGE.split("\n\n# Example usage")[0] + "\n"  # the indented comment stays with the body
+    assert usage.startswith("# Example usage:\nprint(is_valid(")
+    assert "assert is_valid('1.2.3.4')" in usage
+    compile(code, "code", "exec")  # the part to copy still runs on its own
+
+
+def test_split_usage_leaves_programs_interleaved_code_and_broken_code_whole():
+    program = "import sys\n\nn = int(sys.stdin.readline())\nprint(n * n)\n"
+    interleaved = "def f():\n    return 1\n\nprint(f())\n\ndef g():\n    return 2\n"
+    entry_point = "def main():\n    print(42)\n\nif __name__ == '__main__':\n    main()\n"
+    no_call = "def f():\n    return 1\n\nprint('done')\n"
+    for whole in (program, interleaved, entry_point, no_call, "def f(:\n", ""):
+        assert split_usage(whole) == (whole, "")
