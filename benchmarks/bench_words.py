@@ -5,7 +5,8 @@ The tasks are MBPP sanitized (Austin et al. 2021, 427 hand-verified tasks; bench
 origin and licence in benchmarks/data/MBPP.md). A task is asked as its `prompt`, then the line "Your code should
 pass this test:" and its first assert (exactly one example, as the MBPP paper's prompt gives); it is judged by all
 of its asserts (test_list, after its test_imports), run after the candidate's code in benchmarks/sandbox.py: the
-task passes when that program exits with status 0.
+task passes when that program exits with status 0. With --examples none a task is asked as its sentence alone, then
+"The function is `def name(params)`." (the reference's signature that the asserts call): no example, no value.
 
 Methods (--methods, default all), one server at a time (--servers, default ours,llama: two CPU cores):
   ours_ranked    our app (python app.py, --model with its --draft; default the bundled 1.5B + 0.5B draft), n=--k,
@@ -30,6 +31,7 @@ with the same numbers, the command line, the date and the CPU.
 from __future__ import annotations
 
 import argparse
+import ast
 import gzip
 import json
 import os
@@ -55,6 +57,7 @@ from engine.text.answer import split_answer
 DATA = Path(__file__).resolve().parent / "data" / "mbpp_sanitized.jsonl.gz"
 SOURCE = "MBPP sanitized (Austin et al. 2021), 427 tasks: benchmarks/data/mbpp_sanitized.jsonl.gz (origin: MBPP.md)"
 ONE_TEST = "Your code should pass this test:"
+SIGNATURE = "The function is"  # --examples none: the line that names the function the hidden tests call
 METHODS = ("ours_ranked", "ours_greedy", "llama_greedy")
 SERVER_OF = {"ours_ranked": "ours", "ours_greedy": "ours", "llama_greedy": "llama"}
 WARMUP = "Write a function to add two numbers.\nYour code should pass this test:\nassert add(2, 3) == 5"
@@ -89,9 +92,24 @@ def draw(tasks: list[Task], n: int, seed: int) -> list[Task]:
     return [task for index, task in enumerate(tasks) if index in chosen]
 
 
-def request_text(task: Task) -> str:
-    """What the user types: the task, then one example (its first assert), as the MBPP paper's prompt shows them."""
+def request_text(task: Task, examples: str = "one") -> str:
+    """What the user types: the task, then one example (its first assert), as the MBPP paper's prompt shows them;
+    `examples` "none": the task's sentence alone, then the signature its tests call (see `signature`)."""
+    if examples == "none":
+        return f"{task.prompt}\n{SIGNATURE} `{signature(task)}`."
     return f"{task.prompt}\n{ONE_TEST}\n{task.tests[0]}"
+
+
+def signature(task: Task) -> str:
+    """The first line of the reference's function that the first assert calls (`def name(a, b):` without the colon):
+    the name and parameters the hidden tests need, and nothing of what they expect."""
+    called = {
+        n.func.id for n in ast.walk(ast.parse(task.tests[0])) if isinstance(n, ast.Call) and hasattr(n.func, "id")
+    }
+    for node in ast.walk(ast.parse(task.reference)):
+        if isinstance(node, ast.FunctionDef) and node.name in called:
+            return f"def {node.name}({ast.unparse(node.args)})"
+    raise ValueError(f"task {task.task_id}: its first assert calls none of its reference's functions")
 
 
 def hidden_program(task: Task, code: str) -> str:
@@ -115,6 +133,7 @@ class Answer:
     seconds: float  # wall clock of the request on the client
     error: str = ""  # HTTP status and text of a refused request (no codes then)
     finish: str | None = None  # the first choice's finish_reason: "stop", or "length" where it was cut off
+    ranked: list[dict] = field(default_factory=list)  # ours: each choice's ranked_drafts (why it ranks there)
 
 
 def chat_body(task: Task, method: str, args: argparse.Namespace) -> dict:
@@ -122,7 +141,7 @@ def chat_body(task: Task, method: str, args: argparse.Namespace) -> dict:
     ranked = method == "ours_ranked"
     body = {
         "model": "bench",
-        "messages": [{"role": "user", "content": request_text(task)}],
+        "messages": [{"role": "user", "content": request_text(task, args.examples)}],
         "n": args.k if ranked else 1,
         "temperature": args.temperature if ranked else 0.0,
         "max_tokens": args.max_tokens,
@@ -163,10 +182,11 @@ def ask(server: Server, method: str, tasks: list[Task], args: argparse.Namespace
         for number, task in enumerate(tasks, start=1):
             reply, seconds, error = post_chat(client, server.url, chat_body(task, method, args), args.timeout)
             codes = reply_codes(reply, server.name) if reply else []
-            finish = ((reply or {}).get("choices") or [{}])[0].get("finish_reason")
-            answers[task.task_id] = Answer(codes, seconds, error, finish)
+            choices = (reply or {}).get("choices") or [{}]
+            ranked = [c.get("ranked_drafts") or {} for c in choices] if server.name == "ours" and reply else []
+            answers[task.task_id] = Answer(codes, seconds, error, choices[0].get("finish_reason"), ranked)
             print(
-                f"  {method} {number}/{len(tasks)} task {task.task_id}: {seconds:.1f} s, {finish}"
+                f"  {method} {number}/{len(tasks)} task {task.task_id}: {seconds:.1f} s, {answers[task.task_id].finish}"
                 + (f" ERROR {error}" if error else ""),
                 file=sys.stderr,
             )
@@ -281,7 +301,7 @@ def run_methods(args: argparse.Namespace, tasks: list[Task], sandbox: SandboxSet
 
 def write_answers(path: str, tasks: list[Task], run: Run) -> None:
     """--out: one JSON line per task and method: the candidate, whether it passed, the seconds (and every
-    candidate with its verdict for a method with several)."""
+    candidate with its verdict, and ours its ranked_drafts, for a method with several)."""
     with open(path, "w", encoding="utf-8") as handle:
         for task in tasks:
             for method, answers in run.answers.items():
@@ -297,11 +317,15 @@ def write_answers(path: str, tasks: list[Task], run: Run) -> None:
                 }
                 if len(answer.codes) > 1:
                     line["candidates"] = [{"code": c, "passed": v} for c, v in zip(answer.codes, verdicts)]
+                    for candidate, ranked in zip(line["candidates"], answer.ranked):
+                        candidate["ranked_drafts"] = ranked
                 handle.write(json.dumps(line) + "\n")
 
 
-def print_table(results: dict[str, dict], n_tasks: int) -> None:
-    print(f"\nMBPP sanitized, requests in words: {n_tasks} tasks; Pass@First = the first answer passes every assert")
+def print_table(results: dict[str, dict], n_tasks: int, examples: str = "one") -> None:
+    asked = "with one assert" if examples == "one" else "without an example (the sentence and the signature)"
+    print(f"\nMBPP sanitized, requests in words {asked}: {n_tasks} tasks; Pass@First = the first answer passes every")
+    print("assert")
     print(
         f"{'method':<14}{'Pass@First':>11}{'Pass@All':>10}{'median s':>10}{'p90 s':>8}{'n tasks':>9}{'cut':>5}"
         f"{'errors':>8}"
@@ -327,6 +351,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--servers", default="ours,llama", help="comma list of ours, llama (in that order); or none")
     parser.add_argument("--tasks", type=int, default=0, help="draw this many tasks, seeded by --seed (0: all 427)")
     parser.add_argument("--seed", type=int, default=0, help="the draw's seed; request seed = this + task_id")
+    parser.add_argument(
+        "--examples",
+        choices=("one", "none"),
+        default="one",
+        help="one: the task and its first assert (MBPP's prompt); none: the task's sentence and the signature alone",
+    )
     parser.add_argument("--k", type=int, default=12, help="answers ours_ranked asks for (n)")
     parser.add_argument("--temperature", type=float, default=0.8, help="ours_ranked's temperature")
     parser.add_argument("--max-tokens", type=int, default=512, help="max_tokens of every request")
@@ -369,7 +399,7 @@ def main(argv: list[str] | None = None) -> dict:
     results.update({method: summarize(method, run.answers[method], run.verdicts[method]) for method in run.answers})
     if args.out:
         write_answers(args.out, tasks, run)
-    print_table(results, len(tasks))
+    print_table(results, len(tasks), args.examples)
     summary = {
         "benchmark": "bench_words",
         "command": shlex.join(["python", "-m", "benchmarks.bench_words", *(sys.argv[1:] if argv is None else argv)]),
@@ -379,6 +409,7 @@ def main(argv: list[str] | None = None) -> dict:
         "n_tasks": len(tasks),
         "task_ids": [t.task_id for t in tasks] if args.tasks else "all",
         "seed": args.seed,
+        "examples": args.examples,
         "k": args.k,
         "temperature": args.temperature,
         "max_tokens": args.max_tokens,

@@ -1,5 +1,5 @@
-"""Shared fixtures of the engine tests: tiny random-weight Qwen2 models, the byte tokenizer, a reference greedy
-decoder."""
+"""Shared fixtures of the tests: tiny random-weight Qwen2 models, the byte tokenizer, a reference greedy decoder,
+and the real sandbox's check runner."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from checks import CheckRunner
 from engine import Engine, EngineSettings, release_freed_memory
 from engine.models.tiny import byte_tokenizer, tiny_model
 from engine.speculation.controller import ControllerSettings
@@ -143,3 +144,11 @@ def entry_point():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.fixture(scope="session")
+def checker():
+    """The real sandbox's check runner (every test that runs checks needs the sandbox here)."""
+    made = CheckRunner.create()
+    assert made.available, made.reason
+    return made

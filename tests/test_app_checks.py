@@ -27,13 +27,6 @@ class Replay:
         )
 
 
-@pytest.fixture(scope="module")
-def checker():
-    made = CheckRunner.create()
-    assert made.available, made.reason
-    return made
-
-
 def _request():
     return build_request(PROMPT, 3, 5.0, 0.8, 16, limits=Limits(max_k=8))
 

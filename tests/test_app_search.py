@@ -13,7 +13,6 @@ from app.requests import CheckRequest, Limits, build_checks, build_request
 from app.results import Progress
 from app.search import SearchSettings, combined, round_request
 from app.service import Pipeline
-from checks import CheckRunner
 from engine import Candidate, GenerationRequest, GenerationResult, GenerationStats, load_engine
 from engine.types import FINISH_STOP
 
@@ -37,13 +36,6 @@ class Rounds:
         if on_update is not None:
             on_update(result)
         return result
-
-
-@pytest.fixture(scope="module")
-def checker():
-    made = CheckRunner.create()
-    assert made.available, made.reason
-    return made
 
 
 def _request(k=3, budget_s=20.0, temperature=0.8, seed=5):

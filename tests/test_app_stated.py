@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import time
 
-import pytest
 from test_app_checks import Replay  # a real candidate source that replays fixed texts
 
 from app.chat_api import answer_text
 from app.requests import Limits, build_request
 from app.service import Pipeline
 from app.stated import FAILS_OWN_CHECK, asks_for_usage
-from checks import CheckRunner
 
 PROMPT = "def is_valid_ipv4(s):\n"
 REGEX = (
@@ -37,13 +35,6 @@ SPLIT_TOO = (
     "    return all(p.isdigit() and int(p) < 256 for p in parts)\n"
 )
 SPLIT_THREE = '    return s.count(".") == 3 and all(x.isdigit() and int(x) <= 255 for x in s.split("."))\n'
-
-
-@pytest.fixture(scope="module")
-def checker():
-    made = CheckRunner.create()
-    assert made.available, made.reason
-    return made
 
 
 def _request(k: int):

