@@ -37,6 +37,7 @@ from app.runs import BusyError, RunControl, as_reported
 from app.search import Search, SearchSettings, combined, round_request
 from checks import CandidateChecks, Check, CheckRunner, checks_for_infill, checks_for_prompt, checks_for_words
 from checks.runner import PASSED
+from checks.stated import reads_stated
 from engine import Candidate, CandidateSource, GenerationRequest, GenerationResult, answer_skips, split_answer
 from rerank import dual_agreement
 from static_eval import StaticAnalyzer
@@ -252,10 +253,10 @@ class Pipeline:
     def _stated_checks(self, drafts: Drafts, spent: Timings):
         """Where this pipeline reads them and the drafts are Python that the sandbox runs: the checks the rows state
         themselves and every row's outcomes on all of them (app/stated.py); else None."""
-        if not self.stated_checks or not self._runs_checks(drafts) or drafts.language is not languages.PYTHON:
+        if not self.stated_checks or not self._runs_checks(drafts) or not reads_stated(drafts.language.name):
             return None
         programs = drafts.programs()
-        found = stated.gather(programs)
+        found = stated.gather(programs, drafts.language.name)
         if not found.items:
             return None
         started = time.perf_counter()
@@ -301,7 +302,7 @@ class Pipeline:
             head = ranked.indices[0]
             program = drafts.programs()[head]
             first_line = drafts.prompt.count("\n") + 1  # where the row begins in its program
-            fields["findings"] += stated.own_failures(own[0], own[1][head], program, first_line)
+            fields["findings"] += stated.own_failures(own[0], own[1][head], program, first_line, drafts.language.name)
         usage = None  # an answer's example usage, shown beside its code
         if drafts.request.in_words and drafts.language is languages.PYTHON:
             fields["code"], usage = stated.shown_code(fields["code"], drafts.request.turns[-1].content)

@@ -1,5 +1,6 @@
-"""The answers' own checks as evidence: where a request carries no example, each Python candidate's stated checks
-(checks/stated.py: its asserts, its `print(f(x))  # Output: y` lines, its test functions) are gathered from every
+"""The answers' own checks as evidence: where a request carries no example, each candidate's stated checks
+(checks/stated.py: its asserts, its `print(f(x))  # Output: y` lines, its test functions; in JavaScript, TypeScript,
+C, C++, Java and Rust, checks/stated_braced.py: its assert lines and `console.log(f(x)); // y`) are gathered from every
 row, and every distinct candidate, without its own test code, runs on all of them in the sandbox. Dual agreement on
 them (rerank.dual_agreement, CodeT's rule) then ranks after the user's checks and the model's tests: a behaviour
 many candidates state and pass outranks one only its author claims, and a wrong stated value weighs little. A
@@ -62,12 +63,12 @@ class StatedChecks:
         }
 
 
-def gather(programs: list[str]) -> StatedChecks:
+def gather(programs: list[str], language: str = "python") -> StatedChecks:
     """Every row's stated checks, one of each (the same call and value from several rows is one check)."""
     rows: dict[tuple[str, str, str], list[int]] = {}
     first: dict[tuple[str, str, str], Check] = {}
     for row, program in enumerate(programs):
-        for check in stated_checks(program):
+        for check in stated_checks(program, language):
             key = (check.expression, check.expected, check.compare)
             first.setdefault(key, check)
             rows.setdefault(key, []).append(row)
@@ -77,7 +78,7 @@ def gather(programs: list[str]) -> StatedChecks:
 
 def cross_check(checker, programs: list[str], stated: StatedChecks, language) -> list[CandidateChecks]:
     """Each row, without its own test code, on every stated check (one sandboxed program per distinct row)."""
-    return checker.run([function_only(p) for p in programs], list(stated.items), language)
+    return checker.run([function_only(p, str(language)) for p in programs], list(stated.items), language)
 
 
 def agreement(outcomes: list[CandidateChecks]) -> list[float]:
@@ -85,10 +86,12 @@ def agreement(outcomes: list[CandidateChecks]) -> list[float]:
     return dual_agreement([tuple(o.status == PASSED for o in c.outcomes) for c in outcomes])
 
 
-def own_failures(stated: StatedChecks, outcomes: CandidateChecks, program: str, first_line: int = 1) -> list[dict]:
+def own_failures(
+    stated: StatedChecks, outcomes: CandidateChecks, program: str, first_line: int = 1, language: str = "python"
+) -> list[dict]:
     """Findings (as static_eval's, as data) for each check `program` states and fails itself: the call, the stated
     value and what came back; lines in the row's own code (`first_line`: where the row begins in its program)."""
-    lines = {(c.expression, c.expected, c.compare): c.line for c in stated_checks(program)}
+    lines = {(c.expression, c.expected, c.compare): c.line for c in stated_checks(program, language)}
     found = []
     for check, outcome in zip(stated.items, outcomes.outcomes):
         line = lines.get((check.expression, check.expected, check.compare))

@@ -181,7 +181,8 @@ def _plain_call(call: str, name: str) -> bool:
 # --- the forms ------------------------------------------------------------------------------------------------
 
 
-def _calls(expression: str, functions: set[str]) -> bool:
+def calls(expression: str, functions: set[str]) -> bool:
+    """Whether `expression` calls one of `functions` (outside its strings)."""
     masked = clike.mask(expression, comments=False)
     return any(re.search(r"(?<![\w$.])" + re.escape(name) + r"\s*\(", masked) for name in functions)
 
@@ -203,7 +204,7 @@ def _doctests(texts: list[str], functions: set[str], language: str) -> list[Chec
         expected = expected.strip().rstrip(";").strip()
         if expected.startswith(">>>") or not (reads_as_value(expression) and reads_as_value(expected)):
             continue
-        if _calls(expression, functions):
+        if calls(expression, functions):
             found.append(Check(index + 1, expression.rstrip(";").strip(), expected, VALUE, "doctest", (), language))
     return found
 

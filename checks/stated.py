@@ -24,10 +24,11 @@ import io
 import re
 import tokenize
 
+from checks import braced, stated_braced
 from checks.check import MAX_CHECKS, TRUTHY, VALUE, Check
 from checks.extract import _uses_only, literal_prefix
 
-STATED = "stated"  # Check.origin of a candidate's own check
+STATED = stated_braced.STATED  # Check.origin of a candidate's own check
 _TEST_NAME = re.compile(r"^(?:test|check)|^main$", re.IGNORECASE)
 _STATEMENT = re.compile(
     r"^\s*(?:(?:expected|expect|output|result|returns?|prints?|answer|gives)\s*(?:output)?\s*[:=]?\s*|->\s*|=>\s*|"
@@ -133,9 +134,16 @@ def _print_check(node: ast.Expr, functions: set[str], comments: dict[int, str]) 
     return Check(node.lineno, ast.unparse(argument), expected, VALUE, STATED)
 
 
-def stated_checks(code: str) -> list[Check]:
-    """The checks a Python candidate's own code states (see the module's docstring), in line order, at most
-    MAX_CHECKS; none where the code does not parse."""
+def reads_stated(language: str) -> bool:
+    """Whether a candidate's own checks are read in `language` (Python here, braced languages in stated_braced)."""
+    return language == "python" or braced.reads_asserts(language)
+
+
+def stated_checks(code: str, language: str = "python") -> list[Check]:
+    """The checks a candidate's own code states (see the module's docstring; other languages: stated_braced), in
+    line order, at most MAX_CHECKS; none where the code does not parse."""
+    if language != "python":
+        return stated_braced.stated_checks(code, language)
     tree = _parse(code)
     if tree is None:
         return []
@@ -156,10 +164,12 @@ def stated_checks(code: str) -> list[Check]:
     return list(unique.values())[:MAX_CHECKS]
 
 
-def function_only(code: str) -> str:
+def function_only(code: str, language: str = "python") -> str:
     """The candidate without its test code: the main guard, test functions, and top-level statements that are
-    not definitions, imports or assignments, or that call the candidate's own functions or print. Code that does
-    not parse comes back as it is (it will not load either way)."""
+    not definitions, imports or assignments, or that call the candidate's own functions or print (other languages:
+    stated_braced). Code that does not parse comes back as it is (it will not load either way)."""
+    if language != "python":
+        return stated_braced.function_only(code, language)
     tree = _parse(code)
     if tree is None:
         return code

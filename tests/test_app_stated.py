@@ -4,8 +4,10 @@ own stated example gets a finding that says so, and hostile self-tests cost only
 
 from __future__ import annotations
 
+import shutil
 import time
 
+import pytest
 from test_app_checks import Replay  # a real candidate source that replays fixed texts
 
 from app.chat_api import answer_text
@@ -115,3 +117,37 @@ def test_which_requests_ask_for_their_test_code():
         "Write a function to convert a unit of length.",
     ):
         assert not asks_for_usage(not_asked), not_asked
+
+
+JS_REGEX = (
+    "function isValidIPv4(s) {\n  return /^(\\d{1,3}\\.){3}\\d{1,3}$/.test(s);\n}\n\n"
+    'console.log(isValidIPv4("192.168.1.1")); // Output: true\n'
+    'console.log(isValidIPv4("256.0.0.1")); // Output: false\n'
+)
+JS_SPLIT = (
+    'function isValidIPv4(s) {\n  const parts = s.split(".");\n'
+    "  return parts.length === 4 && parts.every((p) => /^\\d+$/.test(p) && Number(p) <= 255);\n}\n\n"
+    'console.assert(isValidIPv4("256.0.0.1") === false);\nconsole.assert(isValidIPv4("1.2.3.4") === true);\n'
+)
+JS_SPLIT_TOO = (
+    'function isValidIPv4(s) {\n  const parts = s.split(".");\n  if (parts.length !== 4) return false;\n'
+    "  for (const p of parts) {\n    if (!/^[0-9]+$/.test(p) || +p > 255) return false;\n  }\n  return true;\n}\n"
+)
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not on PATH here")
+def test_a_javascript_answer_that_contradicts_itself_ranks_below_one_that_keeps_what_all_state(checker):
+    three = 'function isValidIPv4(s) {\n  const p = s.split(".");\n'
+    three += "  return p.length === 4 && p.every((x) => x && +x < 256);\n}\n"
+    codes = (JS_REGEX, JS_REGEX, JS_REGEX, JS_SPLIT, JS_SPLIT_TOO, three)
+    asked = build_request("Write a JavaScript function that checks an IPv4 address.", 6, 20.0, 0.8, 64, mode="words")
+    source = Replay([f"Here it is:\n\n```javascript\n{code}```\n" for code in codes])
+    without = Pipeline(checker=checker, stated_checks=False).run(source, asked)
+    assert without.candidates[0].code == JS_REGEX  # agreement alone: the two copies of the regex win
+    result = Pipeline(checker=checker).run(source, asked)
+    assert result.language.name == "javascript"
+    first = result.candidates[0]
+    assert first.code.startswith(JS_SPLIT.split("console")[0]) and first.score_parts["stated_agreement"] > 0
+    regex = next(c for c in result.candidates if c.code == JS_REGEX)
+    (finding,) = [f for f in regex.findings if f["kind"] == FAILS_OWN_CHECK]
+    assert 'isValidIPv4("256.0.0.1") == false' in finding["message"] and finding["line"] == 6

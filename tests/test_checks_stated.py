@@ -94,3 +94,50 @@ def test_split_usage_leaves_programs_interleaved_code_and_broken_code_whole():
     no_call = "def f():\n    return 1\n\nprint('done')\n"
     for whole in (program, interleaved, entry_point, no_call, "def f(:\n", ""):
         assert split_usage(whole) == (whole, "")
+
+
+JS_ANSWER = """function add(a, b) {
+  return a + b;
+}
+
+const assert = require("assert");
+console.log(add(2, 3)); // Output: 5
+console.log(add(-1, 1)); // => 0
+console.log(add(7, 7)); // the sum
+assert.strictEqual(add(1, 1), 2);
+console.assert(add(2, 2) === 4, "two and two");
+const wide = add(
+  5, 6);
+module.exports = { add };
+"""
+
+
+def test_a_javascript_candidate_states_its_asserts_and_its_commented_logs():
+    found = stated_checks(JS_ANSWER, "javascript")
+    assert [(c.line, c.expression, c.expected) for c in found] == [
+        (6, "add(2, 3)", "5"),
+        (7, "add(-1, 1)", "0"),
+        (9, "add(1, 1)", "2"),
+        (10, "add(2, 2)", "4"),
+    ]  # line 8's comment states no value
+    assert {c.origin for c in found} == {STATED} and {c.language for c in found} == {"javascript"}
+    kept = function_only(JS_ANSWER, "javascript")
+    assert (
+        kept
+        == 'function add(a, b) {\n  return a + b;\n}\n\nconst assert = require("assert");\nmodule.exports = { add };\n'
+    )
+
+
+def test_compiled_candidates_state_the_asserts_of_their_main():
+    rust = "fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n\nfn main() {\n    assert_eq!(add(2, 3), 5);\n}\n"
+    cpp = "int add(int a, int b) {\n    return a + b;\n}\nint main() {\n    assert(add(2, 3) == 5);\n}\n"
+    java = (
+        "class Solution {\n    static int add(int a, int b) {\n        return a + b;\n    }\n"
+        "    public static void main(String[] args) {\n        assert add(2, 3) == 5;\n    }\n}\n"
+    )
+    for code, language in ((rust, "rust"), (cpp, "cpp"), (java, "java")):
+        (check,) = stated_checks(code, language)
+        assert (check.expression, check.expected, check.language) == ("add(2, 3)", "5", language)
+        assert function_only(code, language) == code  # the harness renames a compiled candidate's own main
+    assert stated_checks("fn main() {\n    assert_eq!(1 + 1, 2);\n}\n", "rust") == []  # calls nothing of its own
+    assert stated_checks("x = add(2, 3)\n", "ruby") == []  # no assert forms read there
