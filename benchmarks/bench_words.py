@@ -134,6 +134,7 @@ class Answer:
     error: str = ""  # HTTP status and text of a refused request (no codes then)
     finish: str | None = None  # the first choice's finish_reason: "stop", or "length" where it was cut off
     ranked: list[dict] = field(default_factory=list)  # ours: each choice's ranked_drafts (why it ranks there)
+    summary: dict | None = None  # ours: the reply's ranked_drafts (where the request's seconds went, the search)
 
 
 def chat_body(task: Task, method: str, args: argparse.Namespace) -> dict:
@@ -184,7 +185,8 @@ def ask(server: Server, method: str, tasks: list[Task], args: argparse.Namespace
             codes = reply_codes(reply, server.name) if reply else []
             choices = (reply or {}).get("choices") or [{}]
             ranked = [c.get("ranked_drafts") or {} for c in choices] if server.name == "ours" and reply else []
-            answers[task.task_id] = Answer(codes, seconds, error, choices[0].get("finish_reason"), ranked)
+            summary = reply.get("ranked_drafts") if server.name == "ours" and reply else None
+            answers[task.task_id] = Answer(codes, seconds, error, choices[0].get("finish_reason"), ranked, summary)
             print(
                 f"  {method} {number}/{len(tasks)} task {task.task_id}: {seconds:.1f} s, {answers[task.task_id].finish}"
                 + (f" ERROR {error}" if error else ""),
@@ -315,6 +317,8 @@ def write_answers(path: str, tasks: list[Task], run: Run) -> None:
                     "finish_reason": answer.finish,
                     "error": answer.error or None,
                 }
+                if answer.summary is not None:
+                    line["ranked_drafts"] = answer.summary
                 if len(answer.codes) > 1:
                     line["candidates"] = [{"code": c, "passed": v} for c, v in zip(answer.codes, verdicts)]
                     for candidate, ranked in zip(line["candidates"], answer.ranked):

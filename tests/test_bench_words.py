@@ -79,3 +79,27 @@ def test_without_its_example_a_task_is_its_sentence_and_the_signature_its_tests_
     assert "assert" not in text and "[1, 4, 9]" not in text
     assert all(bench.signature(task).startswith("def ") for task in bench.read_tasks())  # every task has one
     assert bench.parse_args(["--examples", "none"]).examples == "none"
+
+
+def test_words_evidence_reorders_the_same_samples_without_the_stated_tier():
+    from benchmarks import words_evidence as evidence
+
+    def choice(rank, code, passed, score, stated, usage=None):
+        parts = {"stated_agreement": stated, "consistency": score, "mean_logprob": -0.1}
+        ranked = {"rank": rank, "score": score, "score_parts": parts, "parses": True, "findings": []}
+        return {"code": code, "passed": passed, "ranked_drafts": ranked | {"example_usage": usage}}
+
+    right = "def f(x):\n    return x + 1\n"
+    wrong = "def f(x):\n    return x\n"
+    line = {
+        "passed": True,
+        "candidates": [
+            choice(1, right, True, 0.4, 2.0, "assert f(1) == 2\n"),
+            choice(2, wrong, False, 0.9, 0.0),
+            choice(2, wrong, False, 0.9, 0.0),
+        ],
+    }
+    assert evidence.without_stated(line) is False  # agreement alone puts the two copies of the wrong one first
+    assert evidence.stating(line) == (1, 2)  # of two distinct answers, one states a check (in its example usage)
+    line["candidates"][0]["ranked_drafts"]["score"] = 1.0
+    assert evidence.without_stated(line) is True
