@@ -304,8 +304,9 @@ class Pipeline:
             first_line = drafts.prompt.count("\n") + 1  # where the row begins in its program
             fields["findings"] += stated.own_failures(own[0], own[1][head], program, first_line, drafts.language.name)
         usage = None  # an answer's example usage, shown beside its code
-        if drafts.request.in_words and drafts.language is languages.PYTHON:
-            fields["code"], usage = stated.shown_code(fields["code"], drafts.request.turns[-1].content)
+        if drafts.request.in_words:
+            asked = drafts.request.turns[-1].content
+            fields["code"], usage = stated.shown_code(fields["code"], asked, drafts.language.name)
         return RankedEntry(
             **fields,
             example_usage=usage,

@@ -38,12 +38,13 @@ def asks_for_usage(text: str) -> bool:
     return bool(_ASKS_FOR_USAGE.search(text))
 
 
-def shown_code(code: str, request_text: str) -> tuple[str, str | None]:
-    """(the code shown and copied, its example usage shown beside it or None): a Python answer's test code after
-    its definitions goes apart (checks/stated.split_usage) unless the request asks for it."""
+def shown_code(code: str, request_text: str, language: str = "python") -> tuple[str, str | None]:
+    """(the code shown and copied, its example usage shown beside it or None): an answer's test code after its
+    definitions goes apart (checks/stated.split_usage: Python, JavaScript, TypeScript) unless the request asks for
+    it."""
     if asks_for_usage(request_text):
         return code, None
-    kept, usage = split_usage(code)
+    kept, usage = split_usage(code, language)
     return (kept, usage) if usage else (code, None)
 
 

@@ -181,12 +181,14 @@ def function_only(code: str, language: str = "python") -> str:
     return "".join("".join(lines[_first_line(node) - 1 : node.end_lineno]) for node in kept)
 
 
-def split_usage(code: str) -> tuple[str, str]:
+def split_usage(code: str, language: str = "python") -> tuple[str, str]:
     """(the code, its usage): where an answer's definitions come first and its test code (as `function_only`
     reads it) follows them all and calls the answer's own functions, the text up to the last definition (with
     the indented lines after it) and the rest from there (the comments above the test code included, e.g.
     `# Example usage:`); else (code, ""). Test code between definitions, or a tail that calls none of the answer's
-    functions (a program's own top-level code), is left where it is."""
+    functions (a program's own top-level code), is left where it is. Other languages: stated_braced."""
+    if language != "python":
+        return stated_braced.split_usage(code, language)
     tree = _parse(code)
     if tree is None or not tree.body:
         return code, ""

@@ -80,34 +80,50 @@ def _logged(number: int, line: str, language: str) -> Check | None:
     return Check(number, arguments[0], expected, VALUE, STATED, (), language)
 
 
+def _statements(code: str, language: str) -> list[tuple[int, int, bool | None]]:
+    """The top-level statements of a script: (first line, line after the last, whether it runs test code: True
+    where it calls the candidate's own functions, prints, asserts or declares tests outside a definition; None for
+    blank and comment lines)."""
+    functions = own_functions(code, language)
+    masked = clike.mask(code).splitlines(keepends=True)
+    defined = braced.definitions(code, language)
+    found, depth, start = [], 0, None
+    for number, line in enumerate(masked):
+        start = number if start is None else start
+        depth = max(depth + sum(line.count(c) for c in "{([") - sum(line.count(c) for c in "})]"), 0)
+        if depth == 0:
+            text = "".join(masked[start : number + 1]).strip()
+            runs = start not in defined and bool(_TEST_CALL.match(text) or braced.calls(text, functions))
+            found.append((start, number + 1, runs if text else None))
+            start = None
+    if start is not None:
+        found.append((start, len(masked), False))  # an unclosed statement: the code as it is
+    return found
+
+
 def function_only(code: str, language: str) -> str:
     """The candidate without the top-level statements that run its test code (JavaScript, TypeScript: those that
     call its own functions, print, assert or declare tests); other languages' code as it is."""
     if language not in _SCRIPTS:
         return code
-    functions = own_functions(code, language)
     lines = code.splitlines(keepends=True)
-    masked = clike.mask(code).splitlines(keepends=True)
-    defined = braced.definitions(code, language)
-    kept, depth, start = [], 0, None
-    for number, line in enumerate(masked):
-        if depth == 0 and start is None:
-            start = number
-        depth = max(
-            depth
-            + line.count("{")
-            + line.count("(")
-            + line.count("[")
-            - line.count("}")
-            - line.count(")")
-            - line.count("]"),
-            0,
-        )
-        if depth == 0 and start is not None:
-            statement = "".join(masked[start : number + 1]).strip()
-            runs_tests = start not in defined and (_TEST_CALL.match(statement) or braced.calls(statement, functions))
-            if not runs_tests:
-                kept += lines[start : number + 1]
-            start = None
-    kept += lines[start:] if start is not None else []
-    return "".join(kept)
+    return "".join("".join(lines[a:b]) for a, b, runs in _statements(code, language) if not runs)
+
+
+def split_usage(code: str, language: str) -> tuple[str, str]:
+    """(the code, its usage) of a script whose test statements all follow its other code (the comments just above
+    them go with them), as checks/stated.split_usage does for Python; else (code, "")."""
+    if language not in _SCRIPTS:
+        return code, ""
+    statements = _statements(code, language)
+    tests = [index for index, (_, _, runs) in enumerate(statements) if runs]
+    if not tests or any(runs is False for _, _, runs in statements[tests[0] :]):
+        return code, ""
+    first = tests[0]
+    while first > 0 and statements[first - 1][2] is None:
+        first -= 1  # the blank and comment lines above the tests
+    cut = statements[first][0]
+    if not any(runs is False for _, _, runs in statements[:first]):
+        return code, ""  # nothing but test code
+    lines = code.splitlines(keepends=True)
+    return "".join(lines[:cut]).rstrip() + "\n", "".join(lines[cut:]).strip("\n") + "\n"

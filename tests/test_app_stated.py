@@ -143,11 +143,13 @@ def test_a_javascript_answer_that_contradicts_itself_ranks_below_one_that_keeps_
     asked = build_request("Write a JavaScript function that checks an IPv4 address.", 6, 20.0, 0.8, 64, mode="words")
     source = Replay([f"Here it is:\n\n```javascript\n{code}```\n" for code in codes])
     without = Pipeline(checker=checker, stated_checks=False).run(source, asked)
-    assert without.candidates[0].code == JS_REGEX  # agreement alone: the two copies of the regex win
+    shown_regex = JS_REGEX.split("\n\nconsole")[0] + "\n"  # its example usage is shown apart
+    assert without.candidates[0].code == shown_regex  # agreement alone: the copies of the regex win
     result = Pipeline(checker=checker).run(source, asked)
     assert result.language.name == "javascript"
     first = result.candidates[0]
-    assert first.code.startswith(JS_SPLIT.split("console")[0]) and first.score_parts["stated_agreement"] > 0
-    regex = next(c for c in result.candidates if c.code == JS_REGEX)
+    assert first.code == JS_SPLIT.split("\n\nconsole")[0] + "\n" and first.score_parts["stated_agreement"] > 0
+    regex = next(c for c in result.candidates if c.code == shown_regex)
+    assert regex.example_usage == JS_REGEX.split("\n\n", 1)[1]
     (finding,) = [f for f in regex.findings if f["kind"] == FAILS_OWN_CHECK]
-    assert 'isValidIPv4("256.0.0.1") == false' in finding["message"] and finding["line"] == 6
+    assert 'isValidIPv4("256.0.0.1") == false' in finding["message"] and finding["line"] == 6  # the answer's line

@@ -141,3 +141,14 @@ def test_compiled_candidates_state_the_asserts_of_their_main():
         assert function_only(code, language) == code  # the harness renames a compiled candidate's own main
     assert stated_checks("fn main() {\n    assert_eq!(1 + 1, 2);\n}\n", "rust") == []  # calls nothing of its own
     assert stated_checks("x = add(2, 3)\n", "ruby") == []  # no assert forms read there
+
+
+def test_a_script_shows_its_example_usage_apart_where_it_follows_the_code():
+    script = "function add(a, b) {\n  return a + b;\n}\n\n// Example usage:\nconsole.log(add(2, 3)); // 5\n"
+    assert split_usage(script, "javascript") == (
+        "function add(a, b) {\n  return a + b;\n}\n",
+        "// Example usage:\nconsole.log(add(2, 3)); // 5\n",
+    )
+    assert split_usage(JS_ANSWER, "javascript") == (JS_ANSWER, "")  # module.exports after the tests: left whole
+    rust = 'fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n\nfn main() {\n    println!("{}", add(1, 2));\n}\n'
+    assert split_usage(rust, "rust") == (rust, "")  # a compiled program's main is the program
