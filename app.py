@@ -122,8 +122,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--no-stated-checks",
         action="store_true",
         help="where a request carries no example, do not rank by the checks the answers state themselves (by "
-        "default each Python answer's asserts and commented example prints run, sandboxed, on every other answer "
-        "and the ranking takes their dual agreement after the user's checks; app/stated.py)",
+        "default each Python or JavaScript answer's asserts and commented example prints run, sandboxed, on every "
+        "other answer and the ranking takes their dual agreement after the user's checks; app/stated.py)",
     )
     parser.add_argument(
         "--no-moved-reuse",

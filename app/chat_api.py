@@ -13,6 +13,7 @@ chat, aider) use it unchanged.
 from __future__ import annotations
 
 import json
+import re
 import time
 import uuid
 from dataclasses import replace
@@ -103,7 +104,9 @@ def answer_text(entry: RankedEntry, language: str) -> str:
     block of its own (apart from the code to copy, app/stated.shown_code)."""
     fence = languages.resolve(language).fence
     block = f"```{fence}\n{entry.code}```" if entry.code else ""
-    usage = f"Example usage:\n\n```{fence}\n{entry.example_usage}```" if entry.example_usage else ""
+    usage = f"```{fence}\n{entry.example_usage}```" if entry.example_usage else ""
+    if usage and not re.match(r"\W*\s*(?:example|usage|test)", entry.example_usage, re.IGNORECASE):
+        usage = f"Example usage:\n\n{usage}"  # unless its own first comment says so
     return "\n\n".join(part for part in (entry.explanation or "", block, usage) if part)
 
 

@@ -63,7 +63,7 @@ def mount_ollama(
         if error is not None:
             return _error(error[0], error[1])
         best = final.candidates[0] if final.candidates else None
-        code = best.code if best is not None else ""
+        code = "" if best is None else best.code + (f"\n{best.example_usage}" if best.example_usage else "")
         reason = "stop" if best is not None and best.finish_reason == FINISH_STOP else "length"
         return _answer(
             body,

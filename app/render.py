@@ -11,6 +11,7 @@ from html import escape
 import languages
 from app.evidence import score_line_parts
 from app.results import GrowingCandidate, Language, Progress, RankedEntry, RunResult
+from app.stated import USAGE
 from checks import CandidateChecks, Check
 from engine.types import FINISH_BUDGET, FINISH_INTERRUPTED, FINISH_LENGTH, FINISH_STOP
 
@@ -191,7 +192,8 @@ def findings_html(findings: list[dict]) -> str:
         return ""
     rows = "".join(
         f"<tr><td>{escape(str(f.get('severity', '')))}</td><td>{escape(str(f.get('kind', '')))}</td>"
-        f"<td>{int(f.get('line', 0))}</td><td>{escape(str(f.get('message', '')))}</td></tr>"
+        f"<td>{int(f.get('line', 0))}{' of the usage' if f.get('in') == USAGE else ''}</td>"
+        f"<td>{escape(str(f.get('message', '')))}</td></tr>"
         for f in findings
     )
     return (

@@ -126,7 +126,8 @@ class Pipeline:
             left = request.budget_s - (time.perf_counter() - started)
             tests, agreement = self._model_tests(engine, request, drafts, left, should_stop, spent)
         own = None
-        if reason == search.NO_CHECKS and checks.run and not stopped():
+        within = time.perf_counter() - started < request.budget_s  # one sandboxed run per distinct row, if time is left
+        if reason == search.NO_CHECKS and checks.run and not stopped() and within:
             own = self._stated_checks(drafts, spent)
         checked = time.perf_counter()
         gathered = {AGREEMENT.name: agreement, STATED_AGREEMENT.name: stated.agreement(own[1]) if own else None}
@@ -251,8 +252,9 @@ class Pipeline:
         )
 
     def _stated_checks(self, drafts: Drafts, spent: Timings):
-        """Where this pipeline reads them and the drafts are Python that the sandbox runs: the checks the rows state
-        themselves and every row's outcomes on all of them (app/stated.py); else None."""
+        """Where this pipeline reads them and the drafts are in a language they are read in (Python, JavaScript,
+        TypeScript) that the sandbox runs: the checks the rows state themselves and every row's outcomes on all of
+        them (app/stated.py); else None."""
         if not self.stated_checks or not self._runs_checks(drafts) or not reads_stated(drafts.language.name):
             return None
         programs = drafts.programs()
@@ -295,7 +297,7 @@ class Pipeline:
 
     def _ranked_candidate(self, ranked: rerank.RankedCandidate, cands, reports, outcomes, drafts, own) -> RankedEntry:
         """One ranked candidate: its first copy's fields, its score and the parts of it, its checks (and where it
-        fails an example it states itself, a finding that says so)."""
+        fails an example it states itself, a finding that says so), an answer's example usage apart."""
         parts = ranked.as_dict()
         fields = candidate_fields(ranked.rank, ranked.indices, cands, reports)
         if own is not None:
@@ -305,8 +307,10 @@ class Pipeline:
             fields["findings"] += stated.own_failures(own[0], own[1][head], program, first_line, drafts.language.name)
         usage = None  # an answer's example usage, shown beside its code
         if drafts.request.in_words:
-            asked = drafts.request.turns[-1].content
-            fields["code"], usage = stated.shown_code(fields["code"], asked, drafts.language.name)
+            asked = "\n".join(turn.content for turn in drafts.request.turns if turn.role == "user")
+            fields["code"], usage, fields["findings"] = stated.shown(
+                fields["code"], fields["findings"], asked, drafts.language.name
+            )
         return RankedEntry(
             **fields,
             example_usage=usage,

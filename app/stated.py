@@ -1,7 +1,6 @@
 """The answers' own checks as evidence: where a request carries no example, each candidate's stated checks
-(checks/stated.py: its asserts, its `print(f(x))  # Output: y` lines, its test functions; in JavaScript, TypeScript,
-C, C++, Java and Rust, checks/stated_braced.py: its assert lines and `console.log(f(x)); // y`) are gathered from every
-row, and every distinct candidate, without its own test code, runs on all of them in the sandbox. Dual agreement on
+(checks/stated.py: its asserts, its `print(f(x))  # Output: y` lines, its test functions; in JavaScript,
+checks/stated_braced.py: its assert lines and `console.log(f(x)); // y`) are gathered from every row, and every distinct candidate, without its own test code, runs on all of them in the sandbox. Dual agreement on
 them (rerank.dual_agreement, CodeT's rule) then ranks after the user's checks and the model's tests: a behaviour
 many candidates state and pass outranks one only its author claims, and a wrong stated value weighs little. A
 candidate that fails what it states itself gets a finding that says so.
@@ -21,21 +20,25 @@ from checks.stated import function_only, split_usage, stated_checks
 from rerank import dual_agreement
 
 FAILS_OWN_CHECK = "fails-own-example"  # the finding's kind
-# A request that asks for the test code or the top-level code itself: tests written ("with tests", "add unit
-# tests", "test cases"), a usage example or a demonstration, or a program that runs ("a script", "main()", "stdin").
+# A request that asks for the test code or the top-level code itself: tests, asserts, doctests, examples or a usage
+# written ("with tests", "add unit tests", "include examples", "test cases"), a demonstration, or a program that runs
+# ("a script", "main()", "stdin", "reads input"). Read without its links and its inline code (`def f(x)`).
 _ASKS_FOR_USAGE = re.compile(
-    r"\b(?:write|add|include|includ\w+|with|and|plus|also)\s+(?:\w+\s+){0,2}?(?:unit\s+)?tests?\b"
-    r"|\btest\s+(?:cases?|suites?|functions?|code|it|them|this)\b|\b(?:unit\s+tests?|pytest|unittest)\b"
-    r"|\b(?:example|sample)\s+usage\b|\busage\s+examples?\b|\bdemonstrat\w*|\bshow\s+(?:me\s+)?how\b"
-    r"|\b(?:programs?|scripts?|command[- ]line|stdin|standard\s+input)\b|\breads?\s+(?:\w+\s+)?input\b"
+    r"\b(?:write|add|include|includ\w+|with|and|plus|also|give)\s+(?:\w+\s+){0,2}?(?:unit[- ]?)?"
+    r"(?:tests?|asserts|assertions|doctests?|examples|usage)\b"
+    r"|\btest\s+(?:cases?|suites?|functions?|code|it|them|this)\b|\b(?:unit[- ]tests?|pytest|unittest)\b"
+    r"|\b(?:example|sample)\s+usage\b|\busage\s+examples?\b|\bexample\s+of\s+how\b|\bdemonstrat\w*"
+    r"|\bshow\s+(?:me\s+)?how\b|\b(?:programs?|scripts?|command[- ]line|stdin|standard\s+input)\b"
+    r"|\b(?:reads?|takes?)\s+(?:\w+\s+){0,3}?input\b|\bfrom\s+the\s+user\b"
     r"|\bmain\s*\(|\bmain\s+(?:function|block|guard)|__main__",
     re.IGNORECASE,
 )
+_UNREAD = re.compile(r"https?://\S+|`[^`\n]*`")  # links and inline code: not the user's words
 
 
 def asks_for_usage(text: str) -> bool:
     """Whether a request in words asks for the code that would otherwise be shown apart (see _ASKS_FOR_USAGE)."""
-    return bool(_ASKS_FOR_USAGE.search(text))
+    return bool(_ASKS_FOR_USAGE.search(_UNREAD.sub(" ", text)))
 
 
 def shown_code(code: str, request_text: str, language: str = "python") -> tuple[str, str | None]:
@@ -111,3 +114,19 @@ def own_failures(
             }
         )
     return found
+
+
+def shown(answer: str, findings: list[dict], request_text: str, language: str) -> tuple[str, str | None, list[dict]]:
+    """An answer's code as shown, its example usage apart (or None) and its findings placed in one or the other."""
+    code, usage = shown_code(answer, request_text, language)
+    return code, usage, findings_in_usage(findings, answer, usage) if usage else findings
+
+
+USAGE = "example_usage"  # a finding's `in` where its line is one of the example usage's, not the code's
+
+
+def findings_in_usage(findings: list[dict], answer: str, usage: str) -> list[dict]:
+    """The findings of a whole answer, those on its example usage's lines numbered from the usage's first line and
+    marked `"in": "example_usage"` (the shown code is the answer up to there)."""
+    first = answer.count("\n", 0, answer.index(usage.rstrip("\n"))) + 1  # the answer's line where the usage begins
+    return [f | {"line": f["line"] - first + 1, "in": USAGE} if f.get("line", 0) >= first else f for f in findings]

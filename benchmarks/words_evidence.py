@@ -61,7 +61,9 @@ def without_stated(line: dict) -> bool:
         ranked = group["ranked"]
         demoted = ranked.get("parses") is False or any(f.get("kind") == EMPTY_KIND for f in ranked.get("findings", []))
         parts = ranked.get("score_parts") or {}
-        return (demoted, -_number(ranked.get("score")), -_number(parts.get("mean_logprob")), ranked.get("rank"))
+        tiers = [-_number(parts.get(name)) for name in ("checks_passed", "agreement")]  # the tiers before it
+        score = -_number(ranked.get("score"))
+        return (*tiers, demoted, score, -_number(parts.get("mean_logprob")), ranked.get("rank"))
 
     return bool(min(groups, key=key)["passed"])
 

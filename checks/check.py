@@ -8,6 +8,7 @@ MAX_CHECKS = 24  # per request: running them is cheap, but a prompt of 500 examp
 MAX_USER_CHECK_CHARS = 2000
 
 VALUE, OUTPUT, TRUTHY = "value", "output", "truthy"  # how a check's expected value is compared
+STATED = "stated"  # the origin of a check a candidate states about its own code (checks/stated.py)
 
 
 @dataclass(frozen=True)
@@ -18,7 +19,7 @@ class Check:
     expression: str  # an expression of `language`, e.g. "add(2, 3)"
     expected: str  # VALUE: an expression of `language`; OUTPUT: doctest's printed text; TRUTHY: ""
     compare: str = VALUE  # VALUE (equal values, numbers within 1e-6), OUTPUT (repr or printed text), TRUTHY (assert)
-    origin: str = "inline"  # "doctest", "inline", "phrase", "input/output", "table" or "assert" (the user's)
+    origin: str = "inline"  # "doctest", "inline", "phrase", "input/output", "table", "assert" (the user's) or STATED
     setup: tuple[str, ...] = ()  # statements run first (Python doctest lines such as `>>> x = [1, 2]`)
     language: str = "python"  # the id (languages.py) of the language `expression` and `expected` are written in
 

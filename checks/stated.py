@@ -24,17 +24,11 @@ import io
 import re
 import tokenize
 
-from checks import braced, stated_braced
-from checks.check import MAX_CHECKS, TRUTHY, VALUE, Check
+from checks import stated_braced
+from checks.check import MAX_CHECKS, STATED, TRUTHY, VALUE, Check
 from checks.extract import _uses_only, literal_prefix
 
-STATED = stated_braced.STATED  # Check.origin of a candidate's own check
-_TEST_NAME = re.compile(r"^(?:test|check)|^main$", re.IGNORECASE)
-_STATEMENT = re.compile(
-    r"^\s*(?:(?:expected|expect|output|result|returns?|prints?|answer|gives)\s*(?:output)?\s*[:=]?\s*|->\s*|=>\s*|"
-    r"should\s+(?:be|return|print)\s+|==\s*)?",
-    re.IGNORECASE,
-)
+_TEST_NAME, _STATEMENT = stated_braced.TEST_NAME, stated_braced.STATEMENT  # one spelling for both kinds of code
 
 
 def _parse(code: str) -> ast.Module | None:
@@ -135,8 +129,9 @@ def _print_check(node: ast.Expr, functions: set[str], comments: dict[int, str]) 
 
 
 def reads_stated(language: str) -> bool:
-    """Whether a candidate's own checks are read in `language` (Python here, braced languages in stated_braced)."""
-    return language == "python" or braced.reads_asserts(language)
+    """Whether a candidate's own checks are read in `language` (Python here, JavaScript and TypeScript in
+    stated_braced)."""
+    return language == "python" or language in stated_braced.SCRIPTS
 
 
 def stated_checks(code: str, language: str = "python") -> list[Check]:
@@ -173,12 +168,11 @@ def function_only(code: str, language: str = "python") -> str:
     tree = _parse(code)
     if tree is None:
         return code
-    functions = _functions(tree) | {"print", "input"}
-    kept = [node for node in tree.body if _keeps(node, functions)]
-    if len(kept) == len(tree.body):
+    keeps = _kept(tree)
+    if all(keeps):
         return code
-    lines = code.splitlines(keepends=True)
-    return "".join("".join(lines[_first_line(node) - 1 : node.end_lineno]) for node in kept)
+    lines = _lines(code)
+    return "".join("".join(lines[_first_line(n) - 1 : n.end_lineno]) for n, keep in zip(tree.body, keeps) if keep)
 
 
 def split_usage(code: str, language: str = "python") -> tuple[str, str]:
@@ -193,16 +187,59 @@ def split_usage(code: str, language: str = "python") -> tuple[str, str]:
     if tree is None or not tree.body:
         return code, ""
     own = _functions(tree)
-    kept = [_keeps(node, own | {"print", "input"}) for node in tree.body]
+    kept = _kept(tree)
     cut = kept.index(False) if False in kept else len(kept)
     tail = tree.body[cut:]
     if not own or cut == 0 or any(kept[cut:]) or not any(_calls_own(node, own) for node in tail):
         return code, ""
-    lines = code.splitlines(keepends=True)
+    if any(_reads_input(node) for node in tree.body):
+        return code, ""  # a program that reads its input: its top-level code is the answer
+    lines = _lines(code)
     end = tree.body[cut - 1].end_lineno
     while end < _first_line(tail[0]) - 1 and lines[end][:1] in (" ", "\t"):  # a comment indented in the last body
         end += 1
     return "".join(lines[:end]).rstrip() + "\n", "".join(lines[end:]).strip("\n") + "\n"
+
+
+def _lines(code: str) -> list[str]:
+    """The lines of `code`, ends kept, split at `\\n` only (as ast counts them)."""
+    return re.findall(r"[^\n]*\n|[^\n]+$", code)
+
+
+def _kept(tree: ast.Module) -> list[bool]:
+    """Per top-level statement, whether it is the answer rather than its test code (`_keeps`), an assignment the
+    kept code reads (`PRIMES = set(sieve(100))` beside `def is_prime(n): return n in PRIMES`) kept too."""
+    functions = _functions(tree) | {"print", "input"}
+    keeps = [_keeps(node, functions) for node in tree.body]
+    read = set().union(*(_free_names(node) for node, keep in zip(tree.body, keeps) if keep))
+    for index, node in enumerate(tree.body):
+        bound = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        if not keeps[index] and isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and bound & read:
+            keeps[index] = True
+    return keeps
+
+
+def _free_names(node: ast.stmt) -> set[str]:
+    """The names a statement reads that it does not bind itself (a function's parameters and locals are its own)."""
+    loads = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return loads
+    own = {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)}
+    own |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    return loads - own
+
+
+_INPUTS = {"input", "open", "argparse", "fileinput"}  # names a program that reads its input calls
+
+
+def _reads_input(node: ast.AST) -> bool:
+    """The code reads input (input(), sys.stdin, sys.argv, a file, argparse): a program, not a usage example."""
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name) and n.id in _INPUTS:
+            return True
+        if isinstance(n, ast.Attribute) and n.attr in ("stdin", "argv"):
+            return True
+    return False
 
 
 def _keeps(node: ast.stmt, functions: set[str]) -> bool:

@@ -1,51 +1,67 @@
-"""The checks a candidate in a braced language states about its own functions (checks/stated.py is Python's), and
-the candidate without its top-level test code. The forms are those a user's check line is written in
-(checks/braced.ASSERTS: `assert.strictEqual(f(x), y)`, `console.assert(f(x) === y)`, `assert_eq!(f(x), y)`,
-`assert(f(x) == y)`, Java's `assert f(x) == y`), one to a line, anywhere in the code (a `main`, a test function, the
-top level), and JavaScript's `console.log(f(x)); // y` with the value stated in the comment (`// Output: y`,
-`// => y`). Only a line that calls one of the candidate's own functions (not `main`, not a test...) is read.
+"""The checks a JavaScript or TypeScript candidate states about its own functions (checks/stated.py is Python's),
+and the candidate without its top-level test code. The forms are those a user's check line is written in
+(checks/braced.ASSERTS: `assert.strictEqual(f(x), y)`, `console.assert(f(x) === y)`, `assert(f(x))`), one to a line,
+anywhere in the code, and `console.log(f(x)); // y` with the value stated in the comment (`// Output: y`, `// => y`).
+Conservative, as the prompt's examples are read: only a call of one of the candidate's own functions (not `main`, not
+a test function without parameters) with plain literal arguments, against a literal value, is read.
 
-A compiled language's harness renames the candidate's own `main` (checks/programs.py), so its test code never runs
-beside the checks; a JavaScript candidate's top-level statements run when it loads, so `function_only` drops those
-that call its functions, print or assert.
+The compiled languages are not read: their checks are built into one program with the candidate (checks/programs.py),
+so one row's check that does not type against another row's signature would fail every check of that row.
+
+A script's top-level statements run when it loads, so `function_only` drops those that run its test code (read from
+tree-sitter's tree of the script, so that regular expressions, templates and statements over several lines are
+whole), and `split_usage` sets them apart where they follow the rest.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import replace
+from functools import cache
 
+from tree_sitter import Language, Parser
+
+import languages
 from checks import braced, clike
-from checks.check import MAX_CHECKS, VALUE, Check
+from checks.check import MAX_CHECKS, STATED, TRUTHY, VALUE, Check
 
-STATED = "stated"  # Check.origin of a candidate's own check (as checks/stated.py's)
-_TEST_NAME = re.compile(r"^(?:test|check)|^main$", re.IGNORECASE)
-_LOGGED = re.compile(r"^console\.log\s*\(")
-_STATEMENT = re.compile(
-    r"^\s*(?:(?:expected|expect|output|result|returns?|prints?|answer|gives|logs?)\s*[:=]?\s*|->\s*|=>\s*|"
-    r"should\s+(?:be|return|print|log)\s+|===?\s*)?",
+SCRIPTS = ("javascript", "typescript", "tsx")  # the languages read here: their top-level statements run on load
+TEST_NAME = re.compile(r"^(?:test|check)|^main$", re.IGNORECASE)  # a test function's name (without parameters)
+# what a comment says before the value it states: `Output: 5`, `=> 5`, `should be 5`, `5`
+STATEMENT = re.compile(
+    r"^\s*(?:(?:expected|expect|output|result|returns?|prints?|answer|gives|logs?)\s*(?:output)?\s*[:=]?\s*|"
+    r"->\s*|=>\s*|should\s+(?:be|return|print|log)\s+|===?\s*)?",
     re.IGNORECASE,
 )
-_SCRIPTS = ("javascript", "typescript", "tsx")  # languages whose top-level statements run when the code loads
-_TEST_CALL = re.compile(r"^(?:console\.|assert\b|assert\.|test\s*\(|it\s*\(|describe\s*\()")
+_LOGGED = re.compile(r"^console\.log\s*\(")
 
 
 def own_functions(code: str, language: str) -> set[str]:
-    """The functions the candidate defines, less `main` and test functions."""
-    return {name for name in braced.definitions(code, language).values() if not _TEST_NAME.search(name)}
+    """The functions the candidate defines, less `main` and test functions (test... or check... without
+    parameters: `checkPrime(n)` is an answer)."""
+    lines = code.split("\n")
+    return {
+        name
+        for number, name in braced.definitions(code, language).items()
+        if not (TEST_NAME.search(name) and _no_parameters(lines[number], name))
+    }
+
+
+def _no_parameters(line: str, name: str) -> bool:
+    return bool(re.search(re.escape(name) + r"\s*(?:=\s*(?:async\s+)?(?:function\s*)?)?\(\s*\)", line))
 
 
 def stated_checks(code: str, language: str) -> list[Check]:
     """The checks the candidate's lines state (see the module's docstring), in line order, at most MAX_CHECKS."""
-    if not braced.reads_asserts(language):
+    if language not in SCRIPTS:
         return []
     functions = own_functions(code, language)
     if not functions:
         return []
     found = {}
-    for number, line in enumerate(code.splitlines(), start=1):
+    for number, line in enumerate(code.split("\n"), start=1):
         check = _line_check(number, line.strip(), functions, language)
-        if check is not None:
+        if check is not None and _plain(check, functions):
             found.setdefault((check.expression, check.expected, check.compare), check)
     return list(found.values())[:MAX_CHECKS]
 
@@ -53,17 +69,29 @@ def stated_checks(code: str, language: str) -> list[Check]:
 def _line_check(number: int, line: str, functions: set[str], language: str) -> Check | None:
     if len(line) > braced.MAX_LINE_CHARS or not braced.calls(line, functions):
         return None
-    if language in _SCRIPTS and _LOGGED.match(line):
+    if _LOGGED.match(line):
         return _logged(number, line, language)
     try:
         check = braced.user_check(number, line, language)
     except ValueError:
         return None  # not an assert line
-    if check.origin != "assert" or not line.startswith(("assert", "console.assert", "debug_assert")):
-        return None  # a bare expression (`f(2) == 4;`) states nothing
-    if not braced.calls(check.expression, functions) or braced.calls(check.expected, functions):
-        return None
+    if not line.startswith(("assert", "console.assert")):
+        return None  # a bare expression (`f(2) === 4;`) states nothing
     return replace(check, origin=STATED)
+
+
+def _plain(check: Check, functions: set[str]) -> bool:
+    """The check's expression is a call of an own function with literal arguments, its expected value a literal."""
+    call = re.match(r"([A-Za-z_$][\w$]*)\s*\(", check.expression)
+    if (
+        call is None
+        or call.group(1) not in functions
+        or clike.closing(check.expression, call.end() - 1) != len(check.expression)
+    ):
+        return False
+    arguments = clike.split_top_level(check.expression[call.end() : -1])
+    literal = all(braced.literal_prefix(a) == a for a in arguments if a)
+    return literal and (check.compare == TRUTHY or braced.literal_prefix(check.expected) == check.expected)
 
 
 def _logged(number: int, line: str, language: str) -> Check | None:
@@ -74,56 +102,83 @@ def _logged(number: int, line: str, language: str) -> Check | None:
         return None
     arguments = clike.split_top_level(line[line.index("(") + 1 : close - 1])
     text = comment.group(1).strip()
-    expected = braced.literal_prefix(text[_STATEMENT.match(text).end() :])
+    expected = braced.literal_prefix(text[STATEMENT.match(text).end() :])
     if len(arguments) != 1 or expected is None:
         return None
     return Check(number, arguments[0], expected, VALUE, STATED, (), language)
 
 
-def _statements(code: str, language: str) -> list[tuple[int, int, bool | None]]:
-    """The top-level statements of a script: (first line, line after the last, whether it runs test code: True
-    where it calls the candidate's own functions, prints, asserts or declares tests outside a definition; None for
-    blank and comment lines)."""
-    functions = own_functions(code, language)
-    masked = clike.mask(code).splitlines(keepends=True)
-    defined = braced.definitions(code, language)
-    found, depth, start = [], 0, None
-    for number, line in enumerate(masked):
-        start = number if start is None else start
-        depth = max(depth + sum(line.count(c) for c in "{([") - sum(line.count(c) for c in "})]"), 0)
-        if depth == 0:
-            text = "".join(masked[start : number + 1]).strip()
-            runs = start not in defined and bool(_TEST_CALL.match(text) or braced.calls(text, functions))
-            found.append((start, number + 1, runs if text else None))
-            start = None
-    if start is not None:
-        found.append((start, len(masked), False))  # an unclosed statement: the code as it is
-    return found
+@cache
+def _parser(language: str) -> Parser:
+    return Parser(Language(languages.resolve(language).grammar.load()))
+
+
+def _rows(code: str, language: str) -> list[bool | None] | None:
+    """Per line of a script (split at `\\n` only), whether it belongs to top-level test code: True for a call
+    statement (`f(2);`, `console.log(...)`, `main();`), a declaration initialised by a call of the script's own
+    functions (`let r = f(2);`) or Node's main guard; False for other code (definitions, classes, imports,
+    `module.exports`); None for blank and comment lines. None where the script does not parse."""
+    tree = _parser(language).parse(code.encode("utf-8"))
+    if tree.root_node.has_error:
+        return None
+    defined = {name for name in braced.definitions(code, language).values()}
+    rows: list[bool | None] = [None] * len(code.split("\n"))
+    for node in tree.root_node.children:
+        if node.type == "comment":
+            continue
+        runs = _runs_tests(node, defined)
+        for row in range(node.start_point[0], node.end_point[0] + 1):
+            rows[row] = runs if rows[row] is None else rows[row] or runs
+    return rows
+
+
+def _runs_tests(node, defined: set[str]) -> bool:
+    if node.type == "expression_statement":
+        expression = node.named_children[0] if node.named_children else None
+        if expression is not None and expression.type == "await_expression" and expression.named_children:
+            expression = expression.named_children[0]
+        return expression is not None and expression.type == "call_expression"
+    if node.type in ("lexical_declaration", "variable_declaration"):
+        values = [d.child_by_field_name("value") for d in node.named_children if d.type == "variable_declarator"]
+        return any(_calls_defined(v, defined) for v in values if v is not None)
+    if node.type == "if_statement":
+        condition = node.child_by_field_name("condition")
+        return condition is not None and b"require.main" in condition.text
+    return False
+
+
+def _calls_defined(value, defined: set[str]) -> bool:
+    """A declaration's value is a call of one of the script's own functions, with no function among its arguments
+    (`const fib = memoize(function ...)` defines)."""
+    if value.type == "await_expression" and value.named_children:
+        value = value.named_children[0]
+    callee = value.child_by_field_name("function") if value.type == "call_expression" else None
+    if callee is None or callee.type != "identifier" or callee.text.decode() not in defined:
+        return False
+    arguments = value.child_by_field_name("arguments")
+    kinds = {"arrow_function", "function_expression", "function"}
+    return arguments is None or not any(a.type in kinds for a in arguments.named_children)
 
 
 def function_only(code: str, language: str) -> str:
-    """The candidate without the top-level statements that run its test code (JavaScript, TypeScript: those that
-    call its own functions, print, assert or declare tests); other languages' code as it is."""
-    if language not in _SCRIPTS:
+    """The candidate without the top-level statements that run its test code (JavaScript, TypeScript: see `_rows`);
+    other languages' code, and a script that does not parse, as it is."""
+    rows = _rows(code, language) if language in SCRIPTS else None
+    if rows is None:
         return code
-    lines = code.splitlines(keepends=True)
-    return "".join("".join(lines[a:b]) for a, b, runs in _statements(code, language) if not runs)
+    return "\n".join(line for line, runs in zip(code.split("\n"), rows) if not runs)
 
 
 def split_usage(code: str, language: str) -> tuple[str, str]:
     """(the code, its usage) of a script whose test statements all follow its other code (the comments just above
     them go with them), as checks/stated.split_usage does for Python; else (code, "")."""
-    if language not in _SCRIPTS:
+    rows = _rows(code, language) if language in SCRIPTS else None
+    if rows is None or True not in rows:
         return code, ""
-    statements = _statements(code, language)
-    tests = [index for index, (_, _, runs) in enumerate(statements) if runs]
-    if not tests or any(runs is False for _, _, runs in statements[tests[0] :]):
-        return code, ""
-    first = tests[0]
-    while first > 0 and statements[first - 1][2] is None:
-        first -= 1  # the blank and comment lines above the tests
-    cut = statements[first][0]
-    if not any(runs is False for _, _, runs in statements[:first]):
-        return code, ""  # nothing but test code
-    lines = code.splitlines(keepends=True)
-    return "".join(lines[:cut]).rstrip() + "\n", "".join(lines[cut:]).strip("\n") + "\n"
+    cut = rows.index(True)
+    if False in rows[cut:] or False not in rows[:cut]:
+        return code, ""  # code after the tests, or nothing but tests
+    lines = code.split("\n")
+    while cut > 0 and rows[cut - 1] is None and lines[cut - 1].strip():
+        cut -= 1  # the comment lines just above the tests
+    return "\n".join(lines[:cut]).rstrip() + "\n", "\n".join(lines[cut:]).strip("\n") + "\n"

@@ -96,7 +96,8 @@ def test_an_answer_in_words_shows_its_example_usage_apart_from_the_code_to_copy(
     assert first.code.startswith("def is_valid_ipv4(s):") and "assert" not in first.code and "print" not in first.code
     assert first.example_usage.startswith("# Example usage:\nassert is_valid_ipv4(")
     text = answer_text(first, "python")
-    assert text.index("```python\ndef is_valid_ipv4") < text.index("Example usage:\n\n```python\n# Example usage:")
+    assert text.index("```python\ndef is_valid_ipv4") < text.index("```python\n# Example usage:")
+    assert "Example usage:\n\n```" not in text  # its own comment names it already
     assert first.ranking()["example_usage"] == first.example_usage
     asked = Pipeline(checker=checker).run(source, build_request(IPV4_WORDS + " Add unit tests.", 3, 20.0, 0.8, 64))
     assert "assert is_valid_ipv4(" in asked.candidates[0].code and asked.candidates[0].example_usage is None
@@ -109,12 +110,17 @@ def test_which_requests_ask_for_their_test_code():
         "Write it and add some unit tests",
         "Write a function and show me how to call it, with example usage",
         "Write it with a main function",
+        "Read two integers from the user and print their sum",
+        "Write the function, with examples of its use",
+        "Give doctests for it",
     ):
         assert asks_for_usage(asked), asked
     for not_asked in (
         IPV4_WORDS,
         "Write a python function to find the main diagonal.\nYour code should pass this test:\nassert f([[1]]) == [1]",
         "Write a function to convert a unit of length.",
+        "Write a function to find the n-th ludic number. https://example.org/python-program-to-print-ludic-numbers",
+        "Write a function to sum a tuple.\nThe function is `def sum_tuple(test_tup)`.",
     ):
         assert not asks_for_usage(not_asked), not_asked
 
@@ -152,4 +158,7 @@ def test_a_javascript_answer_that_contradicts_itself_ranks_below_one_that_keeps_
     regex = next(c for c in result.candidates if c.code == shown_regex)
     assert regex.example_usage == JS_REGEX.split("\n\n", 1)[1]
     (finding,) = [f for f in regex.findings if f["kind"] == FAILS_OWN_CHECK]
-    assert 'isValidIPv4("256.0.0.1") == false' in finding["message"] and finding["line"] == 6  # the answer's line
+    assert 'isValidIPv4("256.0.0.1") == false' in finding["message"] and (finding["line"], finding["in"]) == (
+        2,
+        "example_usage",
+    )

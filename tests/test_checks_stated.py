@@ -92,7 +92,9 @@ def test_split_usage_leaves_programs_interleaved_code_and_broken_code_whole():
     interleaved = "def f():\n    return 1\n\nprint(f())\n\ndef g():\n    return 2\n"
     entry_point = "def main():\n    print(42)\n\nif __name__ == '__main__':\n    main()\n"
     no_call = "def f():\n    return 1\n\nprint('done')\n"
-    for whole in (program, interleaved, entry_point, no_call, "def f(:\n", ""):
+    reads = "import sys\n\ndef sq(n):\n    return n * n\n\nn = int(sys.stdin.readline())\nprint(sq(n))\n"
+    asks = "def add(a, b):\n    return a + b\n\na = int(input())\nprint(add(a, 1))\n"
+    for whole in (program, interleaved, entry_point, no_call, reads, asks, "def f(:\n", ""):
         assert split_usage(whole) == (whole, "")
 
 
@@ -128,19 +130,35 @@ def test_a_javascript_candidate_states_its_asserts_and_its_commented_logs():
     )
 
 
-def test_compiled_candidates_state_the_asserts_of_their_main():
-    rust = "fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n\nfn main() {\n    assert_eq!(add(2, 3), 5);\n}\n"
-    cpp = "int add(int a, int b) {\n    return a + b;\n}\nint main() {\n    assert(add(2, 3) == 5);\n}\n"
-    java = (
-        "class Solution {\n    static int add(int a, int b) {\n        return a + b;\n    }\n"
-        "    public static void main(String[] args) {\n        assert add(2, 3) == 5;\n    }\n}\n"
+def test_only_plain_calls_of_its_own_functions_are_read_and_compiled_languages_not_at_all():
+    code = (
+        "function fact(n) {\n  console.assert(valid(n));\n  return n <= 1 ? 1 : n * fact(n - 1);\n}\n"
+        "function checkPrime(n) {\n  return n > 1;\n}\n"
+        "const xs = [1, 2];\nconsole.assert(fact(xs.length) === 2);\nconsole.assert(fact(3) === 6);\n"
+        "console.assert(checkPrime(7));\n"
     )
-    for code, language in ((rust, "rust"), (cpp, "cpp"), (java, "java")):
-        (check,) = stated_checks(code, language)
-        assert (check.expression, check.expected, check.language) == ("add(2, 3)", "5", language)
-        assert function_only(code, language) == code  # the harness renames a compiled candidate's own main
-    assert stated_checks("fn main() {\n    assert_eq!(1 + 1, 2);\n}\n", "rust") == []  # calls nothing of its own
-    assert stated_checks("x = add(2, 3)\n", "ruby") == []  # no assert forms read there
+    found = stated_checks(code, "javascript")
+    assert [(c.expression, c.expected, c.compare) for c in found] == [
+        ("fact(3)", "6", VALUE),
+        ("checkPrime(7)", "", TRUTHY),
+    ]
+    rust = "fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n\nfn main() {\n    assert_eq!(add(2, 3), 5);\n}\n"
+    assert stated_checks(rust, "rust") == [] and function_only(rust, "rust") == rust  # one build for all: not read
+
+
+def test_a_script_keeps_what_it_defines_whatever_its_shape():
+    code = (
+        "const fact = (n) =>\n  n <= 1 ? 1 : n * fact(n - 1);\n"
+        "const inner = (s) => s.match(/\\(([^)]+)\\)/);\n"
+        "class Solver {\n  run() {\n    return fact(3);\n  }\n}\n"
+        "const total =\n  fact(4);\n"
+        "console.log(fact(3)); // 6\n"
+        "main();\n"
+    )
+    kept = function_only(code, "javascript")
+    assert kept == code.split("const total")[0]  # the definitions whole, every top-level call gone
+    assert split_usage(code, "javascript") == (kept, "const total =\n  fact(4);\nconsole.log(fact(3)); // 6\nmain();\n")
+    assert function_only("function f( {\n", "javascript") == "function f( {\n"  # does not parse: as it is
 
 
 def test_a_script_shows_its_example_usage_apart_where_it_follows_the_code():
@@ -152,3 +170,10 @@ def test_a_script_shows_its_example_usage_apart_where_it_follows_the_code():
     assert split_usage(JS_ANSWER, "javascript") == (JS_ANSWER, "")  # module.exports after the tests: left whole
     rust = 'fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n\nfn main() {\n    println!("{}", add(1, 2));\n}\n'
     assert split_usage(rust, "rust") == (rust, "")  # a compiled program's main is the program
+
+
+def test_the_code_keeps_a_global_its_functions_read():
+    code = "def sieve(n):\n    return [2, 3]\n\ndef is_prime(n):\n    return n in PRIMES\n\nPRIMES = set(sieve(100))\n"
+    usage = "print(is_prime(3))  # True\n"
+    assert split_usage(code + usage) == (code, usage)
+    assert function_only(code + usage).endswith("PRIMES = set(sieve(100))\n")
