@@ -1,9 +1,10 @@
 """The answers' own checks as evidence: where a request carries no example, each candidate's stated checks
 (checks/stated.py: its asserts, its `print(f(x))  # Output: y` lines, its test functions; in JavaScript,
 checks/stated_braced.py: its assert lines and `console.log(f(x)); // y`) are gathered from every row, and every
-distinct candidate, without its own test code, runs on all of them in the sandbox. Dual agreement on them (rerank.dual_agreement, CodeT's rule) then ranks after the user's checks and the model's tests: a behaviour
-many candidates state and pass outranks one only its author claims, and a wrong stated value weighs little. A
-candidate that fails what it states itself gets a finding that says so.
+distinct candidate, without its own test code, runs on all of them in the sandbox. Dual agreement on them
+(rerank.dual_agreement, CodeT's rule) then ranks after the user's checks and the model's tests: a behaviour many
+candidates state and pass outranks one only its author claims, and a wrong stated value weighs little. A candidate
+that fails what it states itself gets a finding that says so.
 
 What a user copies is the code asked for: an answer's example usage (its test code after its definitions) is shown
 beside the code, not in it, unless the request asks for tests, a usage example or a program (`shown_code`)."""
