@@ -302,7 +302,7 @@ class Pipeline:
         fields = candidate_fields(ranked.rank, ranked.indices, cands, reports)
         if own is not None:
             head = ranked.indices[0]
-            program = drafts.programs()[head]
+            program = drafts.prompt + drafts.codes[head] + drafts.suffix  # its program (Drafts.programs)
             first_line = drafts.prompt.count("\n") + 1  # where the row begins in its program
             fields["findings"] += stated.own_failures(own[0], own[1][head], program, first_line, drafts.language.name)
         usage = None  # an answer's example usage, shown beside its code

@@ -170,7 +170,7 @@ def literal_prefix(text: str) -> str | None:
     return text[:index].strip()
 
 
-def _plain_call(call: str, name: str) -> bool:
+def plain_call(call: str, name: str) -> bool:
     """`call` is `name(a, b)` whose arguments are plain literals."""
     inner = call[len(name) :].strip()[1:-1]
     if not inner.strip():
@@ -233,7 +233,7 @@ def _inline(texts: list[str], functions: set[str], language: str) -> list[Check]
                 continue  # `f(x)` alone says nothing about its value
             call = text[match.start() : end].strip()
             expected = literal_prefix(text[end + separator.end() :])
-            if expected is not None and _plain_call(call, match.group(1)):
+            if expected is not None and plain_call(call, match.group(1)):
                 found.append(Check(number, call, expected, VALUE, "inline", (), language))
     return found
 

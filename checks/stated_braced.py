@@ -83,15 +83,10 @@ def _line_check(number: int, line: str, functions: set[str], language: str) -> C
 def _plain(check: Check, functions: set[str]) -> bool:
     """The check's expression is a call of an own function with literal arguments, its expected value a literal."""
     call = re.match(r"([A-Za-z_$][\w$]*)\s*\(", check.expression)
-    if (
-        call is None
-        or call.group(1) not in functions
-        or clike.closing(check.expression, call.end() - 1) != len(check.expression)
-    ):
+    whole = call is not None and clike.closing(check.expression, call.end() - 1) == len(check.expression)
+    if not whole or call.group(1) not in functions or not braced.plain_call(check.expression, call.group(1)):
         return False
-    arguments = clike.split_top_level(check.expression[call.end() : -1])
-    literal = all(braced.literal_prefix(a) == a for a in arguments if a)
-    return literal and (check.compare == TRUTHY or braced.literal_prefix(check.expected) == check.expected)
+    return check.compare == TRUTHY or braced.literal_prefix(check.expected) == check.expected
 
 
 def _logged(number: int, line: str, language: str) -> Check | None:
@@ -121,7 +116,7 @@ def _rows(code: str, language: str) -> list[bool | None] | None:
     tree = _parser(language).parse(code.encode("utf-8"))
     if tree.root_node.has_error:
         return None
-    defined = {name for name in braced.definitions(code, language).values()}
+    defined = set(braced.definitions(code, language).values())
     rows: list[bool | None] = [None] * len(code.split("\n"))
     for node in tree.root_node.children:
         if node.type == "comment":

@@ -329,9 +329,14 @@ def test_w8a8_calls_of_more_rows_than_its_limit_use_the_dense_weight(outlier_thr
     with torch.inference_mode():
         for rows in (1, W8A8_MAX_ROWS, W8A8_MAX_ROWS + 1):
             x = torch.randn(rows, 64, dtype=torch.bfloat16)
-            expected = linear(x) if rows > W8A8_MAX_ROWS else (layer._small(x) + linear.bias).to(x.dtype)
-            assert torch.equal(layer(x), expected), rows
-        assert not torch.equal(linear(x), layer._small(x).to(x.dtype))  # the two paths differ (could fail)
+            if rows <= W8A8_MAX_ROWS:
+                assert torch.equal(layer(x), (layer._small(x) + linear.bias).to(x.dtype)), rows
+        # more rows: the original weight, as the layer it replaces, up to bf16's rounding (a weight kept as
+        # [in, out] may take another of the CPU's kernels, which rounds differently)
+        exact = linear(x).float()
+        rounding = exact.abs() * 2**-7 + 1e-3
+        assert ((layer(x).float() - exact).abs() <= rounding).all()
+        assert ((layer._small(x).float() + linear.bias.float() - exact).abs() > rounding).any()  # the paths differ
 
 
 def test_w8a8_swaps_every_linear_splits_outliers_in_down_projections_and_counts_fbgemms_bytes():
@@ -389,9 +394,18 @@ def test_the_engine_generates_on_w8a8_weights_close_to_the_original():
         apply_weight_format(tiny_model(1), "w8a8"),
         EngineSettings(drafter="model"),
     ).generate(request)
+    # judged token by token against the original model's greedy choice after the same text: on a random tiny
+    # model one flipped near-tie sends the rest of a row elsewhere (it did with 7-bit activations on AVX2), so the
+    # rows themselves are not compared
+    prompt_ids = tokenizer(request.prompt)["input_ids"]
+    original = tiny_model(0)
     for ours, theirs in zip(drafted.candidates, reference.candidates):
-        same = sum(a == b for a, b in zip(ours.token_ids, theirs.token_ids))
-        assert same >= 0.75 * len(theirs.token_ids)
+        assert len(ours.token_ids) == len(theirs.token_ids) == 24
+        with torch.inference_mode():
+            logits = original(torch.tensor([prompt_ids + ours.token_ids])).logits[0]  # [T, V]
+        choices = logits[len(prompt_ids) - 1 : -1].argmax(-1).tolist()  # the original's pick at each new token
+        same = sum(a == b for a, b in zip(ours.token_ids, choices))
+        assert same >= 0.75 * len(ours.token_ids), same
     assert drafted.stats.proposed_tokens > 0
 
 
