@@ -8,7 +8,9 @@ import logging
 import os
 import socket
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from app.remote import FAN_OUT_CHOICES, INFILL_CHOICES
 from app.requests import MAX_K_LIMIT, SINGLE_CHOICES, Limits
@@ -22,26 +24,38 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         description="Ranked code drafts: a local code-generation assistant (Gradio UI "
         "and API). The default model loads in the background at start-up."
     )
-    parser.add_argument(
+    for add_group in (_model_options, _server_options, _evidence_options, _editor_options, _remote_options):
+        add_group(parser)
+    args = parser.parse_args(argv)
+    if args.backend == "openai" and not (args.base_url and args.served_model):
+        parser.error("--backend openai needs --base-url URL and --served-model NAME")
+    if args.api_key_env and not os.environ.get(args.api_key_env):
+        parser.error(f"--api-key-env {args.api_key_env}: that environment variable is not set")
+    return args
+
+
+def _model_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("the local models and their engine")
+    group.add_argument(
         "--model",
         help="target model: bundled:qwen2.5-coder-1.5b, bundled:qwen2.5-coder-0.5b, a "
         "Hugging Face id or a local directory; offered first in the model menu",
     )
-    parser.add_argument("--draft", help="draft model for --model (same tokenizer family)")
-    parser.add_argument(
+    group.add_argument("--draft", help="draft model for --model (same tokenizer family)")
+    group.add_argument(
         "--drafter",
         choices=DRAFTER_CHOICES,
         default="auto",
         help="how the engine drafts (default: auto, a cost model picks per step)",
     )
-    parser.add_argument(
+    group.add_argument(
         "--dtype",
         choices=DTYPE_CHOICES,
         default="auto",
         help="model weights (default: auto: on a CPU the dtype of the format timed fastest here at the model's "
         "first start, see --weights; bf16 on a GPU)",
     )
-    parser.add_argument(
+    group.add_argument(
         "--weights",
         choices=WEIGHT_FORMATS,
         default="auto",
@@ -56,7 +70,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "calls where the weights are 4-bit already): fewer bytes per step, faster decoding on a "
         "CPU",
     )
-    parser.add_argument(
+    group.add_argument(
         "--prompt-form",
         choices=PROMPT_FORMS,
         default="auto",
@@ -66,103 +80,118 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "token closes its chat turns, as the bundled models; raw otherwise). Code after the "
         "cursor always uses the model's fill-in-the-middle format",
     )
-    parser.add_argument(
+
+
+def _server_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("the server and its limits")
+    group.add_argument(
         "--host", default="127.0.0.1", help="interface to listen on (default: 127.0.0.1, this machine only)"
     )
-    parser.add_argument("--port", type=int, default=None, help="port (default: 7860 or the next free one)")
-    parser.add_argument(
+    group.add_argument("--port", type=int, default=None, help="port (default: 7860 or the next free one)")
+    group.add_argument(
         "--cache-dir",
         type=Path,
         default=None,
         help="where bundled models are prepared (default: $RANKED_DRAFTS_CACHE or ~/.cache/ranked-drafts)",
     )
-    parser.add_argument(
+    group.add_argument(
         "--max-k",
         type=int,
         default=Limits.max_k,
         help=f"largest k a request may ask for (1..{MAX_K_LIMIT}, default {Limits.max_k})",
     )
-    parser.add_argument(
+    group.add_argument(
         "--max-budget",
         type=float,
         default=Limits.max_budget_s,
         help=f"largest time budget in seconds a request may ask for (default {Limits.max_budget_s:g})",
     )
-    parser.add_argument(
+    group.add_argument(
         "--queue-size",
         type=int,
         default=8,
         help="requests that may wait for the engine before new ones are refused (default 8)",
     )
-    parser.add_argument(
+    group.add_argument("--share", action="store_true", help="create a public Gradio share link (off by default)")
+
+
+def _evidence_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("what a candidate is judged by")
+    group.add_argument(
         "--no-lint", action="store_true", help="static analysis without pylint and mypy (syntax and empty bodies only)"
     )
-    parser.add_argument(
+    group.add_argument(
         "--no-run-checks",
         action="store_true",
         help="never run the examples in prompts or the user's checks on candidates (by default they "
         "run in a bubblewrap sandbox: no network, no files of yours, limits; where the sandbox "
         "cannot start, nothing runs and the answers say why)",
     )
-    parser.add_argument(
+    group.add_argument(
         "--model-tests",
         action="store_true",
         help="where a Python prompt has no examples and no checks are given, ask the model for tests and rank by "
         "agreement on them (CodeT; app/model_checks.py): measured on HumanEval without its examples, +3.7 points "
         "over the ranking alone (+6.1 over greedy) for about 18 s more per request, so off by default",
     )
-    parser.add_argument(
+    group.add_argument(
         "--no-read-examples",
         action="store_true",
         help="where a Python docstring calls its function more often than the patterns read as examples, do not "
         "ask the model to read them (by default it does, one greedy answer, and keeps an example only where the "
         "prompt states its call and then its value; app/model_examples.py)",
     )
-    parser.add_argument(
+    group.add_argument(
         "--no-stated-checks",
         action="store_true",
         help="where a request carries no example, do not rank by the checks the answers state themselves (by "
         "default each Python or JavaScript answer's asserts and commented example prints run, sandboxed, on every "
         "other answer and the ranking takes their dual agreement after the user's checks; app/stated.py)",
     )
-    parser.add_argument(
+
+
+def _editor_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("editors' requests")
+    group.add_argument(
         "--no-moved-reuse",
         action="store_true",
         help="an editor's window that moved is read again after what it shares with a cached one from the start (by "
         "default the cached lines it kept are reused where they land, keys moved, as llama-server's --cache-reuse)",
     )
-    parser.add_argument(
+    group.add_argument(
         "--no-token-healing",
         action="store_true",
         help="a middle typed into a word is read as typed (by default its last token, or up to three of a word read "
         "as several, is backed over and the first generated token must finish it)",
     )
-    parser.add_argument("--share", action="store_true", help="create a public Gradio share link (off by default)")
-    parser.add_argument(
+    group.add_argument(
         "--infill-single",
         choices=SINGLE_CHOICES,
         default="greedy",
         help="what an /infill request that asks for one suggestion without a temperature (llama.vim's "
         "default) gets: greedy (default) or ranked (the best of 4 sampled middles)",
     )
-    remote = parser.add_argument_group("candidates from a serving engine (vLLM, SGLang, llama-server)")
-    remote.add_argument(
+
+
+def _remote_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("candidates from a serving engine (vLLM, SGLang, llama-server)")
+    group.add_argument(
         "--backend",
         choices=("local", "openai"),
         default="local",
         help="local: this app's own engine (default); openai: an OpenAI-compatible /v1/completions "
         "server at --base-url",
     )
-    remote.add_argument("--base-url", help="the server's OpenAI base URL, e.g. http://127.0.0.1:8080/v1")
-    remote.add_argument("--served-model", help="the model name the server serves (sent as `model`)")
-    remote.add_argument("--api-key-env", help="name of the environment variable holding the server's API key")
-    remote.add_argument(
+    group.add_argument("--base-url", help="the server's OpenAI base URL, e.g. http://127.0.0.1:8080/v1")
+    group.add_argument("--served-model", help="the model name the server serves (sent as `model`)")
+    group.add_argument("--api-key-env", help="name of the environment variable holding the server's API key")
+    group.add_argument(
         "--fan-out",
         choices=FAN_OUT_CHOICES,
         default="n",
         help="n: one request with n=k (default); requests: k requests of n=1 (servers without n)",
     )
-    remote.add_argument(
+    group.add_argument(
         "--remote-infill",
         choices=INFILL_CHOICES,
         default="suffix",
@@ -170,18 +199,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "/v1/completions, default: SGLang, vLLM refuses it) or infill (llama.cpp's /infill at the "
         "server's root: llama-server)",
     )
-    remote.add_argument(
+    group.add_argument(
         "--remote-concurrency",
         type=int,
         default=4,
         help="requests the app runs at once against the server (default 4; the server batches them)",
     )
-    args = parser.parse_args(argv)
-    if args.backend == "openai" and not (args.base_url and args.served_model):
-        parser.error("--backend openai needs --base-url URL and --served-model NAME")
-    if args.api_key_env and not os.environ.get(args.api_key_env):
-        parser.error(f"--api-key-env {args.api_key_env}: that environment variable is not set")
-    return args
 
 
 def check_port(host: str, port: int | None) -> None:
@@ -199,8 +222,19 @@ def check_port(host: str, port: int | None) -> None:
             )
 
 
-def build(args: argparse.Namespace) -> dict:
-    """Every long-lived object of the app (demo, analyzer, hub, pipeline, limits), made here once and passed in."""
+@dataclass(frozen=True)
+class Built:
+    """Every long-lived object of the app, made once by `build` and passed in where used."""
+
+    demo: Any  # the Gradio Blocks: the page and Gradio's API
+    analyzer: Any  # static_eval.StaticAnalyzer (its pylint and mypy workers are closed at exit)
+    hub: Any  # app.models.EngineHub: the models in the menu, loaded on first use
+    pipeline: Any  # app.service.Pipeline: analysis, checks and ranking of every request
+    limits: Limits  # the largest k and budget a request may ask for
+
+
+def build(args: argparse.Namespace) -> Built:
+    """The app's objects from the command line's options (the heavy imports happen here, not at `--help`)."""
     from app.model_checks import ModelCheckSettings
     from app.model_examples import ExampleReaderSettings
     from app.models import EngineHub, menu, remote_menu
@@ -244,7 +278,22 @@ def build(args: argparse.Namespace) -> dict:
         stated_checks=not args.no_stated_checks,
     )
     demo = build_demo(hub, pipeline, limits, queue_size=args.queue_size)
-    return {"demo": demo, "analyzer": analyzer, "hub": hub, "pipeline": pipeline, "limits": limits}
+    return Built(demo, analyzer, hub, pipeline, limits)
+
+
+def mount_protocols(built: Built, infill_single: str) -> None:
+    """The peers' protocols on the page's own server: OpenAI's completions and chat, llama.cpp's /infill (llama.vim,
+    llama.vscode) and Ollama's API (Continue, Twinny, Zed)."""
+    from app.chat_api import mount_chat
+    from app.infill_api import mount_infill
+    from app.ollama_api import mount_ollama
+    from app.openai_api import mount_completions
+
+    service = (built.demo, built.hub, built.pipeline, built.limits)
+    mount_completions(*service)  # POST /v1/completions
+    mount_chat(*service)  # POST /v1/chat/completions: requests in words
+    mount_infill(*service, single=infill_single)  # POST /infill
+    mount_ollama(*service)  # /api/generate, /api/tags, /api/show, /api/version
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -252,37 +301,32 @@ def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")  # model preparation steps
     logging.getLogger("httpx").setLevel(logging.WARNING)  # gradio's own start-up requests
     check_port(args.host, args.port)
-    from app.chat_api import mount_chat
-    from app.infill_api import mount_infill
-    from app.ollama_api import mount_ollama
-    from app.openai_api import mount_completions
-
     built = build(args)
-    demo, analyzer, hub = built["demo"], built["analyzer"], built["hub"]
-    hub.preload()  # the default model loads while the page is already up; the page shows its state
+    built.hub.preload()  # the default model loads while the page is already up; the page shows its state
     try:
-        demo.launch(
+        built.demo.launch(
             server_name=args.host, server_port=args.port, share=args.share, quiet=True, prevent_thread_lock=True
         )
-        mount_completions(demo, hub, built["pipeline"], built["limits"])  # POST /v1/completions, same server
-        mount_chat(demo, hub, built["pipeline"], built["limits"])  # POST /v1/chat/completions: requests in words
-        # POST /infill (llama.vim, llama.vscode)
-        mount_infill(demo, hub, built["pipeline"], built["limits"], single=args.infill_single)
-        mount_ollama(demo, hub, built["pipeline"], built["limits"])  # /api/generate... (Continue, Twinny, Zed)
-        print(
-            f"Ranked code drafts is running at {demo.local_url}"
-            + (
-                f" and {demo.share_url}"
-                if demo.share_url
-                else " (this machine only: --host 0.0.0.0 serves your network, --share makes a public link)"
-            )
-            + "; APIs: Gradio /generate, OpenAI-style /v1/completions, llama.cpp-style /infill and Ollama-style "
-            "/api/generate (see the README). " + f"Preparing {hub.default_label!r} in the background.",
-            flush=True,
-        )
-        demo.block_thread()
+        mount_protocols(built, args.infill_single)
+        print(_started_line(built), flush=True)
+        built.demo.block_thread()
     finally:
-        analyzer.close()
+        built.analyzer.close()
+
+
+def _started_line(built: Built) -> str:
+    """What the console says once the server is up."""
+    demo = built.demo
+    where = (
+        f" and {demo.share_url}"
+        if demo.share_url
+        else " (this machine only: --host 0.0.0.0 serves your network, --share makes a public link)"
+    )
+    return (
+        f"Ranked code drafts is running at {demo.local_url}{where}; APIs: Gradio /generate, OpenAI-style "
+        "/v1/completions, llama.cpp-style /infill and Ollama-style /api/generate (see the README). "
+        f"Preparing {built.hub.default_label!r} in the background."
+    )
 
 
 if __name__ == "__main__":

@@ -86,10 +86,10 @@ def test_the_app_ranks_candidates_from_llama_server(llama, entry_point):
             ]
         )
     )
-    demo, analyzer = built["demo"], built["analyzer"]
-    assert built["hub"].concurrency == 2
+    demo, analyzer = built.demo, built.analyzer
+    assert built.hub.concurrency == 2
     url = launch_local(demo)
-    mount_completions(demo, built["hub"], built["pipeline"], built["limits"])
+    mount_completions(demo, built.hub, built.pipeline, built.limits)
     try:
         client = openai.OpenAI(base_url=url + "v1", api_key="unused", max_retries=0)
         completion = client.completions.create(
@@ -209,9 +209,9 @@ def test_a_server_killed_mid_stream_behind_the_app_gives_what_arrived_ranked_and
             ["--backend", "openai", "--base-url", v1(server), "--served-model", "qwen-0.5b", "--max-k", "4"]
         )
     )
-    demo, analyzer = built["demo"], built["analyzer"]
+    demo, analyzer = built.demo, built.analyzer
     url = launch_local(demo)
-    mount_completions(demo, built["hub"], built["pipeline"], built["limits"])
+    mount_completions(demo, built.hub, built.pipeline, built.limits)
     client = openai.OpenAI(base_url=url + "v1", api_key="unused", max_retries=0, timeout=90)
     holder = {}
 
