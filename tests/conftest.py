@@ -4,6 +4,7 @@ and the real sandbox's check runner."""
 from __future__ import annotations
 
 import importlib.util
+import sys
 import time
 from pathlib import Path
 
@@ -142,6 +143,7 @@ def entry_point():
     """The module app.py (beside the package app/, which `import app` would find instead)."""
     spec = importlib.util.spec_from_file_location("entry_point", Path(__file__).parent.parent / "app.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # as importlib's recipe does: a dataclass of the module looks itself up there
     spec.loader.exec_module(module)
     return module
 
