@@ -1,0 +1,123 @@
+"""Where a ranked answer's seconds go (issue 46, item 4): the page's path (the request the page builds, the shipped
+pipeline: static analysis, the examples run in the sandbox, the search, the model's reader of examples, the answers'
+own checks) on held-out HumanEval prompts, at k=1 greedy and at k, in one process with the bundled pair in the
+format `auto` keeps on this CPU, each request's prompt read cold (no prefix cache).
+
+    python -m benchmarks.bench_page_time --first 120 --prompts 4 --k 8
+
+Per run: the request's whole time, and of it the generation (prompt reading apart), the static analysis, the checks
+(the prompt's examples, the answers' own checks) and the ranking; the search's rounds; the rows' tokens (the longest
+row, the mean row) and the longest row's share of all generated tokens. k=1 and k alternate prompt by prompt.
+Prints a table and, as its last line, one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+
+from app.model_examples import ExampleReaderSettings
+from app.requests import build_checks, build_request
+from app.service import Pipeline
+from benchmarks.eval_humaneval import load_problems
+from checks import CheckRunner
+from engine import EngineSettings, load_engine
+from engine.models.loading import DEFAULT_DRAFT, DEFAULT_TARGET
+from engine.quant.cpu import cpu_description
+from static_eval import AnalyzerSettings, StaticAnalyzer
+
+PAGE = {"budget_s": 120, "temperature": 0.8, "max_new_tokens": 384, "top_p": 0.95}  # the page's defaults, budget
+# raised so that no run is cut by the deadline (the figures are where time goes, not what fits in it)
+
+
+class Recorded:
+    """A candidate source that keeps what each of its generate() calls returned (the first round's rows, the
+    search's, the reader's and the model's tests' answers), in order."""
+
+    def __init__(self, engine):
+        self.engine, self.results = engine, []
+
+    def __getattr__(self, name):
+        return getattr(self.engine, name)
+
+    def generate(self, request, on_update=None, should_stop=None):
+        result = self.engine.generate(request, on_update, should_stop)
+        self.results.append((request, result))
+        return result
+
+
+def one_run(pipeline: Pipeline, engine, prompt: str, k: int) -> dict:
+    """The breakdown of one page request of `k` rows."""
+    engine = Recorded(engine)
+    request = build_request(prompt, k, PAGE["budget_s"], PAGE["temperature"] if k > 1 else 0.0,
+                            PAGE["max_new_tokens"], PAGE["top_p"], seed=k)  # fmt: skip
+    started = time.perf_counter()
+    result = pipeline.run(engine, request, checks=build_checks(language=request.language))
+    total = time.perf_counter() - started
+    spent = result.timings
+    first = engine.results[0][1]  # the first round's rows
+    lengths = [len(c.token_ids) for c in first.candidates]
+    others = engine.results[1:]  # the search's rounds and the model's reader, in the generation's seconds
+    return {
+        "total_s": round(total, 2),
+        "prompt_s": round(first.stats.prefill_s, 2),
+        "decode_s": round(first.stats.wall_s - first.stats.prefill_s, 2),
+        "more_generation_s": round(sum(r.stats.wall_s for _, r in others), 2),
+        "analysis_s": round(spent.analysis_s, 2),
+        "checks_s": round(spent.checks_s, 2),
+        "ranking_s": round(spent.ranking_s, 2),
+        "other_s": round(
+            total
+            - sum(r.stats.wall_s for _, r in engine.results)
+            - spent.analysis_s
+            - spent.checks_s
+            - spent.ranking_s,
+            2,
+        ),
+        "rounds": result.search.rounds,
+        "longest_row": max(lengths),
+        "mean_row": round(statistics.mean(lengths), 1),
+        "longest_share": round(max(lengths) / max(sum(lengths), 1), 2),
+        "steps": first.stats.forward_passes,
+    }
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--first", type=int, default=120, help="the first HumanEval problem (held out: 120 on)")
+    parser.add_argument("--prompts", type=int, default=4)
+    parser.add_argument("--k", type=int, default=8)
+    args = parser.parse_args(argv)
+    cpu = cpu_description()
+    # no prefix cache: each run reads its prompt cold, as a new request does (k=1 and k run on the same prompts)
+    engine = load_engine(DEFAULT_TARGET, DEFAULT_DRAFT, settings=EngineSettings(prefix_cache_mb=0), weights="auto")
+    analyzer = StaticAnalyzer(AnalyzerSettings())
+    pipeline = Pipeline(analyzer=analyzer, checker=CheckRunner.create(), example_reader=ExampleReaderSettings())
+    problems = load_problems(start=args.first, end=args.first + args.prompts + 1)
+    one_run(pipeline, engine, problems[-1]["prompt"], args.k)  # untimed: a running app has paid its first calls
+    runs = {1: [], args.k: []}
+    try:
+        for problem in problems[:-1]:
+            for k in runs:
+                runs[k].append(one_run(pipeline, engine, problem["prompt"], k))
+    finally:
+        analyzer.close()
+    medians = {k: {key: statistics.median(r[key] for r in rows) for key in rows[0]} for k, rows in runs.items()}
+    print(f"CPU: {cpu}; format: {getattr(engine.model, 'weight_format', 'native')}/{engine.model.dtype}")
+    keys = list(medians[1])
+    print("| k | " + " | ".join(keys) + " |")
+    print("| --- " * (len(keys) + 1) + "|")
+    for k, row in medians.items():
+        print(f"| {k} | " + " | ".join(str(row[key]) for key in keys) + " |")
+    ratio = round(medians[args.k]["total_s"] / medians[1]["total_s"], 2)
+    print(f"k={args.k} / k=1 (medians of the whole request): {ratio}x")
+    result = {"benchmark": "bench_page_time", "cpu": cpu, "runs": {str(k): v for k, v in runs.items()},
+              "medians": {str(k): v for k, v in medians.items()}, "ratio": ratio}  # fmt: skip
+    print(json.dumps(result))
+    return result
+
+
+if __name__ == "__main__":
+    main()
