@@ -281,19 +281,24 @@ def build(args: argparse.Namespace) -> Built:
     return Built(demo, analyzer, hub, pipeline, limits)
 
 
-def mount_protocols(built: Built, infill_single: str) -> None:
-    """The peers' protocols on the page's own server: OpenAI's completions and chat, llama.cpp's /infill (llama.vim,
-    llama.vscode) and Ollama's API (Continue, Twinny, Zed)."""
+def protocol_mounter(built: Built, infill_single: str):
+    """A function that mounts the peers' protocols on the launched page's own server: OpenAI's completions and chat,
+    llama.cpp's /infill (llama.vim, llama.vscode) and Ollama's API (Continue, Twinny, Zed). Their modules are
+    imported here, before the launch, so that an import error stops the app before it serves anything."""
     from app.chat_api import mount_chat
     from app.infill_api import mount_infill
     from app.ollama_api import mount_ollama
     from app.openai_api import mount_completions
 
     service = (built.demo, built.hub, built.pipeline, built.limits)
-    mount_completions(*service)  # POST /v1/completions
-    mount_chat(*service)  # POST /v1/chat/completions: requests in words
-    mount_infill(*service, single=infill_single)  # POST /infill
-    mount_ollama(*service)  # /api/generate, /api/tags, /api/show, /api/version
+
+    def mount() -> None:
+        mount_completions(*service)  # POST /v1/completions
+        mount_chat(*service)  # POST /v1/chat/completions: requests in words
+        mount_infill(*service, single=infill_single)  # POST /infill
+        mount_ollama(*service)  # /api/generate, /api/tags, /api/show, /api/version
+
+    return mount
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -302,12 +307,13 @@ def main(argv: list[str] | None = None) -> None:
     logging.getLogger("httpx").setLevel(logging.WARNING)  # gradio's own start-up requests
     check_port(args.host, args.port)
     built = build(args)
+    mount_protocols = protocol_mounter(built, args.infill_single)
     built.hub.preload()  # the default model loads while the page is already up; the page shows its state
     try:
         built.demo.launch(
             server_name=args.host, server_port=args.port, share=args.share, quiet=True, prevent_thread_lock=True
         )
-        mount_protocols(built, args.infill_single)
+        mount_protocols()
         print(_started_line(built), flush=True)
         built.demo.block_thread()
     finally:

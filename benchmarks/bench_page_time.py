@@ -90,6 +90,8 @@ def main(argv=None) -> dict:
     parser.add_argument("--prompts", type=int, default=4)
     parser.add_argument("--k", type=int, default=8)
     args = parser.parse_args(argv)
+    if args.k < 2:
+        parser.error(f"--k {args.k}: give 2 or more (k=1 greedy is always measured beside it)")
     cpu = cpu_description()
     # no prefix cache: each run reads its prompt cold, as a new request does (k=1 and k run on the same prompts)
     engine = load_engine(DEFAULT_TARGET, DEFAULT_DRAFT, settings=EngineSettings(prefix_cache_mb=0), weights="auto")

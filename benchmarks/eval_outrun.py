@@ -68,7 +68,8 @@ def cut_record(record: dict, rule: OutrunRule, spare_greedy: bool) -> tuple[dict
     kept = cut_lengths(lengths, [c["finish_reason"] == FINISH_STOP for c in rows], rule, spared)
     cut = [_cut(c, n) if n < len(c["token_ids"]) else c for c, n in zip(rows, kept)]
     changed = sum(n < m for n, m in zip(kept, lengths))
-    return {**record, "candidates": cut, "greedy": cut[0]}, max(lengths), max(kept), changed
+    greedy = {"greedy": cut[0]} if record.get("greedy") else {}  # with_greedy_row made it row 0
+    return {**record, "candidates": cut, **greedy}, max(lengths), max(kept), changed
 
 
 def _cut(candidate: dict, tokens: int) -> dict:

@@ -171,11 +171,11 @@ def literal_prefix(text: str) -> str | None:
 
 
 def plain_call(call: str, name: str) -> bool:
-    """`call` is `name(a, b)` whose arguments are plain literals."""
+    """`call` is `name(a, b)` whose arguments are plain literals (a trailing comma allowed)."""
     inner = call[len(name) :].strip()[1:-1]
     if not inner.strip():
         return True
-    return all(literal_prefix(part) == part for part in clike.split_top_level(inner))
+    return all(literal_prefix(part) == part for part in clike.split_top_level(inner) if part)
 
 
 # --- the forms ------------------------------------------------------------------------------------------------
