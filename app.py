@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app.remote import FAN_OUT_CHOICES, INFILL_CHOICES
 from app.requests import MAX_K_LIMIT, SINGLE_CHOICES, Limits
+from engine.remote import FAN_OUT_CHOICES, INFILL_CHOICES
 from engine.settings import DRAFTER_CHOICES, DTYPE_CHOICES, PROMPT_FORMS, WEIGHT_FORMATS
 
 # These imports read no torch (tested): `python app.py --help` answers at once.
@@ -246,7 +246,7 @@ def build(args: argparse.Namespace) -> Built:
 
     limits = Limits(max_k=args.max_k, max_budget_s=args.max_budget)
     if args.backend == "openai":
-        from app.remote import RemoteSettings
+        from engine.remote import RemoteSettings
 
         remote = RemoteSettings(
             args.base_url,

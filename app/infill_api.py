@@ -33,13 +33,13 @@ import gradio as gr
 from fastapi.responses import Response, StreamingResponse
 
 from app.models import EngineHub
-from app.remote import RemoteError
 from app.requests import SINGLE_CHOICES, CheckRequest, Defaults, Limits, build_request, capped_tokens, stop_strings
 from app.results import RunResult
 from app.routes import final_or_error, in_protocol_names, json_handler, mount_first
 from app.runs import USER_ERRORS, BusyError, RunControl, RunRegistry
 from app.service import Pipeline
 from engine import ContextFile, InvalidRequest, ModelSetupError
+from engine.remote import RemoteError
 from engine.types import FINISH_BUDGET, FINISH_LENGTH, FINISH_STOP
 
 # The prompt a middle reads: the prefix's last 768 tokens, as llama-server bounds it with the batch size llama.vim

@@ -9,7 +9,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from app.remote import RemoteClient, RemoteSettings
 from app.runs import in_app_terms
 from engine import (
     DEFAULT_DRAFT,
@@ -23,6 +22,7 @@ from engine import (
 )
 from engine.models.formats import FormatChoice, as_loaded, choose_formats
 from engine.quant.weights import apply_weight_format, check_weight_format
+from engine.remote import RemoteClient, RemoteSettings
 
 log = logging.getLogger(__name__)
 

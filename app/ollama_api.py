@@ -23,13 +23,13 @@ import gradio as gr
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from app.models import EngineHub
-from app.remote import RemoteError
 from app.requests import CheckRequest, Defaults, Limits, build_request, capped_tokens, stop_strings
 from app.results import RunResult, Timings
 from app.routes import final_or_error, json_handler, mount_first
 from app.runs import USER_ERRORS, BusyError, RunControl, RunRegistry
 from app.service import Pipeline
 from engine import GenerationStats, InvalidRequest, ModelSetupError
+from engine.remote import RemoteError
 from engine.types import FINISH_STOP
 
 VERSION = "0.6.5"  # the Ollama version whose API this follows (clients check it against their minimum)

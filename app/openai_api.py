@@ -23,13 +23,13 @@ import gradio as gr
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from app.models import EngineHub
-from app.remote import RemoteError
 from app.requests import Defaults, Limits, build_checks, build_request, capped_tokens, stop_strings
 from app.results import RunResult
 from app.routes import final_or_error, in_protocol_names, json_handler, mount_first
 from app.runs import USER_ERRORS, BusyError, RunControl
 from app.service import Pipeline
 from engine import InvalidRequest, ModelSetupError
+from engine.remote import RemoteError
 from engine.text.infill import split_fim_prompt
 from engine.types import CUT_REASONS, FINISH_STOP
 

@@ -9,8 +9,8 @@ import threading
 import time
 import uuid
 
-from app.remote import RemoteError
 from engine import InvalidRequest, ModelSetupError
+from engine.remote import RemoteError
 from engine.types import SettingError
 
 log = logging.getLogger(__name__)

@@ -14,7 +14,7 @@ to the moment all k candidates are finished. Methods:
   hf                          transformers generate, k copies of the prompt in one batch, same dtype
   hf_assisted                 the same with the draft model as assistant (assisted generation: k=1 only)
   llama                       llama.cpp's llama-server (n=k: the prompt processed once, copied to k slots), on
-                              the bundled GGUF (Q4_K_M), through app/remote.py; needs --llama-server BIN
+                              the bundled GGUF (Q4_K_M), through engine/remote.py; needs --llama-server BIN
   llama+chat                  the same given the chat form's text (the prompt our default reads, engine/text/chat.py),
                               its rows ending where ours do (the code's body end, the closing fence): like for
                               like with our default form (its rows are all sampled; ours have the greedy row 0)

@@ -118,9 +118,9 @@ def percentiles(values: list[float]) -> dict:
 def build_app(args: argparse.Namespace):
     """(demo, analyzer, hub): the app's page and API on a tiny local model, or on --base-url's server."""
     from app.models import EngineHub, ModelChoice, remote_menu
-    from app.remote import RemoteSettings
     from app.service import Pipeline
     from app.ui import build_demo
+    from engine.remote import RemoteSettings
     from static_eval import AnalyzerSettings, StaticAnalyzer
 
     analyzer = StaticAnalyzer(AnalyzerSettings())

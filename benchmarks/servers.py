@@ -247,8 +247,8 @@ def serving(
 def start_llama_remote(binary: str | None, model: str, *, slots: int, threads: int, ctx_per_slot: int = 2048):
     """(Server, RemoteClient, note) for llama-server on the bundled `model`'s GGUF (a 'bundled:...' spec), `slots`
     slots of `ctx_per_slot` tokens, served as model "bench" with logprobs; (None, None, why) without it."""
-    from app.remote import RemoteClient, RemoteSettings
     from engine.models.loading import BUNDLED_PREFIX
+    from engine.remote import RemoteClient, RemoteSettings
 
     if not binary:
         return None, None, "not run: give --llama-server BIN (.ci/build_llama_server builds it)"

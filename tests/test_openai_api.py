@@ -1,5 +1,5 @@
 """The OpenAI protocol on both sides, with tiny models: our /v1/completions called by the official `openai` client, and
-the remote candidate source (app/remote.py) against real servers: the app itself, and a small HTTP server that
+the remote candidate source (engine/remote.py) against real servers: the app itself, and a small HTTP server that
 misbehaves on purpose (refusals, overload, a cut stream, malformed JSON) for the failures no healthy server shows."""
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from local_app import free_port, launch_local
 
 from app.models import EngineHub, ModelChoice, remote_menu
 from app.openai_api import mount_completions
-from app.remote import RemoteClient, RemoteError, RemoteSettings
 from app.requests import Limits
 from app.service import Pipeline
 from app.ui import build_demo
 from engine import GenerationRequest
+from engine.remote import RemoteClient, RemoteError, RemoteSettings
 from engine.text.chat import CLOSING_FENCE, ChatForm
 from engine.text.stopping import StopRules
 from engine.types import FINISH_BUDGET, FINISH_INTERRUPTED, FINISH_STOP

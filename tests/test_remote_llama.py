@@ -13,10 +13,10 @@ import pytest
 from local_app import launch_local
 
 from app.openai_api import mount_completions
-from app.remote import RemoteClient, RemoteError, RemoteSettings
 from benchmarks.servers import Server, bundled_gguf, start_llama_server
 from engine import GenerationRequest
 from engine.models.loading import default_cache_dir
+from engine.remote import RemoteClient, RemoteError, RemoteSettings
 from engine.types import FINISH_BUDGET, FINISH_INTERRUPTED, FINISH_STOP
 
 pytestmark = pytest.mark.llama
