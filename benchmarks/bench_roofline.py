@@ -35,7 +35,7 @@ from benchmarks.servers import bundled_gguf, start_llama_server
 from engine import EngineSettings, GenerationRequest, load_engine
 from engine.models.loading import BUNDLED_PREFIX
 from engine.quant.cpu import cpu_description
-from engine.quant.kernels import INT4_ONE_ROW, DynamicInt8Linear, Int4Linear, Int8Linear
+from engine.quant.kernels import INT4_ONE_ROW, LARGE_CALL_BUFFERS, DynamicInt8Linear, Int4Linear, Int8Linear
 
 MODEL = "qwen2.5-coder-1.5b"
 PROMPT = 'def running_mean(values: list[float]) -> list[float]:\n    """The mean of each prefix of values."""\n'
@@ -67,12 +67,12 @@ def layer_bytes(module: nn.Module, rows: int) -> int:
         return module.packed_bytes
     if isinstance(module, (Int4Linear, Int8Linear)):
         small = module.max_rows is None or rows <= module.max_rows
-        return _buffer_bytes(module, skip="weight_dense") if small else _tensor_bytes(module.dense_weight())
+        return _buffer_bytes(module, skip=LARGE_CALL_BUFFERS) if small else _tensor_bytes(module.dense_weight())
     return _tensor_bytes(module.weight)
 
 
-def _buffer_bytes(module: nn.Module, skip: str = "") -> int:
-    return sum(_tensor_bytes(b) for name, b in module.named_buffers() if not skip or not name.endswith(skip))
+def _buffer_bytes(module: nn.Module, skip: tuple[str, ...] = ()) -> int:
+    return sum(_tensor_bytes(b) for name, b in module.named_buffers() if not name.endswith(skip))
 
 
 def _tensor_bytes(tensor: torch.Tensor) -> int:

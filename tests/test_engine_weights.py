@@ -11,6 +11,7 @@ import engine.quant.grids as grids_module
 from engine import Engine, EngineSettings, GenerationRequest
 from engine.converted import CONVERTED_FORMAT
 from engine.models.tiny import byte_tokenizer, tiny_model
+from engine.quant.cpu import onednn_has_vnni
 from engine.quant.weights import (
     W8A8_MAX_ROWS,
     DynamicInt8Linear,
@@ -321,10 +322,10 @@ def test_the_rows_of_one_w8a8_call_share_the_error_of_its_largest_activation():
 
 
 @pytest.mark.parametrize("outlier_threshold", [None, 4.0])  # 4.0: the dense weight is kept as [in, out]
-def test_w8a8_calls_of_more_rows_than_its_limit_use_the_dense_weight(outlier_threshold):
+def test_w8a8_calls_of_more_rows_than_its_limit_use_the_dense_weight_without_wide_int8(outlier_threshold):
     torch.manual_seed(0)
     linear = nn.Linear(64, 32).to(torch.bfloat16)
-    layer = DynamicInt8Linear(linear, outlier_threshold=outlier_threshold)
+    layer = DynamicInt8Linear(linear, outlier_threshold=outlier_threshold, wide_int8=False)  # as without VNNI
     assert layer.dense_weight().shape == (32, 64) and torch.equal(layer.dense_weight(), linear.weight)
     with torch.inference_mode():
         for rows in (1, W8A8_MAX_ROWS, W8A8_MAX_ROWS + 1):
@@ -337,6 +338,38 @@ def test_w8a8_calls_of_more_rows_than_its_limit_use_the_dense_weight(outlier_thr
         rounding = exact.abs() * 2**-7 + 1e-3
         assert ((layer(x).float() - exact).abs() <= rounding).all()
         assert ((layer._small(x).float() + linear.bias.float() - exact).abs() > rounding).any()  # the paths differ
+
+
+@pytest.mark.skipif(not onednn_has_vnni(), reason="oneDNN's int8 products are exact only with VNNI or AMX")
+def test_wide_w8a8_calls_round_each_row_on_its_own_scale_and_keep_no_dense_weight():
+    """A prompt's chunk (more than W8A8_MAX_ROWS rows) through torch._int_mm with a scale per row: each row's
+    result is what it would be alone, within the rounding of its own activations, and one loud row costs the
+    quiet rows nothing (where the small calls' single scale does: the test above this one's neighbour)."""
+    torch.manual_seed(0)
+    linear = nn.Linear(256, 64)
+    layer = DynamicInt8Linear(linear, wide_int8=True)
+    assert layer.weight_dense is None and layer.large_int8.dtype == torch.int8
+    x = torch.randn(W8A8_MAX_ROWS + 8, 256)
+    x[3] *= 50.0  # a loud row
+    with torch.inference_mode():
+        wide, exact = layer(x), linear(x)
+        alone = torch.cat([layer._row_scaled_products(x[i : i + 1]) for i in range(len(x))]) + linear.bias
+        shared = layer._integer_products(x) + linear.bias  # fbgemm's one scale for the call
+    assert torch.equal(wide, alone)
+    quiet = torch.ones(len(x), dtype=torch.bool)
+    quiet[3] = False
+    relative = ((wide - exact).norm(dim=1) / exact.norm(dim=1))[quiet]
+    relative_shared = ((shared - exact).norm(dim=1) / exact.norm(dim=1))[quiet]
+    assert relative.max() < 0.02 and relative_shared.mean() > 5 * relative.mean()
+
+
+def test_wide_int8_follows_onednns_instructions(monkeypatch):
+    linear = nn.Linear(64, 32)
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")  # saturating 16-bit sums: the dense weight stays
+    capped = DynamicInt8Linear(linear)
+    assert not capped.wide_int8 and capped.weight_dense is not None
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA")
+    assert DynamicInt8Linear(linear).wide_int8 == onednn_has_vnni()
 
 
 def test_w8a8_swaps_every_linear_splits_outliers_in_down_projections_and_counts_fbgemms_bytes():

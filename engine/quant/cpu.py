@@ -45,6 +45,14 @@ def cpu_has_vnni() -> bool:
     return "avx512_vnni" in cpu_flags() and cap not in FBGEMM_WITHOUT_VNNI
 
 
+def onednn_has_vnni() -> bool:
+    """Whether oneDNN's int8 products (torch._int_mm) sum in 32 bits here (AVX-512 VNNI or AMX, and
+    ONEDNN_MAX_CPU_ISA allows them): without, they pass through saturating 16-bit sums and are not exact."""
+    cap = os.environ.get("ONEDNN_MAX_CPU_ISA", "").upper()
+    allowed = not cap or cap in ("ALL", "AVX512_CORE_VNNI") + ONEDNN_WITH_BF16
+    return not cpu_flags().isdisjoint({"avx512_vnni", "amx_int8"}) and allowed
+
+
 # What a speed figure depends on, as /proc/cpuinfo names it -> as people write it.
 ISA_FLAGS = {"avx2": "AVX2", "avx512f": "AVX-512", "avx512_vnni": "VNNI", "avx512_bf16": "BF16", "amx_tile": "AMX"}
 

@@ -24,8 +24,9 @@ stays: a lookup reads one row per token):
 The weight-only kernels turn weights back into floats and stop paying beyond a few rows; fbgemm's integer products stay
 memory-bound to 8 rows (`python -m benchmarks.bench_kernels`; the figures are in docs/MEASUREMENTS.md). So each layer
 keeps its original weight too, and a call of more token rows than its kernel pays for (INT8_MAX_ROWS, INT4_MAX_ROWS) or
-than w8a8 is allowed (W8A8_MAX_ROWS, a chosen cap) uses it. Accuracy is measured, not assumed:
-benchmarks/eval_humaneval.py --weights int8|int4|w8a8|int4-w8a8 (docs/MEASUREMENTS.md).
+than w8a8 is allowed (W8A8_MAX_ROWS, a chosen cap) uses it; a w8a8 layer on a CPU with VNNI keeps its int8 weights
+instead and rounds such a call's activations with a scale per row (kernels.DynamicInt8Linear). Accuracy is
+measured, not assumed: benchmarks/eval_humaneval.py --weights int8|int4|w8a8|int4-w8a8 (docs/MEASUREMENTS.md).
 
 Here: the formats' names, the swap of a model's linear layers, the `auto` policy and the bytes a step reads. The
 layers are in engine/quant/kernels.py, the 4-bit grids in engine/quant/grids.py (their disk cache:
@@ -48,6 +49,7 @@ from engine.quant.kernels import (
     INT4_ONE_ROW,
     INT4_OUT_MULTIPLE,
     INT8_MAX_ROWS,
+    LARGE_CALL_BUFFERS,
     W8A8_MAX_ROWS,
     DynamicInt8Linear,
     Int4DynLinear,
@@ -267,11 +269,11 @@ def auto_weight_format(model: nn.Module | None) -> str:
 
 def weight_bytes(model: nn.Module) -> int:
     """Bytes a decoding step of one row reads: every parameter and buffer but the embedding table (a lookup reads a
-    row) and the dense weights the low-byte layers keep for large calls, plus fbgemm's packed weights (where a
-    one-row call does not read 4-bit codes instead). Not counted:
+    row) and the weights the low-byte layers keep for large calls (LARGE_CALL_BUFFERS), plus fbgemm's packed
+    weights (where a one-row call does not read 4-bit codes instead). Not counted:
     the dense weights of w8a8's outlier channels (a few percent at one row)."""
     embedding = model.get_input_embeddings().weight
-    buffers = [b for name, b in model.named_buffers() if not name.endswith("weight_dense")]
+    buffers = [b for name, b in model.named_buffers() if not name.endswith(LARGE_CALL_BUFFERS)]
     tensors = {id(t): t for t in list(model.parameters()) + buffers}
     head = model.get_output_embeddings()
     head_is_table = head is not None and getattr(head, "weight", None) is embedding
