@@ -106,7 +106,9 @@ def main(argv=None) -> dict:
                 runs[k].append(one_run(pipeline, engine, problem["prompt"], k))
     finally:
         analyzer.close()
-    medians = {k: {key: statistics.median(r[key] for r in rows) for key in rows[0]} for k, rows in runs.items()}
+    medians = {
+        k: {key: round(statistics.median(r[key] for r in rows), 2) for key in rows[0]} for k, rows in runs.items()
+    }
     print(f"CPU: {cpu}; format: {getattr(engine.model, 'weight_format', 'native')}/{engine.model.dtype}")
     keys = list(medians[1])
     print("| k | " + " | ".join(keys) + " |")
