@@ -302,7 +302,7 @@ class Pipeline:
         fields = candidate_fields(ranked.rank, ranked.indices, cands, reports)
         if own is not None:
             head = ranked.indices[0]
-            program = drafts.prompt + drafts.codes[head] + drafts.suffix  # its program (Drafts.programs)
+            program = drafts.program(head)
             first_line = drafts.prompt.count("\n") + 1  # where the row begins in its program
             fields["findings"] += stated.own_failures(own[0], own[1][head], program, first_line, drafts.language.name)
         usage = None  # an answer's example usage, shown beside its code
@@ -498,9 +498,13 @@ class Drafts:
     def suffix(self) -> str:
         return self.request.suffix
 
+    def program(self, row: int) -> str:
+        """The program a row's checks run in: the code around it, the row, the code after it."""
+        return self.prompt + self.codes[row] + self.suffix
+
     def programs(self) -> list[str]:
-        """The program each row's checks run in: the code around it, the row, the code after it."""
-        return [self.prompt + code + self.suffix for code in self.codes]
+        """Every row's program (`program`), in row order."""
+        return [self.program(row) for row in range(len(self.codes))]
 
     def checks(self) -> list[Check]:
         """The examples the request carries: in the prompt's code (or around a middle), or the assert lines of a
