@@ -19,7 +19,8 @@ Methods (--methods, default all), one server at a time (--servers, default ours,
                  where it has none)
 Every request asks for at most --max-tokens tokens and carries seed --seed + task_id; each server first answers an
 untimed warm-up request (our app has then loaded its models). Seconds are the client's wall clock per request.
---tasks N draws N tasks (seeded by --seed, kept in file order); 0: all 427. --oracle also scores the tasks'
+--tasks N draws N tasks (seeded by --seed, kept in file order); 0: all 427. --plus FILE also judges each answer on
+MBPP+ (EvalPlus's extra inputs, benchmarks/mbpp_plus.py), over the drawn tasks MBPP+ has. --oracle also scores the tasks'
 reference code (100% means the prompts' programs are built right); --servers none starts no server.
 
 Example: python -m benchmarks.bench_words --k 12 --out words.jsonl
@@ -49,6 +50,7 @@ from pathlib import Path
 import httpx
 import numpy as np
 
+from benchmarks.mbpp_plus import judge_plus, plus_tests
 from benchmarks.sandbox import SandboxSettings, run_many
 from benchmarks.servers import LLAMA_SERVER, Server, bundled_gguf, model_name, start_app, start_llama_server
 from engine.quant.cpu import cpu_description
@@ -229,6 +231,17 @@ def summarize(method: str, answers: dict[int, Answer], verdicts: dict[int, list[
     return row
 
 
+def plus_rows(run: Run, tests: dict[int, str], sandbox: SandboxSettings) -> dict[str, dict]:
+    """--plus: per method, over the drawn tasks MBPP+ has, Pass@First on MBPP+ (and Pass@All for a ranked one)."""
+    rows = {}
+    for method, answers in run.answers.items():
+        verdicts = judge_plus({task_id: answer.codes for task_id, answer in answers.items()}, tests, sandbox)
+        rows[method] = {"pass@first+": percent([bool(v) and v[0] for v in verdicts.values()]), "n_plus": len(verdicts)}
+        if method == "ours_ranked":
+            rows[method]["pass@all+"] = percent([any(v) for v in verdicts.values()])
+    return rows
+
+
 def oracle(tasks: list[Task], sandbox: SandboxSettings) -> tuple[dict, dict]:
     """--oracle: the reference solutions judged as answers (no server)."""
     answers = {task.task_id: Answer([task.reference], 0.0) for task in tasks}
@@ -343,6 +356,15 @@ def print_table(results: dict[str, dict], n_tasks: int, examples: str = "one") -
             f"{method:<14}{cell('pass@first', '%'):>11}{cell('pass@all', '%'):>10}{cell('median_s'):>10}"
             f"{cell('p90_s'):>8}{row['n_tasks']:>9}{row['cut']:>5}{row['errors']:>8}"
         )
+    plus = {method: row for method, row in results.items() if "pass@first+" in row}
+    if plus:
+        print("\nMBPP+ (EvalPlus's base and extra inputs against the reference), over the drawn tasks MBPP+ has")
+        print(f"{'method':<14}{'Pass@First+':>12}{'Pass@All+':>10}{'n tasks':>9}")
+        for method, row in plus.items():
+            first, every = (row.get(key) for key in ("pass@first+", "pass@all+"))
+            print(
+                f"{method:<14}{first if first is not None else 'n/a':>11}%{every if every is not None else 'n/a':>9}%{row['n_plus']:>9}"
+            )
 
 
 # ---------------------------------------------------------------- command line
@@ -376,6 +398,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--ctx", type=int, default=4096, help="llama-server context (one slot)")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for one answer")
     parser.add_argument("--exec-timeout", type=float, default=10.0, help="seconds per program in the sandbox")
+    parser.add_argument("--plus", help="MbppPlus-OriginFmt.jsonl.gz (evalplus/mbppplus_release): judge on MBPP+ too")
     parser.add_argument("--oracle", action="store_true", help="also score the tasks' reference code")
     parser.add_argument("--log-dir", help="servers' logs (default: a temporary directory)")
     parser.add_argument("--out", help="write every answer (per task and method: code, passed, seconds) to this JSONL")
@@ -401,6 +424,9 @@ def main(argv: list[str] | None = None) -> dict:
         _, results["reference"] = oracle(tasks, sandbox)
     run = run_methods(args, tasks, sandbox, log_dir)
     results.update({method: summarize(method, run.answers[method], run.verdicts[method]) for method in run.answers})
+    if args.plus:
+        for method, row in plus_rows(run, plus_tests(args.plus), sandbox).items():
+            results[method].update(row)
     if args.out:
         write_answers(args.out, tasks, run)
     print_table(results, len(tasks), args.examples)

@@ -86,7 +86,9 @@ def launch(
 ) -> Server:
     """Run `command` (which listens on `port`) in a session of its own, its output in LOG_DIR/NAME.log (a new
     temporary directory without `log_dir`); return once GET `ready_path` answers 200."""
-    log_path = os.path.join(log_dir or tempfile.mkdtemp(prefix=f"{name}-"), f"{name}.log")
+    log_dir = log_dir or tempfile.mkdtemp(prefix=f"{name}-")
+    os.makedirs(log_dir, exist_ok=True)  # a --log-dir named on the command line need not exist yet
+    log_path = os.path.join(log_dir, f"{name}.log")
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
             command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
