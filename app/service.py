@@ -45,6 +45,26 @@ from static_eval import StaticAnalyzer
 log = logging.getLogger(__name__)
 
 
+def _stopped(control: RunControl | None) -> bool:
+    """Whether the run was superseded, gone or stopped (read afresh each time: it may come at any moment)."""
+    return control is not None and control.stopped
+
+
+@dataclass
+class _Drawn:
+    """What one run has drawn and judged so far: the first round's rows, then each search round's after them."""
+
+    result: GenerationResult
+    drafts: Drafts
+    reports: list | None  # static reports, one per row (None: analysis is off)
+    info: ChecksInfo  # the request's checks
+    outcomes: list[CandidateChecks] | None  # each row's outcomes on them (None: not run)
+    check_notes: list[str]
+    rounds: int  # rounds drawn
+    last_round_s: float  # the last round's seconds (reading the examples aside)
+    judge_s: float  # the last round's analysis and checks
+
+
 @dataclass
 class Pipeline:
     """generate -> analyze -> check -> rerank for one request, as a RunResult (see `run`)."""
@@ -78,78 +98,106 @@ class Pipeline:
         check, further rounds of k rows are drawn while the budget allows (app/search.py); `on_round(round, drawn)`
         hears of each, and `on_update` gets every round's growing rows after the earlier rounds' rows."""
         started = time.perf_counter()
-        should_stop = control.should_stop if control else None
         spent = Timings()
-        result = self._generate(engine, request, None, should_stop, on_update, spent)
-        drafts = Drafts.of(request, result)
-        reports = self._analyze(drafts, [c.cut for c in result.candidates], spent)
-        gone = control is not None and control.stopped  # superseded or gone: what it had, without running it
-        reading, examples = time.perf_counter(), drafts.checks()
-        if checks.run and not gone:
-            left = request.budget_s - (reading - started)
-            examples += self._read_examples(engine, request, drafts, examples, left, should_stop, spent)
-        read_s = time.perf_counter() - reading  # not part of a round: the rounds to come need none
-        gone = control is not None and control.stopped
-        asked = checks if not gone else CheckRequest(run=False)
-        info, outcomes, check_notes = self._check(drafts, examples, asked, spent)
-        rounds, last_round_s = 1, time.perf_counter() - started - read_s
-        judge_s = spent.analysis_s + spent.checks_s
-
-        def stopped() -> bool:  # read afresh each round
-            return control is not None and control.stopped
-
-        while True:
-            left = request.budget_s - (time.perf_counter() - started)
-            passed = [o.passed for o in outcomes] if outcomes is not None else None
-            reason = self.searching.why_stop(
-                rounds, left, last_round_s, passed, len(info.items), request, checks.search, stopped()
-            )
-            if reason is not None:
-                break
-            if on_round is not None:
-                on_round(rounds + 1, len(result.candidates))
-            began, judged = time.perf_counter(), spent.analysis_s + spent.checks_s
-            asked = round_request(request, rounds, left - judge_s)  # time left for its analysis and checks
-            more = self._generate(engine, asked, result, should_stop, on_update, spent)
-            if stopped():  # superseded, gone or Stop: the round's rows are dropped unjudged, the lock freed soon
-                reason = search.STOPPED
-                break
-            new = Drafts.of(request, more, pinned=drafts)
-            reports = self._analyze(new, [c.cut for c in more.candidates], spent, reports)
-            outcomes = outcomes + self._run_checks(new, info.items, spent)
-            result = combined(result, more)
-            drafts = drafts.followed_by(new)
-            rounds, last_round_s = rounds + 1, time.perf_counter() - began
-            judge_s = spent.analysis_s + spent.checks_s - judged
-        tests, agreement = None, None
-        if reason == search.NO_CHECKS and checks.run and not stopped():
-            left = request.budget_s - (time.perf_counter() - started)
-            tests, agreement = self._model_tests(engine, request, drafts, left, should_stop, spent)
-        own = None
-        within = time.perf_counter() - started < request.budget_s  # one sandboxed run per distinct row, if time is left
-        if reason == search.NO_CHECKS and checks.run and not stopped() and within:
-            own = self._stated_checks(drafts, spent)
+        drawn = self._first_round(engine, request, control, on_update, checks, spent, started)
+        reason = self._search(engine, request, control, on_update, checks, on_round, spent, drawn, started)
+        tests, agreement, own = self._answers_evidence(engine, request, control, checks, reason, spent, drawn, started)
         checked = time.perf_counter()
         gathered = {AGREEMENT.name: agreement, STATED_AGREEMENT.name: stated.agreement(own[1]) if own else None}
-        candidates, matrix = self._rank(result, drafts, reports, outcomes, gathered, own)
+        candidates, matrix = self._rank(drawn.result, drawn.drafts, drawn.reports, drawn.outcomes, gathered, own)
         ranked = time.perf_counter()
         spent.ranking_s, spent.pipeline_s = round(ranked - checked, 4), round(ranked - started, 4)
+        drafts = drawn.drafts
         return RunResult(
-            language=Language(drafts.language.name, drafts.found_from, request.in_words, self._analyses(reports)),
+            language=Language(drafts.language.name, drafts.found_from, request.in_words, self._analyses(drawn.reports)),
             request=request,
-            stopped=control.reason if control is not None and control.stopped else None,  # read last: it may come late
+            stopped=control.reason if _stopped(control) else None,  # read last: it may come late
             ranking_method=self.rank_settings.label(),
             static_analysis=self.analyzer is not None,
-            checks=info,
-            notes=list(self.notes) + request_notes(request) + check_notes,
+            checks=drawn.info,
+            notes=list(self.notes) + request_notes(request) + drawn.check_notes,
             candidates=candidates,
             similarity=matrix,
-            engine_stats=result.stats,
-            search=Search(rounds, len(result.candidates), len(candidates), reason),
+            engine_stats=drawn.result.stats,
+            search=Search(drawn.rounds, len(drawn.result.candidates), len(candidates), reason),
             model_tests=tests,
             stated_checks=own[0] if own else None,
             timings=spent,
         )
+
+    def _first_round(self, engine, request, control, on_update, checks: CheckRequest, spent, started) -> _Drawn:
+        """The first round's k rows, analyzed; the examples read (by the patterns, then the model's reader while
+        time is left); the checks run on the rows unless the run was stopped meanwhile."""
+        should_stop = control.should_stop if control else None
+        result = self._generate(engine, request, None, should_stop, on_update, spent)
+        drafts = Drafts.of(request, result)
+        reports = self._analyze(drafts, [c.cut for c in result.candidates], spent)
+        reading, examples = time.perf_counter(), drafts.checks()
+        if checks.run and not _stopped(control):  # superseded or gone: what it had, without running it
+            left = request.budget_s - (reading - started)
+            examples += self._read_examples(engine, request, drafts, examples, left, should_stop, spent)
+        read_s = time.perf_counter() - reading  # not part of a round: the rounds to come need none
+        asked = checks if not _stopped(control) else CheckRequest(run=False)
+        info, outcomes, check_notes = self._check(drafts, examples, asked, spent)
+        round_s = time.perf_counter() - started - read_s
+        return _Drawn(
+            result, drafts, reports, info, outcomes, check_notes, 1, round_s, spent.analysis_s + spent.checks_s
+        )
+
+    def _search(self, engine, request, control, on_update, checks, on_round, spent, drawn: _Drawn, started) -> str:
+        """Further rounds of k rows while no row passes every check and the budget allows (app/search.py), each
+        added to `drawn`; `on_round(round, drawn)` hears of each. Why the search stopped."""
+        while True:
+            left = request.budget_s - (time.perf_counter() - started)
+            passed = [o.passed for o in drawn.outcomes] if drawn.outcomes is not None else None
+            reason = self.searching.why_stop(
+                drawn.rounds,
+                left,
+                drawn.last_round_s,
+                passed,
+                len(drawn.info.items),
+                request,
+                checks.search,
+                _stopped(control),
+            )
+            if reason is not None:
+                return reason
+            if on_round is not None:
+                on_round(drawn.rounds + 1, len(drawn.result.candidates))
+            if not self._next_round(engine, request, control, on_update, spent, drawn, left):
+                return search.STOPPED
+
+    def _next_round(self, engine, request, control, on_update, spent: Timings, drawn: _Drawn, left: float) -> bool:
+        """One more round drawn, analyzed and checked into `drawn`; False (its rows dropped unjudged, the lock freed
+        soon) where the run was superseded, gone or stopped meanwhile."""
+        began, judged = time.perf_counter(), spent.analysis_s + spent.checks_s
+        asked = round_request(request, drawn.rounds, left - drawn.judge_s)  # time left for its analysis and checks
+        should_stop = control.should_stop if control else None
+        more = self._generate(engine, asked, drawn.result, should_stop, on_update, spent)
+        if _stopped(control):
+            return False
+        new = Drafts.of(request, more, pinned=drawn.drafts)
+        drawn.reports = self._analyze(new, [c.cut for c in more.candidates], spent, drawn.reports)
+        drawn.outcomes = drawn.outcomes + self._run_checks(new, drawn.info.items, spent)
+        drawn.result, drawn.drafts = combined(drawn.result, more), drawn.drafts.followed_by(new)
+        drawn.rounds, drawn.last_round_s = drawn.rounds + 1, time.perf_counter() - began
+        drawn.judge_s = spent.analysis_s + spent.checks_s - judged
+        return True
+
+    def _answers_evidence(self, engine, request, control, checks, reason: str, spent, drawn: _Drawn, started):
+        """Where the request has no checks to search by: the model's tests and each row's agreement on them, then
+        the checks the answers state themselves with every row's outcomes (one sandboxed run per distinct row, if
+        time is left); (tests, agreement, own), each None where it was not gathered."""
+        tests, agreement, own = None, None, None
+        if reason != search.NO_CHECKS or not checks.run:
+            return tests, agreement, own
+        should_stop = control.should_stop if control else None
+        if not _stopped(control):
+            left = request.budget_s - (time.perf_counter() - started)
+            tests, agreement = self._model_tests(engine, request, drawn.drafts, left, should_stop, spent)
+        if not _stopped(control) and time.perf_counter() - started < request.budget_s:
+            own = self._stated_checks(drawn.drafts, spent)
+        return tests, agreement, own
 
     @staticmethod
     def _generate(engine, request, before, should_stop, on_update, spent: Timings) -> GenerationResult:
