@@ -140,52 +140,69 @@ def rank_with_similarity(
     if not texts:
         return [], np.zeros((0, 0))
     groups = _Groups.of(texts)
-
-    # 1. consistency: GSC over distinct texts, copies weighted by their count
+    # consistency: GSC over distinct texts, copies weighted by their count
     similarities = similarity_matrix(
         [texts[i] for i in groups.heads],
         settings,  # (n_groups, n_groups)
         [token_logprobs[i] for i in groups.heads] if token_logprobs else None,
         [token_texts[i] for i in groups.heads] if token_texts else None,
     )
-    consistency = generalized_self_consistency(similarities, groups.counts)  # (n_groups,)
-
-    # 2. log-probability term and base score
-    means = [
-        float(np.mean([mean_logprob(token_logprobs[i]) for i in group])) if token_logprobs else None
-        for group in groups.rows
-    ]
-    logprob_term, base = _base_scores(settings, groups.rows, consistency, means, token_logprobs, len(texts))
-
-    # 3. static policy
-    group_reports = [reports[i] if reports else None for i in groups.heads]
-    penalty, demoted = _static_policy(base, group_reports, settings)
-    score = base - penalty
-
-    # 4. order: the evidence's tiers, the demotion, the score, the evidence's tie-breaks, then the model's own
+    scores = _Scores.of(
+        groups, generalized_self_consistency(similarities, groups.counts), token_logprobs, reports, settings
+    )
+    # order: the evidence's tiers, the demotion, the score, the evidence's tie-breaks, then the model's own
     # preference (the higher mean log-probability), then the earlier row
-    order = _order(groups.heads, evidence, demoted, score, means)
-    ranked = [
-        RankedCandidate(
-            rank=place + 1,
-            text=texts[groups.heads[g]],
-            indices=list(groups.rows[g]),
-            count=len(groups.rows[g]),
-            consistency=float(consistency[g]),
-            logprob_term=float(logprob_term[g]),
-            static_penalty=float(penalty[g]),
-            score=float(score[g]),
-            mean_logprob=means[g],
-            parses=None if group_reports[g] is None else bool(getattr(group_reports[g], "parses", True)),
-            errors=finding_count(group_reports[g], "errors") if group_reports[g] is not None else 0,
-            warnings=finding_count(group_reports[g], "warnings") if group_reports[g] is not None else 0,
-            demoted=demoted[g],
-            evidence={piece.name: piece.value(groups.heads[g]) for piece in evidence},
-            scorer=settings.label(),
-        )
-        for place, g in enumerate(order)
-    ]
+    order = _order(groups.heads, evidence, scores.demoted, scores.score, scores.means)
+    ranked = [_ranked(place + 1, g, texts, groups, scores, evidence, settings.label()) for place, g in enumerate(order)]
     return ranked, similarities[np.ix_(order, order)]
+
+
+@dataclass
+class _Scores:
+    """Each group's score and its parts (arrays of shape (n_groups,), lists of n_groups)."""
+
+    consistency: np.ndarray
+    means: list[float | None]  # mean token log-probability over the group's copies, when given
+    logprob_term: np.ndarray
+    penalty: np.ndarray
+    demoted: list[bool]
+    score: np.ndarray
+    reports: list  # the head's static report, or None
+
+    @staticmethod
+    def of(groups: _Groups, consistency, token_logprobs, reports, settings: RankSettings) -> _Scores:
+        """The log-probability term and base score (see RankedCandidate), then the static policy's share."""
+        means = [
+            float(np.mean([mean_logprob(token_logprobs[i]) for i in group])) if token_logprobs else None
+            for group in groups.rows
+        ]
+        n_texts = int(groups.counts.sum())
+        logprob_term, base = _base_scores(settings, groups.rows, consistency, means, token_logprobs, n_texts)
+        group_reports = [reports[i] if reports else None for i in groups.heads]
+        penalty, demoted = _static_policy(base, group_reports, settings)
+        return _Scores(consistency, means, logprob_term, penalty, demoted, base - penalty, group_reports)
+
+
+def _ranked(place: int, g: int, texts, groups: _Groups, scores: _Scores, evidence, scorer: str) -> RankedCandidate:
+    """Group g at 1-based `place`, with its score's parts and the evidence's values."""
+    report = scores.reports[g]
+    return RankedCandidate(
+        rank=place,
+        text=texts[groups.heads[g]],
+        indices=list(groups.rows[g]),
+        count=len(groups.rows[g]),
+        consistency=float(scores.consistency[g]),
+        logprob_term=float(scores.logprob_term[g]),
+        static_penalty=float(scores.penalty[g]),
+        score=float(scores.score[g]),
+        mean_logprob=scores.means[g],
+        parses=None if report is None else bool(getattr(report, "parses", True)),
+        errors=finding_count(report, "errors") if report is not None else 0,
+        warnings=finding_count(report, "warnings") if report is not None else 0,
+        demoted=scores.demoted[g],
+        evidence={piece.name: piece.value(groups.heads[g]) for piece in evidence},
+        scorer=scorer,
+    )
 
 
 def _static_policy(base: np.ndarray, group_reports: list, settings: RankSettings) -> tuple[np.ndarray, list[bool]]:
