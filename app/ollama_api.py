@@ -48,75 +48,83 @@ def mount_ollama(
     defaults = defaults.clipped(limits)
 
     def generate(body: dict, control: RunControl) -> Response:
-        started = time.perf_counter()
-        try:
-            request, name, load_only = _parse(body, hub, limits, defaults)
-        except USER_ERRORS as err:
-            return _error(400, str(err))
-        choice = hub.choice(name if name in hub.choices else None)
-        if load_only:
-            hub.engine(choice.label)
-            return _answer(body, [_done(body, "", "load", None, started)])
-        final, error = final_or_error(
-            pipeline, hub, choice, request, control, OLLAMA_ERRORS, CheckRequest(run=request.k > 1, search=False)
-        )
-        if error is not None:
-            return _error(error[0], error[1])
-        best = final.candidates[0] if final.candidates else None
-        code = "" if best is None else best.code + (f"\n{best.example_usage}" if best.example_usage else "")
-        reason = "stop" if best is not None and best.finish_reason == FINISH_STOP else "length"
-        return _answer(
-            body,
-            [_chunk(body, code), _done(body, "", reason, final, started)]
-            if body.get("stream", True)
-            else [_done(body, code, reason, final, started)],
-        )
+        return _generate(body, control, hub, pipeline, limits, defaults)
 
     def show(body: dict, control: RunControl) -> Response:
-        name = body.get("model") or body.get("name") or hub.default_label
-        return JSONResponse(
-            {
-                "modelfile": f'FROM {name}\nTEMPLATE """{TEMPLATE}"""\n',
-                "parameters": "num_ctx 32768",
-                "template": TEMPLATE,
-                "details": _details(),
-                "model_info": {"general.architecture": "qwen2"},
-                "capabilities": ["completion", "insert"],
-                "modified_at": _now(),
-            }
-        )
+        return _show(body, hub)
 
     def tags():
-        return {
-            "models": [
-                {"name": label, "model": label, "modified_at": _now(), "size": 0, "digest": "", "details": _details()}
-                for label in hub.labels
-            ]
-        }
+        return _tags(hub)
 
     def version():
         return {"version": VERSION}
 
     on_bad_body = lambda status, message: _error(status, message)  # noqa: E731
+    generating = json_handler(generate, on_bad_body, "`model` and `prompt`", RunRegistry(), _client_session)
     mount_first(
         demo,
         [
-            (
-                "/api/generate",
-                json_handler(
-                    generate,
-                    on_bad_body,
-                    "`model` and `prompt`",
-                    RunRegistry(),
-                    _client_session,
-                ),
-                "POST",
-            ),
+            ("/api/generate", generating, "POST"),
             ("/api/show", json_handler(show, on_bad_body, "`model`"), "POST"),
             ("/api/tags", tags, "GET"),
             ("/api/version", version, "GET"),
         ],
     )
+
+
+def _generate(
+    body: dict, control: RunControl, hub: EngineHub, pipeline: Pipeline, limits: Limits, defaults: Defaults
+) -> Response:
+    """POST /api/generate: the best-ranked of n candidates, streamed as two lines or answered as one."""
+    started = time.perf_counter()
+    try:
+        request, name, load_only = _parse(body, hub, limits, defaults)
+    except USER_ERRORS as err:
+        return _error(400, str(err))
+    choice = hub.choice(name if name in hub.choices else None)
+    if load_only:
+        hub.engine(choice.label)
+        return _answer(body, [_done(body, "", "load", None, started)])
+    final, error = final_or_error(
+        pipeline, hub, choice, request, control, OLLAMA_ERRORS, CheckRequest(run=request.k > 1, search=False)
+    )
+    if error is not None:
+        return _error(error[0], error[1])
+    best = final.candidates[0] if final.candidates else None
+    code = "" if best is None else best.code + (f"\n{best.example_usage}" if best.example_usage else "")
+    reason = "stop" if best is not None and best.finish_reason == FINISH_STOP else "length"
+    return _answer(
+        body,
+        [_chunk(body, code), _done(body, "", reason, final, started)]
+        if body.get("stream", True)
+        else [_done(body, code, reason, final, started)],
+    )
+
+
+def _show(body: dict, hub: EngineHub) -> Response:
+    """POST /api/show: the model's template (with `.Suffix`: it fills in the middle) and details."""
+    name = body.get("model") or body.get("name") or hub.default_label
+    return JSONResponse(
+        {
+            "modelfile": f'FROM {name}\nTEMPLATE """{TEMPLATE}"""\n',
+            "parameters": "num_ctx 32768",
+            "template": TEMPLATE,
+            "details": _details(),
+            "model_info": {"general.architecture": "qwen2"},
+            "capabilities": ["completion", "insert"],
+            "modified_at": _now(),
+        }
+    )
+
+
+def _tags(hub: EngineHub) -> dict:
+    """GET /api/tags: every model label the app serves."""
+    return {
+        "models": [
+            {"name": label, "model": label, "modified_at": _now(), "size": 0, "digest": "", "details": _details()}
+            for label in hub.labels
+        ]
+    }
 
 
 def _client_session(body: dict, host: str) -> str | None:
