@@ -41,6 +41,10 @@ PRLIMIT_NAMES = {
 Binds = tuple[tuple[str, str], ...]  # (host directory, where the program sees it read-only)
 
 
+# The whole environment a sandboxed program sees (besides REPORT_FD, where it writes its report).
+SANDBOX_ENV = (("PATH", "/usr/bin:/bin"), ("HOME", "/sandbox"), ("LANG", "C.UTF-8"), ("PYTHONDONTWRITEBYTECODE", "1"))
+
+
 class SandboxUnavailable(RuntimeError):
     """The kernel or the installation does not allow the sandbox; the message says why."""
 
@@ -235,75 +239,20 @@ class Sandbox:
 
     # --- one program ---------------------------------------------------------------------------------------------
     def _command(self, program_path: str, report_fd: int, limits: SandboxLimits, binds: Binds) -> list[str]:
-        tmpfs_bytes = str(limits.disk_mb * 1024 * 1024)
+        """bwrap's command line: a new user (nobody), no network, no capabilities; /usr and the root's links read-only,
+        fresh /proc and /dev, size-capped tmpfs for /tmp, /sandbox and /dev/shm, the program and `binds` read-only;
+        a clear environment; then the system Python, isolated, on the program."""
+        size = str(limits.disk_mb * 1024 * 1024)
+        alone = ["--unshare-all", "--unshare-user", "--uid", str(NOBODY), "--gid", str(NOBODY), "--hostname", "sandbox"]
+        tied = ["--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+        system = ["--ro-bind", "/usr", "/usr", *self._root_args, "--proc", "/proc", "--dev", "/dev"]
+        scratch = ["--size", size, "--tmpfs", "/tmp", "--size", size, "--tmpfs", "/sandbox"]
+        program = ["--ro-bind", program_path, "/sandbox/program.py", "--size", str(1024 * 1024), "--tmpfs", "/dev/shm"]
         shown = [arg for host, inside in binds for arg in ("--ro-bind", host, inside)]
-        return [
-            self.bwrap,
-            "--unshare-all",
-            "--unshare-user",
-            "--uid",
-            str(NOBODY),
-            "--gid",
-            str(NOBODY),
-            "--hostname",
-            "sandbox",
-            "--die-with-parent",
-            "--new-session",
-            "--cap-drop",
-            "ALL",
-            "--ro-bind",
-            "/usr",
-            "/usr",
-            *self._root_args,
-            "--proc",
-            "/proc",
-            "--dev",
-            "/dev",
-            "--size",
-            tmpfs_bytes,
-            "--tmpfs",
-            "/tmp",
-            "--size",
-            tmpfs_bytes,
-            "--tmpfs",
-            "/sandbox",
-            "--ro-bind",
-            program_path,
-            "/sandbox/program.py",
-            "--size",
-            str(1024 * 1024),
-            "--tmpfs",
-            "/dev/shm",
-            *shown,
-            "--remount-ro",
-            "/dev",
-            "--remount-ro",
-            "/",
-            "--chdir",
-            "/sandbox",
-            "--clearenv",
-            "--setenv",
-            "PATH",
-            "/usr/bin:/bin",
-            "--setenv",
-            "HOME",
-            "/sandbox",
-            "--setenv",
-            "LANG",
-            "C.UTF-8",
-            "--setenv",
-            "PYTHONDONTWRITEBYTECODE",
-            "1",
-            "--setenv",
-            "REPORT_FD",
-            str(report_fd),
-            "--",
-            SANDBOX_PYTHON,
-            "-I",
-            "-S",
-            "-B",
-            "/sandbox/program.py",
-        ]
+        sealed = ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/sandbox", "--clearenv"]
+        env = [arg for pair in (*SANDBOX_ENV, ("REPORT_FD", str(report_fd))) for arg in ("--setenv", *pair)]
+        python = ["--", SANDBOX_PYTHON, "-I", "-S", "-B", "/sandbox/program.py"]
+        return [self.bwrap, *alone, *tied, *system, *scratch, *program, *shown, *sealed, *env, *python]
 
     @staticmethod
     def _rlimits(limits: SandboxLimits, nproc: int) -> list[tuple[int, int]]:
