@@ -53,26 +53,43 @@ def speculative_accept(
     if target_samples is None:
         target_samples = inverse_cdf(target_probs, sample_uniform)  # [B, K+1]
     accepted = target_samples[:, :max_len] == draft_tokens  # [B, K]
+    point_mass = None
     if draft_probs is not None:
-        p_target_of_draft = target_probs[:, :max_len].gather(-1, draft_tokens[..., None]).squeeze(-1)  # [B, K]
-        p_draft_of_draft = draft_probs.gather(-1, draft_tokens[..., None]).squeeze(-1)  # [B, K]
-        point_mass = p_draft_of_draft >= 1.0
-        accept_draft_prob = (p_target_of_draft / p_draft_of_draft.clamp_min(1e-30)).clamp(max=1.0)
-        uniform = torch.rand(batch, max_len, generator=generator, device=device)
-        accepted = torch.where(point_mass, accepted, uniform < accept_draft_prob)
+        accepted, point_mass = _accepted_by_ratio(accepted, draft_tokens, draft_probs, target_probs, generator)
     proposed = torch.arange(max_len, device=device)[None, :] < draft_lengths[:, None]
     n_accepted = (accepted & proposed).long().cumprod(dim=-1).sum(dim=-1)  # [B]
     next_tokens = target_samples[rows, n_accepted]  # [B]
     if draft_probs is None:
         return n_accepted, next_tokens
-    at = n_accepted.clamp(max=max(max_len - 1, 0))
+    return n_accepted, _after_rejection(
+        next_tokens, n_accepted, draft_lengths, point_mass, draft_probs, target_probs, sample_uniform
+    )
+
+
+def _accepted_by_ratio(accepted, draft_tokens, draft_probs, target_probs, generator):
+    """([B, K] whether each draft token is accepted, [B, K] whether the draft put all its mass on it): a point-mass
+    draft token as it matched the target's sample, another with probability min(1, p_target / q)."""
+    batch, max_len = draft_tokens.shape
+    p_target_of_draft = target_probs[:, :max_len].gather(-1, draft_tokens[..., None]).squeeze(-1)  # [B, K]
+    p_draft_of_draft = draft_probs.gather(-1, draft_tokens[..., None]).squeeze(-1)  # [B, K]
+    point_mass = p_draft_of_draft >= 1.0
+    accept_draft_prob = (p_target_of_draft / p_draft_of_draft.clamp_min(1e-30)).clamp(max=1.0)
+    uniform = torch.rand(batch, max_len, generator=generator, device=draft_tokens.device)
+    return torch.where(point_mass, accepted, uniform < accept_draft_prob), point_mass
+
+
+def _after_rejection(next_tokens, n_accepted, draft_lengths, point_mass, draft_probs, target_probs, sample_uniform):
+    """[B] the next tokens: where a row rejected a draft token that had a distribution, a draw with that position's
+    u_j from normalize(max(p_target - q, 0)); elsewhere `next_tokens` as they are."""
+    rows = torch.arange(next_tokens.shape[0], device=next_tokens.device)
+    at = n_accepted.clamp(max=max(draft_probs.shape[1] - 1, 0))
     residual_rows = (n_accepted < draft_lengths) & ~point_mass[rows, at]  # [B]
-    if bool(residual_rows.any()):
-        next_target_probs = target_probs[rows, n_accepted]  # [B, V]
-        residual = (next_target_probs - draft_probs[rows, at]).clamp_min(0.0)
-        residual_mass = residual.sum(-1, keepdim=True)
-        # p <= q everywhere only happens through rounding when p == q; then p itself is the right answer.
-        residual = torch.where(residual_mass > 0, residual / residual_mass.clamp_min(1e-30), next_target_probs)
-        resampled = inverse_cdf(residual, sample_uniform[rows, n_accepted])  # [B]
-        next_tokens = torch.where(residual_rows, resampled, next_tokens)
-    return n_accepted, next_tokens
+    if not bool(residual_rows.any()):
+        return next_tokens
+    next_target_probs = target_probs[rows, n_accepted]  # [B, V]
+    residual = (next_target_probs - draft_probs[rows, at]).clamp_min(0.0)
+    residual_mass = residual.sum(-1, keepdim=True)
+    # p <= q everywhere only happens through rounding when p == q; then p itself is the right answer.
+    residual = torch.where(residual_mass > 0, residual / residual_mass.clamp_min(1e-30), next_target_probs)
+    resampled = inverse_cdf(residual, sample_uniform[rows, n_accepted])  # [B]
+    return torch.where(residual_rows, resampled, next_tokens)
