@@ -92,6 +92,18 @@ def _cache_argument(model_class) -> str:
 
 
 @dataclass
+class _Verified:
+    """One round's verify pass: the drafts it checked, the target's logits at the N verified positions (packed), and
+    each row's accepted count and next token."""
+
+    draft_tokens: torch.Tensor  # [B, K]
+    logits: torch.Tensor  # [N, V]
+    packed: PackedRows
+    n_accepted: torch.Tensor  # [B]
+    next_tokens: torch.Tensor  # [B]
+
+
+@dataclass
 class _Run:
     """The state of one generate() call."""
 
@@ -282,7 +294,7 @@ class Engine:
 
     def _round(self, run: _Run, drafters: dict[str, Drafter], controller: DraftController) -> None:
         """One draft/verify round over the active rows."""
-        request, batch = run.request, len(run.active)
+        batch = len(run.active)
         step_started = time.perf_counter()
         context = DraftContext(
             run.prompt.ids,
@@ -299,19 +311,30 @@ class Engine:
         if time.perf_counter() >= run.deadline:
             run.stats.draft_passes += step.draft_passes  # drafted but never verified: the forwards were still spent
             return
-        # 2. verify: [pending, draft tokens] of every row in one target forward, each row only its own tokens
+        # 2-3. verify every row's draft in one target forward and accept exactly; 4. commit what was accepted
+        verified = self._verify(run, draft, step)
+        self._commit(run, verified)
+        # 5. adapt: costs and acceptance feed the next plan; the step's cost is all of it but the draft model's work
+        step.accepted = verified.n_accepted.tolist()
+        step.verify_s = time.perf_counter() - step_started - step.draft_s - step.setup_s
+        controller.observe(step)
+        self._count(run, step)
+        run.round_number += 1
+        self._drop_finished(run)
+
+    def _verify(self, run: _Run, draft: Draft, step: StepRecord) -> _Verified:
+        """[pending, draft tokens] of every row in one target forward, each row only its own tokens; then exact
+        speculative sampling, each row its own number of tokens, with distributions and samples only at the N
+        verified positions (a top-p warp and a cumulative sum over the vocabulary each)."""
+        batch = len(run.active)
         draft_lengths = draft.lengths.to(self.device)
         width = int(draft_lengths.max())  # no wider than the longest row's draft
         draft_tokens = draft.tokens[:, :width].to(self.device)  # [B, K]
         draft_probs = None if draft.probs is None else draft.probs[:, :width]
         pending = torch.tensor([run.rows[r].token_ids[-1] for r in run.active], device=self.device)  # [B]
         verify_input = torch.cat([pending[:, None], draft_tokens], dim=1)  # [B, K+1]
-        logits, packed, step.token_rows = forward_ragged(
-            self.model, run.cache, verify_input, draft_lengths + 1
-        )  # [N, V]
-        # 3. accept: exact speculative sampling, each row its own number of tokens; distributions and samples
-        # only at the N verified positions (a top-p warp and a cumulative sum over the vocabulary each)
-        target_probs = _target_probs(request, logits, [run.active[b] for b in packed.rows.tolist()])  # [N, V]
+        logits, packed, step.token_rows = forward_ragged(self.model, run.cache, verify_input, draft_lengths + 1)
+        target_probs = _target_probs(run.request, logits, [run.active[b] for b in packed.rows.tolist()])  # [N, V]
         positions = [len(run.rows[r].token_ids) for r in run.active]  # where each row's draft begins
         sample_uniform = run.uniforms.at(run.active, positions, width + 1)  # [B, K+1]
         target_samples = inverse_cdf(target_probs, packed.pack(sample_uniform.to(self.device)))  # [N]
@@ -324,12 +347,17 @@ class Engine:
             sample_uniform,
             packed.pad(target_samples, batch, width + 1),
         )  # [B], [B]
-        # 4. commit: the cache keeps [pending, accepted drafts]; the new token is the next pending one
+        return _Verified(draft_tokens, logits, packed, n_accepted, next_tokens)
+
+    def _commit(self, run: _Run, verified: _Verified) -> None:
+        """The cache keeps [pending, accepted drafts]; each row gets its accepted tokens and the next one (the next
+        pending token), with their log-probabilities."""
+        n_accepted, next_tokens, packed = verified.n_accepted, verified.next_tokens, verified.packed
         run.cache.commit(n_accepted + 1)
-        committed = torch.cat([draft_tokens, next_tokens[:, None]], dim=1)  # [B, K+1]
-        committed[torch.arange(batch), n_accepted] = next_tokens
+        committed = torch.cat([verified.draft_tokens, next_tokens[:, None]], dim=1)  # [B, K+1]
+        committed[torch.arange(len(run.active)), n_accepted] = next_tokens
         kept = packed.offsets <= n_accepted[packed.rows]  # [N]: the positions each row commits
-        kept_logprobs = token_logprobs(logits[kept], packed.pack(committed)[kept])  # [sum(n + 1)]
+        kept_logprobs = token_logprobs(verified.logits[kept], packed.pack(committed)[kept])  # [sum(n + 1)]
         for i, (row_index, logprobs) in enumerate(zip(run.active, kept_logprobs.split((n_accepted + 1).tolist()))):
             run.rules.extend(
                 run.rows[row_index],
@@ -337,13 +365,6 @@ class Engine:
                 logprobs.tolist(),
                 functools.partial(run.decode, self._decode),
             )
-        # 5. adapt: costs and acceptance feed the next plan; the step's cost is all of it but the draft model's work
-        step.accepted = n_accepted.tolist()
-        step.verify_s = time.perf_counter() - step_started - step.draft_s - step.setup_s
-        controller.observe(step)
-        self._count(run, step)
-        run.round_number += 1
-        self._drop_finished(run)
 
     def _draft(
         self, run: _Run, drafters, lookups: dict[str, Draft], plan: StepPlan, context: DraftContext
