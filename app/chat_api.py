@@ -16,7 +16,6 @@ import json
 import re
 import time
 import uuid
-from dataclasses import replace
 
 import gradio as gr
 
@@ -49,18 +48,17 @@ def _parse(body: dict, hub: EngineHub, limits: Limits, defaults: Defaults):
     tokens = body.get("max_completion_tokens", body.get("max_tokens", defaults.max_new_tokens))
     request = build_request(
         turns[-1].content,
-        n,
-        body.get("budget_s", defaults.budget_s),
-        body.get("temperature", defaults.temperature),
-        capped_tokens(tokens, limits),
-        body.get("top_p", defaults.top_p),
-        -1 if body.get("seed") is None else body.get("seed"),
-        limits,
+        k=n,
+        budget_s=body.get("budget_s", defaults.budget_s),
+        temperature=body.get("temperature", defaults.temperature),
+        max_new_tokens=capped_tokens(tokens, limits),
+        top_p=body.get("top_p", defaults.top_p),
+        seed=body.get("seed"),
+        limits=limits,
         language=body.get("language"),
         turns=turns,
+        stop=stop_strings(body.get("stop")),
     )
-    request = replace(request, stop=stop_strings(body.get("stop")))
-    request.validate()
     return choice, request
 
 

@@ -27,7 +27,6 @@ the prompt tokens computed (`prompt_n`) apart from those the prefix cache gave (
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 
 import gradio as gr
 from fastapi.responses import Response, StreamingResponse
@@ -145,34 +144,29 @@ def _parse(body: dict, limits: Limits, defaults: Defaults):
     seed = body.get("seed", -1)
     seed = -1 if seed is None or (isinstance(seed, int) and seed < 0) else seed  # llama.cpp's -1 / 4294967295
     seed = -1 if seed == 0xFFFFFFFF else seed
-    request = build_request(
-        prefix + typed,
-        1 if warm_up else n,
-        budget_s,
-        0.0 if warm_up else body.get("temperature", defaults.temperature),
-        1 if warm_up else n_predict,
-        body.get("top_p", defaults.top_p),
-        seed,
-        limits,
-        suffix or "\n",
-        extra,
-        language=body.get("language"),
-        filename=body.get("filename") if isinstance(body.get("filename"), str) else None,
-    )  # always a middle: "\n" is an empty file's end
-    stop = stop_strings(body.get("stop"))
     n_indent = body.get("n_indent", 0)
     if isinstance(n_indent, bool) or not isinstance(n_indent, int) or not 0 <= n_indent <= 1000:
         raise InvalidRequest(f"n_indent={n_indent!r} is out of range: it must be an integer in 0..1000")
-    request = replace(
-        request,
-        stop=stop,
+    request = build_request(
+        prefix + typed,
+        k=1 if warm_up else n,
+        budget_s=budget_s,
+        temperature=0.0 if warm_up else body.get("temperature", defaults.temperature),
+        max_new_tokens=1 if warm_up else n_predict,
+        top_p=body.get("top_p", defaults.top_p),
+        seed=seed,
+        limits=limits,
+        suffix=suffix or "\n",  # always a middle: "\n" is an empty file's end
+        extra=extra,
+        language=body.get("language"),
+        filename=body.get("filename") if isinstance(body.get("filename"), str) else None,
+        stop=stop_strings(body.get("stop")),
         budget_after_prompt=after_prompt,
         budget_waits_for_line=after_prompt,
         min_indent=n_indent,
         context_tokens=LOCAL_CONTEXT_TOKENS,
         extra_tokens=EXTRA_CONTEXT_TOKENS,
     )
-    request.validate()
     return request, warm_up, 1 if warm_up else n
 
 

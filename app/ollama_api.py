@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import replace
 from datetime import UTC, datetime
 
 import gradio as gr
@@ -150,18 +149,17 @@ def _parse(body: dict, hub: EngineHub, limits: Limits, defaults: Defaults):
     seed = options.get("seed", -1)
     request = build_request(
         prompt,
-        options.get("n", 1),
-        defaults.budget_s,
-        options.get("temperature", defaults.temperature),
-        n_predict,
-        options.get("top_p", defaults.top_p),
-        -1 if seed is None else seed,
-        limits,
-        suffix,
+        k=options.get("n", 1),
+        budget_s=defaults.budget_s,
+        temperature=options.get("temperature", defaults.temperature),
+        max_new_tokens=n_predict,
+        top_p=options.get("top_p", defaults.top_p),
+        seed=seed,
+        limits=limits,
+        suffix=suffix,
         language=body.get("language"),
+        stop=stop_strings(options.get("stop")),
     )
-    request = replace(request, stop=stop_strings(options.get("stop")))
-    request.validate()
     return request, name, False
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from dataclasses import replace
 
 import gradio as gr
 from fastapi.responses import JSONResponse, StreamingResponse
@@ -125,20 +124,20 @@ def _parse(body: dict, hub: EngineHub, limits: Limits, defaults: Defaults):
         prompt, suffix, extra = split
     request = build_request(
         prompt,
-        n,
-        body.get("budget_s", defaults.budget_s),
-        body.get("temperature", defaults.temperature),
-        capped_tokens(body.get("max_tokens", defaults.max_new_tokens), limits),
-        body.get("top_p", defaults.top_p),
-        -1 if body.get("seed") is None else body.get("seed"),
-        limits,
-        suffix,
-        extra,
+        k=n,
+        budget_s=body.get("budget_s", defaults.budget_s),
+        temperature=body.get("temperature", defaults.temperature),
+        max_new_tokens=capped_tokens(body.get("max_tokens", defaults.max_new_tokens), limits),
+        top_p=body.get("top_p", defaults.top_p),
+        seed=body.get("seed"),
+        limits=limits,
+        suffix=suffix,
+        extra=extra,
         mode=body.get("mode", "auto"),
         language=body.get("language"),
+        stop=stop,
+        stop_at_body_end=body_end,
     )
-    request = replace(request, stop=stop, stop_at_body_end=body_end)
-    request.validate()
     return choice, request
 
 

@@ -67,6 +67,7 @@ class Defaults:
 
 def build_request(
     prompt,
+    *,
     k,
     budget_s,
     temperature,
@@ -76,15 +77,17 @@ def build_request(
     limits: Limits = Limits(),
     suffix="",
     extra: tuple[ContextFile, ...] = (),
-    *,
     mode="auto",
     language=None,
     filename: str | None = None,
     turns: tuple[ChatTurn, ...] = (),
+    **engine_fields,
 ) -> GenerationRequest:
-    """A validated GenerationRequest (a middle when there is code after the cursor, `suffix`, or other files,
-    `extra`; a request in words when `mode` says so, or `turns` are given, or the prompt reads as words);
-    InvalidRequest (a ValueError) names the bad value and the allowed range."""
+    """A validated GenerationRequest, every field by keyword (a middle when there is code after the cursor, `suffix`,
+    or other files, `extra`; a request in words when `mode` says so, or `turns` are given, or the prompt reads as
+    words). `seed` -1 or None: a fresh one. `engine_fields` are more GenerationRequest fields as a protocol gives
+    them (`stop`, an editor's deadline policy), checked by the engine's own validation. InvalidRequest (a
+    ValueError) names the bad value and the allowed range."""
     prompt = check_text(prompt, limits)
     suffix = check_text("" if suffix is None else suffix, limits, "suffix")
     for context in extra:
@@ -94,7 +97,7 @@ def build_request(
     temperature = _as_number("temperature", temperature, 0.0, limits.max_temperature, "0 means greedy")
     max_new_tokens = _as_int("max_new_tokens", max_new_tokens, 1, limits.max_new_tokens)
     top_p = _as_number("top_p", top_p, 0.0, 1.0, "nucleus mass")  # 0 is refused by the engine's own check
-    seed = _as_int("seed", seed, -1, 2**63 - 1)
+    seed = _as_int("seed", -1 if seed is None else seed, -1, 2**63 - 1)
     if temperature == 0:
         k = 1  # greedy decoding has one answer: k rows would compute it k times (Pipeline.run says so)
     # Row 0 is the greedy answer, the others samples: measured on HumanEval (shipped configuration), greedy passes
@@ -116,7 +119,7 @@ def build_request(
         language=detection.language.name,
         language_from=detection.how,
         turns=turns,
-        stop_at_body_end=not turns,
+        **({"stop_at_body_end": not turns} | engine_fields),
     )
     request.validate()  # the engine's own checks (an empty prompt among them)
     return request

@@ -129,14 +129,14 @@ class _Runner:
         try:
             request = build_request(
                 form.prompt,
-                form.k,
-                form.budget_s,
-                form.temperature,
-                form.max_new_tokens,
-                form.top_p,
-                form.seed,
-                self.limits,
-                form.suffix,
+                k=form.k,
+                budget_s=form.budget_s,
+                temperature=form.temperature,
+                max_new_tokens=form.max_new_tokens,
+                top_p=form.top_p,
+                seed=form.seed,
+                limits=self.limits,
+                suffix=form.suffix,
                 mode=form.mode,
                 language=form.language,
             )

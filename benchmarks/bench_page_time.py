@@ -51,8 +51,15 @@ class Recorded:
 def one_run(pipeline: Pipeline, engine, prompt: str, k: int) -> dict:
     """The breakdown of one page request of `k` rows."""
     engine = Recorded(engine)
-    request = build_request(prompt, k, PAGE["budget_s"], PAGE["temperature"] if k > 1 else 0.0,
-                            PAGE["max_new_tokens"], PAGE["top_p"], seed=k)  # fmt: skip
+    request = build_request(
+        prompt,
+        k=k,
+        budget_s=PAGE["budget_s"],
+        temperature=PAGE["temperature"] if k > 1 else 0.0,
+        max_new_tokens=PAGE["max_new_tokens"],
+        top_p=PAGE["top_p"],
+        seed=k,
+    )
     started = time.perf_counter()
     result = pipeline.run(engine, request, checks=build_checks(language=request.language))
     total = time.perf_counter() - started

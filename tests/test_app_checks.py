@@ -28,7 +28,7 @@ class Replay:
 
 
 def _request():
-    return build_request(PROMPT, 3, 5.0, 0.8, 16, limits=Limits(max_k=8))
+    return build_request(PROMPT, k=3, budget_s=5.0, temperature=0.8, max_new_tokens=16, limits=Limits(max_k=8))
 
 
 def test_the_candidate_that_passes_the_examples_ranks_first(checker):
@@ -82,7 +82,7 @@ JS_WRONG, JS_RIGHT = "  return string.length + 1;\n}\n", "  return string.length
 def test_a_javascript_prompts_examples_run_under_node_and_the_passing_candidate_ranks_first(checker):
     if checker.reason_for("javascript") is not None:
         pytest.skip(checker.reason_for("javascript"))
-    made = build_request(JS_PROMPT, 3, 5.0, 0.8, 16, limits=Limits(max_k=8))
+    made = build_request(JS_PROMPT, k=3, budget_s=5.0, temperature=0.8, max_new_tokens=16, limits=Limits(max_k=8))
     assert made.language == "javascript"
     asked = build_checks('assert.deepStrictEqual(strlen("ab"), 2)', language=made.language)
     result = Pipeline(checker=checker).run(Replay([JS_WRONG, JS_WRONG, JS_RIGHT]), made, checks=asked)

@@ -115,7 +115,9 @@ def test_the_pipeline_checks_the_examples_the_model_read_and_ranks_by_them():
     checker = CheckRunner.create()
     assert checker.available, checker.reason
     right, wrong = "    return x * x\n", "    return 3 * x\n"
-    request = build_request(UNREAD, 2, 20.0, 0.8, 16, seed=1, limits=Limits(max_k=8))
+    request = build_request(
+        UNREAD, k=2, budget_s=20.0, temperature=0.8, max_new_tokens=16, seed=1, limits=Limits(max_k=8)
+    )
     reading = "```python\nassert square(3) == 9\nassert square(-2) == 4\n```"
     plain = Pipeline(checker=checker).run(Reader([wrong, right], reading), request)
     assert len(plain.checks.items) == 1 and plain.candidates[0].checks.passed == 1
@@ -135,7 +137,9 @@ def test_no_reading_where_the_patterns_read_every_call():
     checker = CheckRunner.create()
     assert checker.available, checker.reason
     reading = "```python\nassert square(3) == 9\n```"
-    request = build_request(READ, 1, 20.0, 0.8, 16, seed=1, limits=Limits(max_k=8))
+    request = build_request(
+        READ, k=1, budget_s=20.0, temperature=0.8, max_new_tokens=16, seed=1, limits=Limits(max_k=8)
+    )
     source = Reader(["    return x * x\n"], reading)
     Pipeline(checker=checker, example_reader=ExampleReaderSettings()).run(source, request)
     assert [r.in_words for r in source.requests] == [False]
@@ -165,7 +169,9 @@ def test_a_failed_reading_is_logged_and_the_run_goes_on_with_the_patterns_checks
 
     checker = CheckRunner.create()
     assert checker.available, checker.reason
-    request = build_request(UNREAD, 1, 20.0, 0.8, 16, seed=1, limits=Limits(max_k=8))
+    request = build_request(
+        UNREAD, k=1, budget_s=20.0, temperature=0.8, max_new_tokens=16, seed=1, limits=Limits(max_k=8)
+    )
     result = Pipeline(checker=checker, example_reader=ExampleReaderSettings()).run(
         FailingReader(["    return x * x\n"], ""), request
     )

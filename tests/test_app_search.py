@@ -39,7 +39,9 @@ class Rounds:
 
 
 def _request(k=3, budget_s=20.0, temperature=0.8, seed=5):
-    return build_request(PROMPT, k, budget_s, temperature, 16, seed=seed, limits=Limits(max_k=8))
+    return build_request(
+        PROMPT, k=k, budget_s=budget_s, temperature=temperature, max_new_tokens=16, seed=seed, limits=Limits(max_k=8)
+    )
 
 
 def test_a_second_round_is_drawn_when_no_candidate_passes_and_its_find_ranks_first(checker):
@@ -138,7 +140,15 @@ def test_a_real_engine_searches_with_new_samples_each_round(checker):
     engine = load_engine("tiny:0", None)
     updates = []
     pipeline = Pipeline(checker=checker, searching=SearchSettings(max_rounds=3))
-    request = build_request("def double(x):\n    return", 2, 20.0, 0.8, 6, seed=0, limits=Limits(max_k=8))
+    request = build_request(
+        "def double(x):\n    return",
+        k=2,
+        budget_s=20.0,
+        temperature=0.8,
+        max_new_tokens=6,
+        seed=0,
+        limits=Limits(max_k=8),
+    )
     asked = build_checks("assert double(2) == 4")
     result = pipeline.run(engine, request, checks=asked, on_update=lambda r: updates.append(len(r.candidates)))
     assert result.search.rounds == 3 and result.search.drawn == 6
@@ -200,7 +210,9 @@ def test_where_the_prompt_has_no_examples_the_models_tests_rank_by_agreement(che
     prompt = 'def add(a, b):\n    """Add two numbers."""\n'
     wrong = "    return a * b + 0\n"
     source = Answers([wrong, wrong.replace("+ 0", "+ 0 "), RIGHT])
-    request = build_request(prompt, 3, 20.0, 0.8, 16, seed=1, limits=Limits(max_k=8))
+    request = build_request(
+        prompt, k=3, budget_s=20.0, temperature=0.8, max_new_tokens=16, seed=1, limits=Limits(max_k=8)
+    )
     plain = Pipeline(checker=checker).run(source, request)
     assert plain.candidates[0].code != RIGHT and plain.model_tests is None
     result = Pipeline(checker=checker, model_tests=ModelCheckSettings()).run(Answers(source.rounds[0]), request)

@@ -40,7 +40,7 @@ SPLIT_THREE = '    return s.count(".") == 3 and all(x.isdigit() and int(x) <= 25
 
 
 def _request(k: int):
-    return build_request(PROMPT, k, 20.0, 0.8, 64, limits=Limits(max_k=8))
+    return build_request(PROMPT, k=k, budget_s=20.0, temperature=0.8, max_new_tokens=64, limits=Limits(max_k=8))
 
 
 def test_the_answer_that_keeps_what_all_state_ranks_first_and_the_contradiction_is_named(checker):
@@ -91,7 +91,9 @@ def _answer(body: str) -> str:
 
 def test_an_answer_in_words_shows_its_example_usage_apart_from_the_code_to_copy(checker):
     source = Replay([_answer(SPLIT), _answer(SPLIT), _answer(REGEX)])
-    result = Pipeline(checker=checker).run(source, build_request(IPV4_WORDS, 3, 20.0, 0.8, 64, mode="words"))
+    result = Pipeline(checker=checker).run(
+        source, build_request(IPV4_WORDS, k=3, budget_s=20.0, temperature=0.8, max_new_tokens=64, mode="words")
+    )
     first = result.candidates[0]
     assert first.code.startswith("def is_valid_ipv4(s):") and "assert" not in first.code and "print" not in first.code
     assert first.example_usage.startswith("# Example usage:\nassert is_valid_ipv4(")
@@ -99,7 +101,9 @@ def test_an_answer_in_words_shows_its_example_usage_apart_from_the_code_to_copy(
     assert text.index("```python\ndef is_valid_ipv4") < text.index("```python\n# Example usage:")
     assert "Example usage:\n\n```" not in text  # its own comment names it already
     assert first.ranking()["example_usage"] == first.example_usage
-    asked = Pipeline(checker=checker).run(source, build_request(IPV4_WORDS + " Add unit tests.", 3, 20.0, 0.8, 64))
+    asked = Pipeline(checker=checker).run(
+        source, build_request(IPV4_WORDS + " Add unit tests.", k=3, budget_s=20.0, temperature=0.8, max_new_tokens=64)
+    )
     assert "assert is_valid_ipv4(" in asked.candidates[0].code and asked.candidates[0].example_usage is None
 
 
@@ -146,7 +150,14 @@ def test_a_javascript_answer_that_contradicts_itself_ranks_below_one_that_keeps_
     three = 'function isValidIPv4(s) {\n  const p = s.split(".");\n'
     three += "  return p.length === 4 && p.every((x) => x && +x < 256);\n}\n"
     codes = (JS_REGEX, JS_REGEX, JS_REGEX, JS_SPLIT, JS_SPLIT_TOO, three)
-    asked = build_request("Write a JavaScript function that checks an IPv4 address.", 6, 20.0, 0.8, 64, mode="words")
+    asked = build_request(
+        "Write a JavaScript function that checks an IPv4 address.",
+        k=6,
+        budget_s=20.0,
+        temperature=0.8,
+        max_new_tokens=64,
+        mode="words",
+    )
     source = Replay([f"Here it is:\n\n```javascript\n{code}```\n" for code in codes])
     without = Pipeline(checker=checker, stated_checks=False).run(source, asked)
     shown_regex = JS_REGEX.split("\n\nconsole")[0] + "\n"  # its example usage is shown apart

@@ -73,21 +73,23 @@ def client(tiny):
 )
 def test_a_prompt_that_begins_with_a_sentence_is_a_request_in_words(text, words):
     assert reads_as_words(text) is words
-    assert build_request(text, 2, 5, 0.8, 16).in_words is words
+    assert build_request(text, k=2, budget_s=5, temperature=0.8, max_new_tokens=16).in_words is words
 
 
 def test_mode_and_language_fields_override_what_the_text_says():
-    assert not build_request(IPV4, 2, 5, 0.8, 16, mode="code").in_words
-    assert build_request("def f(x):\n", 2, 5, 0.8, 16, mode="words").in_words
-    made = build_request("function f(a) {\n", 2, 5, 0.8, 16, language="ts")
+    assert not build_request(IPV4, k=2, budget_s=5, temperature=0.8, max_new_tokens=16, mode="code").in_words
+    assert build_request("def f(x):\n", k=2, budget_s=5, temperature=0.8, max_new_tokens=16, mode="words").in_words
+    made = build_request("function f(a) {\n", k=2, budget_s=5, temperature=0.8, max_new_tokens=16, language="ts")
     assert (made.language, made.language_from) == ("typescript", "field")
     with pytest.raises(ValueError, match=r"language='cobol' is not known: use one of python, javascript"):
-        build_request("x", 2, 5, 0.8, 16, language="cobol")
+        build_request("x", k=2, budget_s=5, temperature=0.8, max_new_tokens=16, language="cobol")
     with pytest.raises(ValueError, match=r"mode='prose' is unknown: choose one of auto, code, words"):
-        build_request("x", 2, 5, 0.8, 16, mode="prose")
+        build_request("x", k=2, budget_s=5, temperature=0.8, max_new_tokens=16, mode="prose")
     with pytest.raises(ValueError, match=r"mode='words' takes no code after the cursor"):
-        build_request("Write it.", 2, 5, 0.8, 16, suffix="x = 1\n", mode="words")
-    go = build_request("package main\n\nfunc Reverse(s string) string {\n", 2, 5, 0.8, 16)
+        build_request("Write it.", k=2, budget_s=5, temperature=0.8, max_new_tokens=16, suffix="x = 1\n", mode="words")
+    go = build_request(
+        "package main\n\nfunc Reverse(s string) string {\n", k=2, budget_s=5, temperature=0.8, max_new_tokens=16
+    )
     assert go.language == "go" and build_checks("", language=go.language).user == ()  # no checks: no refusal
 
 
