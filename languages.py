@@ -1,8 +1,10 @@
 """The languages the app knows, one record each (like Helix's languages.toml), and how a prompt's language is found.
 
 A leaf module: it imports nothing of ours, and engine/, static_eval/ and checks/ all read it. Adding a language is
-adding a record to LANGUAGES (and pinning its grammar package in requirements.txt). It does not parse code: it names
-the tree-sitter grammar that static_eval loads.
+adding a record to LANGUAGES, built by keyword in parts (its names and files; its lexis, what the one scanner of
+strings and comments, `mask`, skips; its grammar; its blocks; how its checks run, or None; its recognition signals;
+its highlighting), and pinning its grammar package in requirements.txt. It does not parse code: it names the
+tree-sitter grammar that static_eval loads.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import importlib
 import re
 from dataclasses import dataclass
+from functools import cache
 from types import MappingProxyType
 
 BRACES = "braces"  # `{ ... }` delimits a block
@@ -51,22 +54,160 @@ class CheckRun:
     runtime: str | None  # runs the program or what was built ("node", "java"); None: the built binary runs itself
 
 
+# ---------------------------------------------------------------- lexis: the one scanner of strings and comments
+
+
+@dataclass(frozen=True)
+class Lexis:
+    """How a language writes comments and strings: what `mask`, the one scanner of them, skips."""
+
+    line_comments: tuple[str, ...] = ()  # line-comment marks, the usual one first: ("//", "#") for PHP
+    block_comment: tuple[str, str] | None = None  # (opening, closing) marks of a block comment; None: none
+    strings: tuple[str, ...] = ('"',)  # marks of strings closed by the same mark on their line (backslash escapes)
+    long_strings: tuple[str, ...] = ()  # marks of strings that may span lines (backslash escapes): ``` ` ```, `"""`
+    raw_strings: tuple[str, ...] = ()  # marks of strings that may span lines, without escapes: Go's `, the shell's '
+    char_literals: bool = False  # `'` opens a character literal ('a', '\n'); a `'` that opens none is code (a Rust
+    # lifetime), or where `'` is also in `strings`, a string that closes on its line
+    line_comment_pattern: str | None = None  # a regular expression for the line comments where their marks alone
+    # mislead (the shell's `#` only at a word's start, PHP's `#[` an attribute)
+    block_comment_at_line_start: bool = False  # the block comment's marks count only at a line's start (Ruby)
+
+
+C_COMMENT = ("/*", "*/")
+# C-like code whose language is not known (the lexing of checks/clike.py): `'` a character or else a one-line string
+C_LIKE = Lexis(("//",), C_COMMENT, strings=('"', "'"), long_strings=("`",), char_literals=True)
+_CHAR = r"'(?:\\.[^'\n]{0,8}|[^\\'\n])'"  # a whole character literal: 'a', '\n', '\u00e9'
+
+
+@dataclass(frozen=True)
+class _Token:
+    """What one alternative of a lexer finds: a comment or a string, opened by `mark`."""
+
+    comment: bool
+    mark: str  # the opening mark
+    one_line: bool  # it ends at its line's end when it does not close before
+
+
+@cache
+def _lexer(lexis: Lexis) -> tuple[re.Pattern, tuple[_Token, ...]]:
+    """One regular expression whose alternatives t0, t1, ... find the comments and strings (each alternative's group
+    c0, c1, ... matches where it closes), and what each alternative is."""
+    parts: list[tuple[str, _Token]] = []
+    if lexis.block_comment is not None:
+        opening, closing = (re.escape(mark) for mark in lexis.block_comment)
+        at = "^" if lexis.block_comment_at_line_start else ""
+        parts.append(
+            (rf"{at}{opening}(?:.*?(?P<c{{i}}>{at}{closing})|.*)", _Token(True, lexis.block_comment[0], False))
+        )
+    if lexis.line_comment_pattern is not None:
+        parts.append((lexis.line_comment_pattern, _Token(True, lexis.line_comments[0], True)))
+    else:
+        parts += [(rf"{re.escape(m)}[^\n]*", _Token(True, m, True)) for m in lexis.line_comments]
+    for mark in sorted(lexis.long_strings, key=len, reverse=True):
+        quoted = re.escape(mark)
+        parts.append((rf"{quoted}(?:\\.|[^\\])*?(?:(?P<c{{i}}>{quoted})|\\?\Z)", _Token(False, mark, False)))
+    for mark in lexis.raw_strings:
+        quoted = re.escape(mark)
+        parts.append((rf"{quoted}.*?(?:(?P<c{{i}}>{quoted})|\Z)", _Token(False, mark, False)))
+    if lexis.char_literals:
+        parts.append((rf"{_CHAR[:-1]}(?P<c{{i}}>')", _Token(False, "'", True)))
+    for mark in lexis.strings:
+        quoted = re.escape(mark)
+        body = rf"(?:\\.|[^{quoted}\\\n])*"
+        if mark == "'" and lexis.char_literals:  # not a character: a string only where it closes on its line
+            parts.append((rf"{quoted}{body}(?P<c{{i}}>{quoted})", _Token(False, mark, True)))
+        else:
+            parts.append((rf"{quoted}{body}(?:(?P<c{{i}}>{quoted})|\\?\Z)?", _Token(False, mark, True)))
+    pattern = "|".join(f"(?P<t{i}>{text.replace('{i}', str(i))})" for i, (text, _) in enumerate(parts))
+    return re.compile(pattern, re.DOTALL | re.MULTILINE), tuple(token for _, token in parts)
+
+
+def mask(text: str, lexis: Lexis, comments: bool = True) -> str:
+    """`text` with the inside of every string and character literal replaced by `_` and (when `comments`) every
+    comment by blanks; the same length, newlines kept, so offsets and lines carry over."""
+    return scan(text, lexis, comments)[0]
+
+
+def scan(text: str, lexis: Lexis, comments: bool = True) -> tuple[str, str | None]:
+    """(`mask(text, lexis, comments)`, the opening mark of the string or comment that `text` ends inside, or None).
+    A text that goes on from there is scanned right when that mark is put before it."""
+    pattern, tokens = _lexer(lexis)
+    out, at, inside = [], 0, None
+    for found in pattern.finditer(text):
+        index = int(found.lastgroup[1:])
+        token, (start, end), closing = tokens[index], found.span(), f"c{index}"
+        closed = found.group(closing) is not None if closing in pattern.groupindex else end < len(text)
+        inside = None if closed or (token.one_line and end < len(text)) else token.mark
+        piece = text[start:end]
+        if token.comment:
+            piece = _blanked(piece, " ") if comments else piece
+        else:
+            inner_end = len(piece) - (len(token.mark) if closed else 0)
+            piece = piece[: len(token.mark)] + _blanked(piece[len(token.mark) : inner_end], "_") + piece[inner_end:]
+        out += [text[at:start], piece]
+        at = end
+    out.append(text[at:])
+    return "".join(out), inside
+
+
+def _blanked(text: str, fill: str) -> str:
+    """`text` with every character but a newline replaced by `fill`."""
+    return re.sub(r"[^\n]", fill, text)
+
+
+# ---------------------------------------------------------------- the records
+
+
+@dataclass(frozen=True)
+class Signal:
+    """A cheap pattern that a language's code (or a request in words) shows, with a weight (see `from_text`)."""
+
+    what: str  # the explanation shown in Detection.evidence
+    weight: float
+    pattern: re.Pattern
+    code: bool = True  # match code lines only (False: the whole text, comments included)
+
+
+def signal(what: str, weight: float, pattern: str, code: bool = True) -> Signal:
+    return Signal(what, weight, re.compile(pattern, re.MULTILINE), code)
+
+
 @dataclass(frozen=True)
 class Language:
-    """One language the app knows: its names, files, comments, grammar, blocks and how a check runs there."""
+    """One language the app knows: its names, files, lexis, grammar, blocks, checks and how it is recognised."""
 
     name: str  # the id used everywhere: "typescript"
     display: str  # how people write it: "TypeScript"
-    aliases: tuple[str, ...]  # other names clients send, lower case: ("ts",)
     extensions: tuple[str, ...]  # file name endings, lower case with the dot: (".ts", ".mts", ".cts")
-    fence: str  # the Markdown fence info word this app writes: ```typescript
-    line_comments: tuple[str, ...]  # line-comment marks, the usual one first: ("//", "#") for PHP
-    block_comment: tuple[str, str] | None  # (opening, closing) marks of a block comment; None: the language has none
+    lexis: Lexis  # its comments and strings
     grammar: Grammar  # the tree-sitter grammar static_eval parses it with
     blocks: str  # BRACES, INDENT or KEYWORDS: what ends a block (how a prompt's open blocks are closed)
-    check: CheckRun  # how a check of the user's examples runs there
+    check: CheckRun | None  # how a check of the user's examples runs there; None: checks are not run in it
+    aliases: tuple[str, ...] = ()  # other names clients send, lower case: ("ts",)
+    fence: str = ""  # the Markdown fence info word this app writes (```typescript); "": the name
     block_words: tuple[tuple[str, str], ...] = ()  # KEYWORDS: (word that opens a block, the word that closes it)
+    anywhere_words: tuple[str, ...] = ()  # of those opening words, the ones that open a block wherever they stand
+    # (Lua's `function` in `return function() ... end`); the others only where a statement starts
     filenames: tuple[str, ...] = ()  # whole file names that are this language: "Gemfile"
+    signals: tuple[Signal, ...] = ()  # what its code shows (signals shared with other languages: _SHARED_SIGNALS)
+    named: tuple[str, ...] | None = None  # how a request in words names it: ("Go", "Golang"); None: its display
+    highlight: str | None = None  # the page's highlighting for it (a gr.Code language); None: plain text
+
+    def __post_init__(self):
+        if not self.fence:
+            object.__setattr__(self, "fence", self.name)
+        if self.named is None:
+            object.__setattr__(self, "named", (self.display,))
+
+    @property
+    def line_comments(self) -> tuple[str, ...]:
+        """Its line-comment marks, the usual one first."""
+        return self.lexis.line_comments
+
+    @property
+    def block_comment(self) -> tuple[str, str] | None:
+        """(opening, closing) marks of its block comment, or None."""
+        return self.lexis.block_comment
 
     @property
     def line_comment(self) -> str | None:
@@ -77,176 +218,240 @@ class Language:
         return self.name
 
 
-_C_COMMENT = ("/*", "*/")
+_C_FAMILY = Lexis(("//",), C_COMMENT, char_literals=True)  # C, C++, Java, C#: `'` a character literal
+_SCRIPT = Lexis(("//",), C_COMMENT, strings=('"', "'"), long_strings=("`",))  # JavaScript and TypeScript
 _RUBY_WORDS = tuple(
     (word, "end") for word in ("def", "class", "module", "if", "unless", "while", "until", "for", "case", "begin", "do")
 )
 
+# fmt: off
 LANGUAGES: tuple[Language, ...] = (
     Language(
-        "python",
-        "Python",
-        ("py", "python3", "py3"),
-        (".py", ".pyi", ".pyw"),
-        "python",
-        ("#",),
-        None,
-        Grammar("tree-sitter-python", "tree_sitter_python"),
-        INDENT,
-        CheckRun(None, "python3"),
+        name="python", display="Python", aliases=("py", "python3", "py3"), extensions=(".py", ".pyi", ".pyw"),
+        lexis=Lexis(("#",), strings=('"', "'"), long_strings=('"""', "'''")),
+        grammar=Grammar("tree-sitter-python", "tree_sitter_python"), blocks=INDENT, check=CheckRun(None, "python3"),
+        highlight="python",
+        signals=(
+            signal("`def f(...):`", 4, r"^[ \t]*(?:async[ \t]+)?def[ \t]+\w+[ \t]*\(.*\)[ \t]*(?:->.*)?:[ \t]*$"),
+            signal("`def f(` over lines", 1, r"^[ \t]*def[ \t]+\w+[ \t]*\([^)]*$"),
+            signal("`import x` / `from x import`", 2,
+                   r"^(?:from[ \t]+[\w.]+[ \t]+import[ \t]"
+                   r"|import[ \t]+[\w.]+(?:[ \t]+as[ \t]+\w+)?(?:[ \t]*,[ \t]*[\w.]+)*[ \t]*$)"),
+            signal("`class X:`", 3, r"^[ \t]*class[ \t]+\w+[ \t]*(?:\(.*\))?[ \t]*:[ \t]*$"),
+            signal('`"""` docstring', 1, r'^[ \t]*(?:[rRbBuU]?""")'),
+            signal("`if ...:` / `for ...:`", 1, r"^[ \t]*(?:if|elif|else|for|while|try|except|with)\b.*:[ \t]*$"),
+        ),
     ),
     Language(
-        "javascript",
-        "JavaScript",
-        ("js", "node", "nodejs", "jsx", "javascriptreact", "ecmascript"),
-        (".js", ".mjs", ".cjs", ".jsx"),
-        "javascript",
-        ("//",),
-        _C_COMMENT,
-        Grammar("tree-sitter-javascript", "tree_sitter_javascript"),
-        BRACES,
-        CheckRun(None, "node"),
+        name="javascript", display="JavaScript",
+        aliases=("js", "node", "nodejs", "jsx", "javascriptreact", "ecmascript"),
+        extensions=(".js", ".mjs", ".cjs", ".jsx"), lexis=_SCRIPT,
+        grammar=Grammar("tree-sitter-javascript", "tree_sitter_javascript"), blocks=BRACES,
+        check=CheckRun(None, "node"), named=("JavaScript", "Node.js"), highlight="javascript",
     ),
     Language(
-        "typescript",
-        "TypeScript",
-        ("ts",),
-        (".ts", ".mts", ".cts"),
-        "typescript",
-        ("//",),
-        _C_COMMENT,
-        Grammar("tree-sitter-typescript", "tree_sitter_typescript", "language_typescript"),
-        BRACES,
-        CheckRun("tsc", "node"),
+        name="typescript", display="TypeScript", aliases=("ts",), extensions=(".ts", ".mts", ".cts"), lexis=_SCRIPT,
+        grammar=Grammar("tree-sitter-typescript", "tree_sitter_typescript", "language_typescript"), blocks=BRACES,
+        check=CheckRun("tsc", "node"), highlight="typescript",
+        signals=(  # TypeScript's own signals are the types
+            signal("type annotations `(x: number)`", 4,
+                   r"\b\w+\??[ \t]*:[ \t]*(?:number|string|boolean|any|void|unknown|never|bigint|object"
+                   r"|[A-Z]\w*(?:<[^>]*>)?)(?:\[\])*[ \t]*[,)=;]"),
+            signal("`): T {` return type", 3, r"\)[ \t]*:[ \t]*[\w\[\]<>|, .]+[ \t]*\{[ \t]*$"),
+            signal("`interface X` / `type X =`", 3,
+                   r"^[ \t]*(?:export[ \t]+)?(?:interface[ \t]+\w+|type[ \t]+\w+[ \t]*=)"),
+        ),
     ),
     Language(
-        "tsx",
-        "TSX",
-        ("typescriptreact",),
-        (".tsx",),
-        "tsx",
-        ("//",),
-        _C_COMMENT,
-        Grammar("tree-sitter-typescript", "tree_sitter_typescript", "language_tsx"),  # TypeScript with JSX
-        BRACES,
-        CheckRun("tsc", "node"),
+        name="tsx", display="TSX", aliases=("typescriptreact",), extensions=(".tsx",), lexis=_SCRIPT,
+        grammar=Grammar("tree-sitter-typescript", "tree_sitter_typescript", "language_tsx"),  # TypeScript with JSX
+        blocks=BRACES, check=CheckRun("tsc", "node"), named=(), highlight="typescript",
     ),
     Language(
-        "java",
-        "Java",
-        (),
-        (".java",),
-        "java",
-        ("//",),
-        _C_COMMENT,
-        Grammar("tree-sitter-java", "tree_sitter_java"),
-        BRACES,
-        CheckRun("javac", "java"),
+        name="java", display="Java", extensions=(".java",),
+        lexis=Lexis(("//",), C_COMMENT, long_strings=('"""',), char_literals=True),
+        grammar=Grammar("tree-sitter-java", "tree_sitter_java"), blocks=BRACES, check=CheckRun("javac", "java"),
+        highlight="cpp",  # the C family's braces, strings and comments suit it well enough
+        signals=(
+            signal("`import java.` / `package x.y;`", 5,
+                   r"^import[ \t]+(?:static[ \t]+)?(?:java|javax|org|com)\.[\w.*]+;|^package[ \t]+[\w.]+;"),
+            signal("`ArrayList<` / `System.out` / `String x`", 1,
+                   r"\bArrayList<|\bSystem\.out\.|\bString(?:\[\])?[ \t]+\w|\bHashMap<|\bboolean\b|@Override\b"
+                   r"|<(?:Long|Integer|Boolean|Double|Character|Float)\b"),
+            signal("a camelCase method", 1,
+                   r"\b(?:public|private|protected|static)[ \t]+[\w<>\[\], ]+[ \t]+[a-z]\w*[ \t]*\("),
+        ),
     ),
     Language(
-        "c",
-        "C",
-        (),
-        (".c", ".h"),
-        "c",
-        ("//",),
-        _C_COMMENT,
-        Grammar("tree-sitter-c", "tree_sitter_c"),
-        BRACES,
-        CheckRun("gcc", None),
+        name="c", display="C", extensions=(".c", ".h"), lexis=_C_FAMILY,
+        grammar=Grammar("tree-sitter-c", "tree_sitter_c"), blocks=BRACES, check=CheckRun("gcc", None), highlight="c",
+        signals=(
+            signal("`printf` / `malloc` / `.h` includes", 1,
+                   r"\b(?:printf|malloc|free|scanf)\(|#[ \t]*include[ \t]*<\w+\.h>", code=False),
+        ),
     ),
     Language(
-        "cpp",
-        "C++",
-        ("c++", "cxx", "cc", "hpp"),
-        (".cpp", ".cc", ".cxx", ".c++", ".hpp", ".hh", ".hxx", ".h++", ".ipp"),
-        "cpp",
-        ("//",),
-        _C_COMMENT,
-        Grammar("tree-sitter-cpp", "tree_sitter_cpp"),
-        BRACES,
-        CheckRun("g++", None),
+        name="cpp", display="C++", aliases=("c++", "cxx", "cc", "hpp"),
+        extensions=(".cpp", ".cc", ".cxx", ".c++", ".hpp", ".hh", ".hxx", ".h++", ".ipp"), lexis=_C_FAMILY,
+        grammar=Grammar("tree-sitter-cpp", "tree_sitter_cpp"), blocks=BRACES, check=CheckRun("g++", None),
+        highlight="cpp",
+        signals=(
+            signal("`std::` / `template<` / `vector<`", 3,
+                   r"\bstd::|\btemplate[ \t]*<|\bvector[ \t]*<|\bnamespace\b|\busing[ \t]+namespace\b|\bcout\b"
+                   r"|<bits/stdc\+\+\.h>|#[ \t]*include[ \t]*<(?:iostream|vector|string|map|algorithm|set"
+                   r"|unordered_map)>",
+                   code=False),
+        ),
     ),
     Language(
-        "csharp",
-        "C#",
-        ("cs", "c#", "c-sharp", "c_sharp"),
-        (".cs", ".csx"),
-        "csharp",
-        ("//",),
-        _C_COMMENT,
-        Grammar("tree-sitter-c-sharp", "tree_sitter_c_sharp"),
-        BRACES,
-        CheckRun("mcs", "mono"),  # Mono's compiler and runtime, as MultiPL-E runs C#
+        name="csharp", display="C#", aliases=("cs", "c#", "c-sharp", "c_sharp"), extensions=(".cs", ".csx"),
+        lexis=_C_FAMILY, grammar=Grammar("tree-sitter-c-sharp", "tree_sitter_c_sharp"), blocks=BRACES,
+        check=CheckRun("mcs", "mono"),  # Mono's compiler and runtime, as MultiPL-E runs C#
+        highlight="cpp",
+        signals=(
+            signal("`using System;` / `namespace x`", 5,
+                   r"^using[ \t]+System(?:\.[\w.]+)?;|^namespace[ \t]+[\w.]+[ \t]*[{;]?$"),
+            signal("`Console.` / `List<long>` / `string x`", 1,
+                   r"\bConsole\.|\b(?:List|Dictionary|IEnumerable|HashSet)<(?:long|int|string|bool|double|char"
+                   r"|float|Tuple)\b|\bstring(?:\[\])?[ \t]+\w|\bbool[ \t]+\w|\bvar[ \t]+\w+[ \t]*=[ \t]*new\b"),
+            signal("a PascalCase method", 1,
+                   r"\b(?:public|private|protected|static)[ \t]+[\w<>\[\], ]+[ \t]+[A-Z]\w*[ \t]*\("),
+        ),
     ),
     Language(
-        "go",
-        "Go",
-        ("golang",),
-        (".go",),
-        "go",
-        ("//",),
-        _C_COMMENT,
-        Grammar("tree-sitter-go", "tree_sitter_go"),
-        BRACES,
-        CheckRun(None, "go"),  # `go run` builds and runs in one step
+        name="go", display="Go", aliases=("golang",), extensions=(".go",),
+        lexis=Lexis(("//",), C_COMMENT, raw_strings=("`",), char_literals=True),
+        grammar=Grammar("tree-sitter-go", "tree_sitter_go"), blocks=BRACES,
+        check=CheckRun(None, "go"),  # `go run` builds and runs in one step
+        named=("Go", "Golang"), highlight="cpp",
+        signals=(
+            signal("`package x` (no `;`)", 3, r"^package[ \t]+\w+[ \t]*$"),
+            signal("`func f(`", 4, r"^func[ \t]+(?:\([^)]*\)[ \t]*)?\w+[ \t]*(?:\[[^\]]*\])?\("),
+            signal("`import (`", 2, r"^import[ \t]*\("),
+            signal("`:=` / `[]int`", 1, r":=|\[\](?:int|string|float64|byte|bool|interface)"),
+        ),
     ),
     Language(
-        "rust",
-        "Rust",
-        ("rs",),
-        (".rs",),
-        "rust",
-        ("//",),
-        _C_COMMENT,
-        Grammar("tree-sitter-rust", "tree_sitter_rust"),
-        BRACES,
-        CheckRun("rustc", None),
+        name="rust", display="Rust", aliases=("rs",), extensions=(".rs",),
+        lexis=Lexis(("//",), C_COMMENT, strings=(), long_strings=('"',), char_literals=True),  # else a lifetime
+        grammar=Grammar("tree-sitter-rust", "tree_sitter_rust"), blocks=BRACES, check=CheckRun("rustc", None),
+        highlight="cpp",
+        signals=(
+            signal("`fn f(`", 4,
+                   r"^[ \t]*(?:pub(?:\([^)]*\))?[ \t]+)?(?:const[ \t]+|async[ \t]+|unsafe[ \t]+)*fn[ \t]+\w+"),
+            signal("`-> T {` / `let mut`", 1, r"\)[ \t]*->[ \t]*[^{]+\{[ \t]*$|\blet[ \t]+mut\b"),
+            signal("`use std::` / `impl`", 3, r"^[ \t]*use[ \t]+(?:std|crate|super)::|^[ \t]*impl\b"),
+            signal("`Vec<` / `vec![` / `&str`", 1, r"\bVec<|\bvec!\[|&(?:mut[ \t]+)?str\b|\b[iu]size\b|\bOption<"),
+        ),
     ),
     Language(
-        "php",
-        "PHP",
-        (),
-        (".php", ".phtml"),
-        "php",
-        ("//", "#"),
-        _C_COMMENT,
-        Grammar("tree-sitter-php", "tree_sitter_php", "language_php"),  # PHP files with `<?php` tags
-        BRACES,
-        CheckRun(None, "php"),
+        name="php", display="PHP", extensions=(".php", ".phtml"),
+        lexis=Lexis(("//", "#"), C_COMMENT, strings=(), long_strings=('"', "'"),
+                    line_comment_pattern=r"//[^\n]*|#(?!\[)[^\n]*"),  # `#[` opens an attribute
+        grammar=Grammar("tree-sitter-php", "tree_sitter_php", "language_php"),  # PHP files with `<?php` tags
+        blocks=BRACES, check=CheckRun(None, "php"), highlight="cpp",
+        signals=(
+            signal("`<?php`", 8, r"<\?php\b", code=False),
+            signal("`function f($x`", 3, r"\bfunction[ \t]+\w+[ \t]*\([ \t]*(?:[\w?|\\]+[ \t]+)?&?\$\w"),
+            signal("`$var`", 1, r"\$[A-Za-z_]\w*[ \t]*(?:=[^=]|->|;)"),
+        ),
     ),
     Language(
-        "ruby",
-        "Ruby",
-        ("rb",),
-        (".rb", ".rake", ".gemspec"),
-        "ruby",
-        ("#",),
-        ("=begin", "=end"),
-        Grammar("tree-sitter-ruby", "tree_sitter_ruby"),
-        KEYWORDS,
-        CheckRun(None, "ruby"),
-        _RUBY_WORDS,
-        ("Rakefile", "Gemfile"),
+        name="ruby", display="Ruby", aliases=("rb",), extensions=(".rb", ".rake", ".gemspec"),
+        lexis=Lexis(("#",), ("=begin", "=end"), strings=(), long_strings=('"', "'"), block_comment_at_line_start=True),
+        grammar=Grammar("tree-sitter-ruby", "tree_sitter_ruby"), blocks=KEYWORDS, check=CheckRun(None, "ruby"),
+        block_words=_RUBY_WORDS, filenames=("Rakefile", "Gemfile"),
+        signals=(
+            signal("`def f(...)` without a colon", 4,
+                   r"^[ \t]*def[ \t]+(?:self\.)?\w+[?!=]?(?:[ \t]*\([^)]*\)|[ \t]+\w[\w, *&=]*)?[ \t]*$"),
+            signal("`end`", 2, r"^[ \t]*end[ \t]*$"),
+            signal("`require '...'`", 2, r"^[ \t]*require(?:_relative)?[ \t]+['\"]"),
+            signal("`do |x|` / `.each`", 1, r"\bdo[ \t]*\|[^|]*\||\.each\b|\bputs\b|\battr_(?:reader|accessor)\b"),
+        ),
     ),
     Language(
-        "shell",
-        "Shell (Bash)",
-        ("sh", "bash", "zsh", "shellscript", "shell-script"),
-        (".sh", ".bash", ".zsh"),  # zsh is parsed with the Bash grammar: close, not exact
-        "bash",
-        ("#",),
-        None,
-        Grammar("tree-sitter-bash", "tree_sitter_bash"),
-        KEYWORDS,
-        CheckRun(None, "bash"),
-        (("if", "fi"), ("case", "esac"), ("do", "done")),
-        (".bashrc", ".bash_profile", ".profile", ".zshrc"),
+        name="shell", display="Shell (Bash)", aliases=("sh", "bash", "zsh", "shellscript", "shell-script"),
+        extensions=(".sh", ".bash", ".zsh"),  # zsh is parsed with the Bash grammar: close, not exact
+        fence="bash",
+        lexis=Lexis(("#",), strings=(), long_strings=('"', "`"), raw_strings=("'",),
+                    line_comment_pattern=r"(?<![^\s;&|(])#[^\n]*"),  # `$#` and `${#x}` are no comments
+        grammar=Grammar("tree-sitter-bash", "tree_sitter_bash"), blocks=KEYWORDS, check=CheckRun(None, "bash"),
+        block_words=(("if", "fi"), ("case", "esac"), ("do", "done")),
+        filenames=(".bashrc", ".bash_profile", ".profile", ".zshrc"), named=("Bash", "shell"), highlight="shell",
+        signals=(
+            signal("`#!/bin/sh`-style shebang", 6, r"\A#![^\n]*\b(?:ba|z|k|da)?sh\b", code=False),
+            signal("`name() {` function", 3, r"^[ \t]*(?:function[ \t]+)?[\w-]+[ \t]*\(\)[ \t]*\{[ \t]*$"),
+            signal("`fi` / `esac` / `done`", 2, r"^[ \t]*(?:fi|esac|done)\b"),
+            signal("`if [ ... ]` / `echo $x`", 1, r"^[ \t]*(?:if|while)[ \t]+\[|\becho[ \t]|\blocal[ \t]+\w+="),
+        ),
     ),
 )
+# fmt: on
 
 PYTHON = LANGUAGES[0]
 _BY_NAME = MappingProxyType({key: lang for lang in LANGUAGES for key in (lang.name, *lang.aliases)})
+
+
+# ---------------------------------------------------------------- blocks: what a piece of code still owes
+
+_PAIRS = {"{": "}", "(": ")", "[": "]"}
+_LOOPS = ("while", "until", "for")  # Ruby, Lua: their `do` opens no second block
+_STATEMENT_BEFORE = ";=(|&{!"  # a block word right after one of these starts a statement (`x = if ...`, `a; if`)
+_WORDS_BEFORE = ("then", "else", "do", "elif", "begin")  # ... or right after one of these words
+
+
+def open_blocks(code: str, language: Language) -> list[str]:
+    """The closers the code still owes, outermost first: ["}", "}"] for a Java method left open in its class, ["end"]
+    for a Ruby `def` (its brackets, and its block words where words close its blocks; strings and comments skipped)."""
+    return walk_blocks(mask(code, language.lexis), language, [])[0]
+
+
+def walk_blocks(
+    masked: str, language: Language, stack: list[str], floor: int = -1, start: int = 0
+) -> tuple[list[str], int | None]:
+    """Follow the brackets and block words of masked code (see `mask`) from index `start` (what is before it is only
+    read as what precedes a block word on its line) and `stack`, the closers owed before it: (the closers owed at its
+    end, None), or where fewer than `floor` are first owed, (those, the index just after the closer that did it)."""
+    stack = list(stack)
+    pattern, words = _block_pattern(language)
+    for token in pattern.finditer(masked, start):
+        text = token.group()
+        if token.lastgroup == "bracket":
+            if text in _PAIRS:
+                stack.append(_PAIRS[text])
+            elif stack and stack[-1] == text:
+                stack.pop()
+        else:
+            _block_word(masked, token.start(), text, words, stack, language.anywhere_words)
+        if len(stack) < floor:
+            return stack, token.end()
+    return stack, None
+
+
+def _block_word(code: str, start: int, word: str, words: dict[str, str], stack: list[str], anywhere=()) -> None:
+    """Opening words count where a statement starts (`x = 1 if y` opens nothing), those `anywhere` wherever they
+    stand; where `do` is closed by `end` (Ruby, Lua), `do` opens and `end` closes wherever they stand
+    (`xs.each do |x|`, `if a then b else c end`)."""
+    line_start = code.rfind("\n", 0, start) + 1
+    before = code[line_start:start].rstrip()
+    at_statement = not before or before[-1] in _STATEMENT_BEFORE or before.endswith(_WORDS_BEFORE)
+    end_style = words.get("do") == "end"
+    if word in words:
+        if at_statement or word in anywhere or (word == "do" and end_style and not before.lstrip().startswith(_LOOPS)):
+            stack.append(words[word])
+    elif (at_statement or end_style) and stack and stack[-1] == word:
+        stack.pop()
+
+
+@cache
+def _block_pattern(language: Language) -> tuple[re.Pattern, dict[str, str]]:
+    """One regular expression that finds, left to right, the brackets and (where words close blocks) block words."""
+    words = dict(language.block_words) if language.blocks == KEYWORDS else {}
+    parts = [r"(?P<bracket>[{}()\[\]])"]
+    if words:
+        every = sorted(set(words) | set(words.values()), key=len, reverse=True)
+        parts.append(rf"(?<![\w$.:@])(?P<word>{'|'.join(every)})(?![\w?!:])")
+    return re.compile("|".join(parts)), words
 
 
 def names() -> tuple[str, ...]:
@@ -349,130 +554,39 @@ def detect(text: str, language: str | None = None, filename: str | None = None) 
 
 # Recognition from the text: each signal is a cheap pattern that a language's code (or a request in words) shows,
 # with a weight; the language with the highest total wins, ties going to the earlier record. Patterns marked `code`
-# look at code lines only (comment lines dropped, so examples in a doc comment do not count).
+# look at code lines only (comment lines dropped, so examples in a doc comment do not count). A language's own
+# signals are in its record; these speak for several.
 
-
-@dataclass(frozen=True)
-class _Signal:
-    what: str  # the explanation shown in Detection.evidence
-    languages: tuple[str, ...]  # the ids it speaks for
-    weight: float
-    pattern: re.Pattern
-    code: bool = True  # match code lines only (False: the whole text, comments included)
-
-
-def _signal(what: str, languages: str, weight: float, pattern: str, code: bool = True) -> _Signal:
-    return _Signal(what, tuple(languages.split()), weight, re.compile(pattern, re.MULTILINE), code)
-
-
-_BRACED = "javascript typescript java c cpp csharp go rust php"
+_BRACED = tuple(lang.name for lang in LANGUAGES if lang.blocks == BRACES and lang.name != "tsx")
 # fmt: off
-_SIGNALS: tuple[_Signal, ...] = (
-    # Python
-    _signal("`def f(...):`", "python", 4,
-            r"^[ \t]*(?:async[ \t]+)?def[ \t]+\w+[ \t]*\(.*\)[ \t]*(?:->.*)?:[ \t]*$"),
-    _signal("`def f(` over lines", "python", 1, r"^[ \t]*def[ \t]+\w+[ \t]*\([^)]*$"),
-    _signal("`import x` / `from x import`", "python", 2,
-            r"^(?:from[ \t]+[\w.]+[ \t]+import[ \t]"
-            r"|import[ \t]+[\w.]+(?:[ \t]+as[ \t]+\w+)?(?:[ \t]*,[ \t]*[\w.]+)*[ \t]*$)"),
-    _signal("`class X:`", "python", 3, r"^[ \t]*class[ \t]+\w+[ \t]*(?:\(.*\))?[ \t]*:[ \t]*$"),
-    _signal('`"""` docstring', "python", 1, r'^[ \t]*(?:[rRbBuU]?""")'),
-    _signal("`if ...:` / `for ...:`", "python", 1,
-            r"^[ \t]*(?:if|elif|else|for|while|try|except|with)\b.*:[ \t]*$"),
-    # Ruby
-    _signal("`def f(...)` without a colon", "ruby", 4,
-            r"^[ \t]*def[ \t]+(?:self\.)?\w+[?!=]?(?:[ \t]*\([^)]*\)|[ \t]+\w[\w, *&=]*)?[ \t]*$"),
-    _signal("`end`", "ruby", 2, r"^[ \t]*end[ \t]*$"),
-    _signal("`require '...'`", "ruby", 2, r"^[ \t]*require(?:_relative)?[ \t]+['\"]"),
-    _signal("`do |x|` / `.each`", "ruby", 1,
-            r"\bdo[ \t]*\|[^|]*\||\.each\b|\bputs\b|\battr_(?:reader|accessor)\b"),
-    # shell
-    _signal("`#!/bin/sh`-style shebang", "shell", 6, r"\A#![^\n]*\b(?:ba|z|k|da)?sh\b", code=False),
-    _signal("`name() {` function", "shell", 3, r"^[ \t]*(?:function[ \t]+)?[\w-]+[ \t]*\(\)[ \t]*\{[ \t]*$"),
-    _signal("`fi` / `esac` / `done`", "shell", 2, r"^[ \t]*(?:fi|esac|done)\b"),
-    _signal("`if [ ... ]` / `echo $x`", "shell", 1,
-            r"^[ \t]*(?:if|while)[ \t]+\[|\becho[ \t]|\blocal[ \t]+\w+="),
-    # PHP
-    _signal("`<?php`", "php", 8, r"<\?php\b", code=False),
-    _signal("`function f($x`", "php", 3, r"\bfunction[ \t]+\w+[ \t]*\([ \t]*(?:[\w?|\\]+[ \t]+)?&?\$\w"),
-    _signal("`$var`", "php", 1, r"\$[A-Za-z_]\w*[ \t]*(?:=[^=]|->|;)"),
-    # Go
-    _signal("`package x` (no `;`)", "go", 3, r"^package[ \t]+\w+[ \t]*$"),
-    _signal("`func f(`", "go", 4, r"^func[ \t]+(?:\([^)]*\)[ \t]*)?\w+[ \t]*(?:\[[^\]]*\])?\("),
-    _signal("`import (`", "go", 2, r"^import[ \t]*\("),
-    _signal("`:=` / `[]int`", "go", 1, r":=|\[\](?:int|string|float64|byte|bool|interface)"),
-    # Rust
-    _signal("`fn f(`", "rust", 4,
-            r"^[ \t]*(?:pub(?:\([^)]*\))?[ \t]+)?(?:const[ \t]+|async[ \t]+|unsafe[ \t]+)*fn[ \t]+\w+"),
-    _signal("`-> T {` / `let mut`", "rust", 1, r"\)[ \t]*->[ \t]*[^{]+\{[ \t]*$|\blet[ \t]+mut\b"),
-    _signal("`use std::` / `impl`", "rust", 3, r"^[ \t]*use[ \t]+(?:std|crate|super)::|^[ \t]*impl\b"),
-    _signal("`Vec<` / `vec![` / `&str`", "rust", 1,
-            r"\bVec<|\bvec!\[|&(?:mut[ \t]+)?str\b|\b[iu]size\b|\bOption<"),
-    # C and C++
-    _signal("`#include`", "c cpp", 3, r"^[ \t]*#[ \t]*include[ \t]*[<\"]", code=False),
-    _signal("`std::` / `template<` / `vector<`", "cpp", 3,
-            r"\bstd::|\btemplate[ \t]*<|\bvector[ \t]*<|\bnamespace\b|\busing[ \t]+namespace\b|\bcout\b"
-            r"|<bits/stdc\+\+\.h>|#[ \t]*include[ \t]*<(?:iostream|vector|string|map|algorithm|set|unordered_map)>",
-            code=False),
-    _signal("`long f(long n) {` C-style definition", "c cpp", 2,
-            r"^(?:static[ \t]+|inline[ \t]+|const[ \t]+|unsigned[ \t]+|signed[ \t]+)*"
-            r"(?:int|long|short|void|char|float|double|bool|size_t|auto|std::[\w:<>, ]+|struct[ \t]+\w+)"
-            r"[ \t*&]+\w+[ \t]*\([^)]*\)[ \t]*(?:const[ \t]*)?\{?[ \t]*$"),
-    _signal("`printf` / `malloc` / `.h` includes", "c", 1,
-            r"\b(?:printf|malloc|free|scanf)\(|#[ \t]*include[ \t]*<\w+\.h>", code=False),
-    # Java and C#
-    _signal("`public static`", "java csharp", 2, r"\bpublic[ \t]+static\b"),
-    _signal("`import java.` / `package x.y;`", "java", 5,
-            r"^import[ \t]+(?:static[ \t]+)?(?:java|javax|org|com)\.[\w.*]+;|^package[ \t]+[\w.]+;"),
-    _signal("`ArrayList<` / `System.out` / `String x`", "java", 1,
-            r"\bArrayList<|\bSystem\.out\.|\bString(?:\[\])?[ \t]+\w|\bHashMap<|\bboolean\b|@Override\b"
-            r"|<(?:Long|Integer|Boolean|Double|Character|Float)\b"),
-    _signal("a camelCase method", "java", 1,
-            r"\b(?:public|private|protected|static)[ \t]+[\w<>\[\], ]+[ \t]+[a-z]\w*[ \t]*\("),
-    _signal("`using System;` / `namespace x`", "csharp", 5,
-            r"^using[ \t]+System(?:\.[\w.]+)?;|^namespace[ \t]+[\w.]+[ \t]*[{;]?$"),
-    _signal("`Console.` / `List<long>` / `string x`", "csharp", 1,
-            r"\bConsole\.|\b(?:List|Dictionary|IEnumerable|HashSet)<(?:long|int|string|bool|double|char|float|Tuple)\b"
-            r"|\bstring(?:\[\])?[ \t]+\w|\bbool[ \t]+\w|\bvar[ \t]+\w+[ \t]*=[ \t]*new\b"),
-    _signal("a PascalCase method", "csharp", 1,
-            r"\b(?:public|private|protected|static)[ \t]+[\w<>\[\], ]+[ \t]+[A-Z]\w*[ \t]*\("),
-    _signal("`class X {`", "java csharp cpp typescript javascript php", 1, r"^[ \t]*(?:public[ \t]+)?class[ \t]+\w+"),
-    # JavaScript and TypeScript (TypeScript's own signals are the types)
-    _signal("`function f(`", "javascript typescript", 2, r"^[ \t]*(?:export[ \t]+)?(?:async[ \t]+)?function\b"),
-    _signal("`const x =` / `(a) =>`", "javascript typescript", 2,
+_SHARED_SIGNALS: tuple[tuple[tuple[str, ...], Signal], ...] = (
+    (("c", "cpp"), signal("`#include`", 3, r"^[ \t]*#[ \t]*include[ \t]*[<\"]", code=False)),
+    (("c", "cpp"), signal("`long f(long n) {` C-style definition", 2,
+                          r"^(?:static[ \t]+|inline[ \t]+|const[ \t]+|unsigned[ \t]+|signed[ \t]+)*"
+                          r"(?:int|long|short|void|char|float|double|bool|size_t|auto|std::[\w:<>, ]+|struct[ \t]+\w+)"
+                          r"[ \t*&]+\w+[ \t]*\([^)]*\)[ \t]*(?:const[ \t]*)?\{?[ \t]*$")),
+    (("java", "csharp"), signal("`public static`", 2, r"\bpublic[ \t]+static\b")),
+    (("java", "csharp", "cpp", "typescript", "javascript", "php"),
+     signal("`class X {`", 1, r"^[ \t]*(?:public[ \t]+)?class[ \t]+\w+")),
+    (("javascript", "typescript"),
+     signal("`function f(`", 2, r"^[ \t]*(?:export[ \t]+)?(?:async[ \t]+)?function\b")),
+    (("javascript", "typescript"),
+     signal("`const x =` / `(a) =>`", 2,
             r"^[ \t]*(?:export[ \t]+)?(?:const|let)[ \t]+[\w{[][^=]*=[^=]|\)[ \t]*=>"
-            r"|^[ \t]*var[ \t]+\w+[ \t]*=[^=>]*;?$"),
-    _signal("`console.log` / `require(` / `===`", "javascript typescript", 1,
-            r"=>|\bconsole\.log\(|\brequire\(|module\.exports|===|!=="),
-    _signal("type annotations `(x: number)`", "typescript", 4,
-            r"\b\w+\??[ \t]*:[ \t]*(?:number|string|boolean|any|void|unknown|never|bigint|object|[A-Z]\w*(?:<[^>]*>)?)"
-            r"(?:\[\])*[ \t]*[,)=;]"),
-    _signal("`): T {` return type", "typescript", 3, r"\)[ \t]*:[ \t]*[\w\[\]<>|, .]+[ \t]*\{[ \t]*$"),
-    _signal("`interface X` / `type X =`", "typescript", 3,
-            r"^[ \t]*(?:export[ \t]+)?(?:interface[ \t]+\w+|type[ \t]+\w+[ \t]*=)"),
+            r"|^[ \t]*var[ \t]+\w+[ \t]*=[^=>]*;?$")),
+    (("javascript", "typescript"),
+     signal("`console.log` / `require(` / `===`", 1, r"=>|\bconsole\.log\(|\brequire\(|module\.exports|===|!==")),
     # one block closer alone on a line: a braced language, not Python or Ruby
-    _signal("`}` alone", _BRACED, 0.5, r"^[ \t]*\}[ \t]*;?[ \t]*$"),
+    (_BRACED, signal("`}` alone", 0.5, r"^[ \t]*\}[ \t]*;?[ \t]*$")),
 )
 # fmt: on
+_SIGNALS: tuple[tuple[str, Signal], ...] = tuple(
+    [(lang.name, s) for lang in LANGUAGES for s in lang.signals]
+    + [(name, s) for names_, s in _SHARED_SIGNALS for name in names_]
+)
 
 # A request in words that names its language ("... in Rust", "a Go function").
-_NAMED = {
-    "Python": "python",
-    "JavaScript": "javascript",
-    "Node.js": "javascript",
-    "TypeScript": "typescript",
-    "Java": "java",
-    "C": "c",
-    "C++": "cpp",
-    "C#": "csharp",
-    "Go": "go",
-    "Golang": "go",
-    "Rust": "rust",
-    "PHP": "php",
-    "Ruby": "ruby",
-    "Bash": "shell",
-    "shell": "shell",
-}
+_NAMED = {word: lang.name for lang in LANGUAGES for word in lang.named}
 _NAMED_WORDS = "|".join(re.escape(w) for w in sorted(_NAMED, key=len, reverse=True))
 _IN_WORDS = re.compile(
     rf"(?:\b(?:in|using|with|into|to)[ \t]+(?:a[ \t]+|an[ \t]+|the[ \t]+)?(?P<a>{_NAMED_WORDS})(?![\w+#]|\.\w)"
@@ -487,11 +601,13 @@ def from_text(text: str) -> Detection:
     code = "\n".join(line for line in text.split("\n") if not _COMMENT_LINE.match(line))
     scores = {lang.name: 0.0 for lang in LANGUAGES}
     why: dict[str, list[str]] = {lang.name: [] for lang in LANGUAGES}
-    for signal in _SIGNALS:
-        if signal.pattern.search(code if signal.code else text):
-            for name in signal.languages:
-                scores[name] += signal.weight
-                why[name].append(signal.what)
+    matched: dict[Signal, bool] = {}
+    for name, found in _SIGNALS:
+        if found not in matched:
+            matched[found] = found.pattern.search(code if found.code else text) is not None
+        if matched[found]:
+            scores[name] += found.weight
+            why[name].append(found.what)
     named = _IN_WORDS.search(text)
     if named is not None:
         name = _NAMED[named.group("a") or named.group("b")]

@@ -439,7 +439,7 @@ def _ui_updates(state: Progress | RunResult, prompt_text: str, suffix_text: str,
         state.as_dict() if done else None,
     ]
     items = list(state.checks.items) if done else []
-    highlight = HIGHLIGHT.get(state.language.name) if done else None
+    highlight = languages.by_name(state.language.name).highlight if done else None
     around = ("", "") if done and state.language.in_words else (prompt_text, suffix_text)
     # a search shows its new round (the last round's rows until the new one's first arrive)
     shown = state.candidates if done else (state.candidates[state.drawn_before :] or state.candidates[-state.k :])
@@ -457,21 +457,3 @@ def _ui_updates(state: Progress | RunResult, prompt_text: str, suffix_text: str,
         else:
             values += [gr.Group(visible=False), "", "", ""]
     return values
-
-
-# languages.py names -> the page's highlighting (gr.Code knows these; the C family's braces, strings and comments
-# suit Java, C#, Go, Rust and PHP well enough; Ruby none)
-HIGHLIGHT = {
-    "python": "python",
-    "javascript": "javascript",
-    "typescript": "typescript",
-    "tsx": "typescript",
-    "c": "c",
-    "cpp": "cpp",
-    "shell": "shell",
-    "java": "cpp",
-    "csharp": "cpp",
-    "go": "cpp",
-    "rust": "cpp",
-    "php": "cpp",
-}

@@ -7,57 +7,16 @@ from __future__ import annotations
 
 import re
 
+import languages
+
 OPENING, CLOSING = "([{", ")]}"
-_CHAR = re.compile(r"'(?:\\.[^']{0,8}|[^'\\\n])'")  # 'a', '\n', '\u00e9'
 
 
 def mask(text: str, comments: bool = True) -> str:
     """`text` with the inside of every string and character literal replaced by `_` and (when `comments`) every
-    `//` and `/* */` comment by blanks; the same length, newlines kept, so offsets carry over."""
-    out = list(text)
-    index, size = 0, len(text)
-    while index < size:
-        char = text[index]
-        if comments and text.startswith("//", index):
-            end = text.find("\n", index)
-            end = size if end < 0 else end
-            out[index:end] = " " * (end - index)
-            index = end
-        elif comments and text.startswith("/*", index):
-            end = text.find("*/", index + 2)
-            end = size if end < 0 else end + 2
-            out[index:end] = [c if c == "\n" else " " for c in text[index:end]]
-            index = end
-        elif char in '"`':
-            end = _string_end(text, index)
-            out[index + 1 : end - 1] = [c if c == "\n" else "_" for c in text[index + 1 : end - 1]]
-            index = end
-        elif char == "'":  # a character ('a'), else a string of one line ('abc' in JavaScript), else a lifetime
-            found = _CHAR.match(text, index)
-            end = found.end() if found else _string_end(text, index)
-            if text[end - 1 : end] != "'" or end - index < 2:
-                index += 1
-                continue
-            out[index + 1 : end - 1] = "_" * (end - index - 2)
-            index = end
-        else:
-            index += 1
-    return "".join(out)
-
-
-def _string_end(text: str, start: int) -> int:
-    """Index just past the string that opens at `start` (its end of text when it never closes)."""
-    quote, index = text[start], start + 1
-    while index < len(text):
-        if text[index] == "\\":
-            index += 2
-            continue
-        if text[index] == quote:
-            return index + 1
-        if text[index] == "\n" and quote != "`":
-            return index  # an unclosed string ends at its line
-        index += 1
-    return len(text)
+    `//` and `/* */` comment by blanks; the same length, newlines kept, so offsets carry over (languages.mask with the
+    C family's lexis where the language is not known: `'` a character, or else a string that closes on its line)."""
+    return languages.mask(text, languages.C_LIKE, comments)
 
 
 def balanced(text: str) -> bool:

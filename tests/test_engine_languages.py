@@ -12,7 +12,7 @@ from engine import ChatTurn, Engine, EngineSettings, GenerationRequest
 from engine.models.tiny import tiny_model
 from engine.text.answer import FirstBlockEnd, split_answer
 from engine.text.blocks import BodyEnd
-from engine.text.braces import BraceEnd
+from engine.text.braces import BraceEnd, WordEnd
 from engine.text.stopping import block_end
 
 JS_PROMPT = '//Return length of given string\n// >>> strlen("abc")\n// 3\nfunction strlen(string){\n'
@@ -45,10 +45,27 @@ def test_character_literals_and_lifetimes_in_rust_and_java():
     )
 
 
+def word_ended(prompt: str, text: str, language: str) -> str | None:
+    rule = WordEnd.of(prompt, languages.by_name(language))
+    end = rule.ends_at(text) if rule is not None else None
+    return None if end is None else text[:end]
+
+
+def test_a_block_closed_by_words_ends_at_its_word_not_at_words_in_strings_comments_or_modifiers():
+    body = '  return 0 if a.nil? # end\n  [a, b].each do |x|\n    puts "end"\n  end\n  a + b\nend\n\nputs add(1, 2)\n'
+    assert word_ended("def add(a, b)\n", body, "ruby") == body[: body.index("end\n\nputs") + 3]
+    assert word_ended("def add(a, b)\n", "  if a\n    b\n  end\n", "ruby") is None  # still open
+    shell = '  if [ "$1" -gt 0 ]; then\n    echo "fi }"\n  fi\n}\nf 3\n'
+    assert word_ended("f() {\n", shell, "shell") == shell[: shell.index("}\nf 3") + 1]
+    assert WordEnd.of("x = 1\n", languages.by_name("ruby")) is None  # no block open
+    assert word_ended('def f\n  s = "a', ' end"\nend\n', "ruby") == ' end"\nend'  # the prompt's string goes on
+
+
 def test_each_language_gets_its_own_end_rule():
     assert isinstance(block_end(GenerationRequest("def f(x):\n", language="python")), BodyEnd)
     assert isinstance(block_end(GenerationRequest(JS_PROMPT, language="javascript")), BraceEnd)
-    assert block_end(GenerationRequest("def f\n", language="ruby")) is None  # its blocks end with words
+    assert isinstance(block_end(GenerationRequest("def f\n", language="ruby")), WordEnd)  # its blocks end with words
+    assert block_end(GenerationRequest("def f\n", language="ruby", suffix="end\n")) is None  # a middle's closes there
     assert block_end(GenerationRequest("let x = 1;\n", language="javascript")) is None  # no block open
     assert block_end(GenerationRequest(JS_PROMPT, language="javascript", stop_at_body_end=False)) is None
     words = GenerationRequest("Write a function.", turns=(ChatTurn("user", "Write a function."),))

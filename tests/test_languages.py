@@ -225,3 +225,41 @@ def test_recognition_is_at_least_95_percent_per_language_on_the_multipl_e_sample
     assert set(totals) == {"python", *REQUIRED} - {"c"} and min(totals.values()) >= 20
     rates = {name: right[name] / totals[name] for name in totals}
     assert min(rates.values()) >= 0.95, rates
+
+
+# Every language's capabilities, or why it has none: a prompt that opens a function (its end rule), a line with a
+# comment and a string holding a brace (its lexis), and why it has no checks or no highlighting where it has none.
+OPENS_A_FUNCTION = {
+    "python": "def f(a):\n",
+    "javascript": "function f(a) {\n",
+    "typescript": "function f(a: number): number {\n",
+    "tsx": "function F(a: number) {\n",
+    "java": "class A {\n    static long f(long a) {\n",
+    "c": "long f(long a) {\n",
+    "cpp": "long f(std::vector<long> a) {\n",
+    "csharp": "class P {\n    static long F(long a) {\n",
+    "go": "func f(a int) int {\n",
+    "rust": "fn f(a: isize) -> isize {\n",
+    "php": "<?php\nfunction f($a) {\n",
+    "ruby": "def f(a)\n",
+    "shell": "f() {\n",
+}
+COMMENT_AND_STRING = {"python": ' "{" # {', "ruby": ' "{" # {', "shell": ' "{" # {', "php": ' "{" // {'}
+NO_CHECKS: dict[str, str] = {}  # language -> why its checks are not run (none yet: every language has a CheckRun)
+NO_HIGHLIGHT = {"ruby": "gr.Code has no Ruby mode, and the C family's misreads `#` comments and `end`"}
+
+
+@pytest.mark.parametrize("lang", languages.LANGUAGES, ids=lambda lang: lang.name)
+def test_every_language_states_each_capability_or_why_it_has_none(lang):
+    from engine import GenerationRequest
+    from engine.text.stopping import block_end
+
+    assert lang.name in OPENS_A_FUNCTION, "give a prompt that opens a function in it"
+    rule = block_end(GenerationRequest(OPENS_A_FUNCTION[lang.name], language=lang.name))
+    assert rule is not None and rule.ends_at(" x\n") is None  # a function left open: its body goes on
+    line = COMMENT_AND_STRING.get(lang.name, ' "{" // {')
+    masked = languages.mask(line, lang.lexis)
+    assert len(masked) == len(line) and "{" not in masked, masked  # the string's brace and the comment skipped
+    assert (lang.check is not None) != (lang.name in NO_CHECKS)
+    assert (lang.highlight is not None) != (lang.name in NO_HIGHLIGHT)
+    assert lang.named or lang.name == "tsx"  # TSX is asked for as TypeScript in words

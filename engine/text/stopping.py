@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import languages
 from engine.text.answer import FirstBlockEnd, answer_skips
 from engine.text.blocks import BodyEnd
-from engine.text.braces import BraceEnd
+from engine.text.braces import BraceEnd, WordEnd
 from engine.types import FINISH_LENGTH, FINISH_STOP, Candidate, GenerationRequest
 
 
@@ -86,10 +86,10 @@ class IndentEnd:
         return None
 
 
-def block_end(request: GenerationRequest) -> BodyEnd | BraceEnd | FirstBlockEnd | None:
+def block_end(request: GenerationRequest) -> BodyEnd | BraceEnd | WordEnd | FirstBlockEnd | None:
     """Where a row leaves what it was asked to write: an answer's first code block (a request in words), or the
-    function (Python) or braced block the prompt opened; None when the rule is off, or the language's blocks end
-    with words (Ruby, shell)."""
+    function (Python) or block (braced, or closed by words: Ruby, shell) the prompt opened; None when the rule is
+    off."""
     if request.in_words:
         return FirstBlockEnd(answer_skips(request))
     if not request.stop_at_body_end:
@@ -99,6 +99,8 @@ def block_end(request: GenerationRequest) -> BodyEnd | BraceEnd | FirstBlockEnd 
         return BodyEnd.of(request.prompt)
     if language.blocks == languages.BRACES and not request.is_infill:  # a middle's block closes in its suffix
         return BraceEnd.of(request.prompt, language)
+    if language.blocks == languages.KEYWORDS and not request.is_infill:
+        return WordEnd.of(request.prompt, language)
     return None
 
 
@@ -109,7 +111,9 @@ class StopRules:
     eos_ids: frozenset[int]  # every token that ends a text (see end_of_text_ids)
     stops: tuple[str, ...]
     max_new_tokens: int
-    body: BodyEnd | BraceEnd | FirstBlockEnd | None = None  # where a row leaves what it was asked for (block_end)
+    body: BodyEnd | BraceEnd | WordEnd | FirstBlockEnd | None = (
+        None  # where a row leaves what it was asked for (block_end)
+    )
     echo: SuffixEcho | None = None  # a middle's end where it repeats the code after the cursor; None: not a middle
     indent: IndentEnd | None = None  # a middle's end at a line indented less than the request's min_indent
 
