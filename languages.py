@@ -385,6 +385,22 @@ LANGUAGES: tuple[Language, ...] = (
             signal("`if [ ... ]` / `echo $x`", 1, r"^[ \t]*(?:if|while)[ \t]+\[|\becho[ \t]|\blocal[ \t]+\w+="),
         ),
     ),
+    Language(
+        name="lua", display="Lua", extensions=(".lua",),
+        lexis=Lexis(("--",), ("--[[", "]]"), strings=('"', "'")),  # `--[[` before `--`: block comments come first
+        grammar=Grammar("tree-sitter-lua", "tree_sitter_lua"), blocks=KEYWORDS,
+        check=None,  # no Lua interpreter in the sandbox's image (Debian's lua5.4 is not installed there)
+        block_words=(("function", "end"), ("if", "end"), ("for", "end"), ("while", "end"), ("do", "end"),
+                     ("repeat", "until")),
+        anywhere_words=("function", "if", "for", "while", "repeat"),  # Lua has no statement modifiers
+        signals=(
+            signal("`local x` / `local function`", 3, r"^[ \t]*local[ \t]+(?:function[ \t]+)?\w+"),
+            signal("`function f(...)` without a brace", 2,
+                   r"^[ \t]*(?:local[ \t]+)?function[ \t]+[\w.:]+[ \t]*\([^)]*\)[ \t]*$"),
+            signal("`end`", 2, r"^[ \t]*end[ \t]*$"),
+            signal("`then` / `elseif` / `~=` / `..`", 1, r"\bthen[ \t]*$|^[ \t]*elseif\b|~=|\.\.[ \t]*['\"\w]"),
+        ),
+    ),
 )
 # fmt: on
 

@@ -29,6 +29,7 @@ SNIPPETS = {  # one small valid program per language
     "php": "<?php\nfunction f($a) { return $a + 1; }\n",
     "ruby": "def f(a)\n  a + 1\nend\n",
     "shell": "f() {\n  echo $(( $1 + 1 ))\n}\n",
+    "lua": "local function f(a)\n  return a + 1\nend\n",
 }
 
 
@@ -49,7 +50,7 @@ def test_records_are_frozen_and_complete():
     for lang in languages.LANGUAGES:
         assert lang.blocks in (languages.BRACES, languages.INDENT, languages.KEYWORDS)
         assert lang.fence and lang.extensions and lang.line_comment
-        assert lang.check.compiler or lang.check.runtime
+        assert lang.check is None or lang.check.compiler or lang.check.runtime
         assert (lang.blocks == languages.KEYWORDS) == bool(lang.block_words)
     assert languages.by_name("java").check == languages.CheckRun("javac", "java")
     assert languages.by_name("javascript").check.runtime == "node"
@@ -243,10 +244,20 @@ OPENS_A_FUNCTION = {
     "php": "<?php\nfunction f($a) {\n",
     "ruby": "def f(a)\n",
     "shell": "f() {\n",
+    "lua": "local function f(a)\n",
 }
-COMMENT_AND_STRING = {"python": ' "{" # {', "ruby": ' "{" # {', "shell": ' "{" # {', "php": ' "{" // {'}
-NO_CHECKS: dict[str, str] = {}  # language -> why its checks are not run (none yet: every language has a CheckRun)
-NO_HIGHLIGHT = {"ruby": "gr.Code has no Ruby mode, and the C family's misreads `#` comments and `end`"}
+COMMENT_AND_STRING = {
+    "python": ' "{" # {',
+    "ruby": ' "{" # {',
+    "shell": ' "{" # {',
+    "php": ' "{" // {',
+    "lua": ' "{" -- {',
+}
+NO_CHECKS = {"lua": "no Lua interpreter in the sandbox's image, and no harness for its asserts"}
+NO_HIGHLIGHT = {
+    "ruby": "gr.Code has no Ruby mode, and the C family's misreads `#` comments and `end`",
+    "lua": "gr.Code has no Lua mode, and the C family's misreads `--` comments and `end`",
+}
 
 
 @pytest.mark.parametrize("lang", languages.LANGUAGES, ids=lambda lang: lang.name)
