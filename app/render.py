@@ -110,12 +110,19 @@ def notes_html(notes: list[str]) -> str:
     return f'<div class="rd-notes" style="color:#a15c00"><b>Note:</b><ul>{items}</ul></div>'
 
 
-def candidate_header_html(entry: RankedEntry | GrowingCandidate, check_items: list[Check] = ()) -> str:
+LEADER_NOTE = "provisional: ranked by agreement among the finished candidates; the analysis and the checks follow"
+
+
+def candidate_header_html(
+    entry: RankedEntry | GrowingCandidate, check_items: list[Check] = (), leading: bool = False
+) -> str:
     """Rank, checks passed, score and its parts, copies, finish reason, static findings and each check's outcome
-    (`check_items`: the run's checks, in the order of the candidate's outcomes)."""
+    (`check_items`: the run's checks, in the order of the candidate's outcomes). A growing row: its number, tokens
+    and state, and where it `leading`, that it is the best so far (provisional)."""
     reason = escape(REASONS.get(entry.finish_reason, str(entry.finish_reason)))
     if isinstance(entry, GrowingCandidate):  # still generating: no rank yet
-        return f'<div class="rd-cand"><b>candidate {entry.index + 1}</b> · {entry.tokens} tokens · {reason}</div>'
+        lead = f"<b>best so far</b> ({LEADER_NOTE}) · " if leading else ""
+        return f'<div class="rd-cand">{lead}<b>candidate {entry.index + 1}</b> · {entry.tokens} tokens · {reason}</div>'
     bits = [f"<b>#{int(entry.rank)}</b>"]
     if entry.checks is not None and entry.checks.outcomes:
         bits.append(f"checks passed {entry.checks.passed} of {len(entry.checks.outcomes)}")

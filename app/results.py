@@ -64,6 +64,7 @@ class Progress:
     candidates: tuple[GrowingCandidate, ...]  # every row drawn so far, the earlier rounds' first
     search_round: int = 1  # the round being drawn: above 1, no candidate of the earlier rounds passed every check
     drawn_before: int = 0  # rows the earlier rounds drew
+    leader: int | None = None  # the row ranked first among those finished so far (provisional), or None
 
     @property
     def finished(self) -> int:
@@ -115,6 +116,7 @@ class Progress:
                 "finished": self.finished,
                 "search_round": self.search_round,
                 "drawn_before": self.drawn_before,
+                "leader": self.leader,
             },
             "candidates": [c.as_dict() for c in self.candidates],
         }

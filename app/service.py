@@ -419,10 +419,29 @@ class Pipeline:
                     final.model = model
                     yield final
                     return
-                yield box.progress(request, model, time.perf_counter() - started, loading())
+                progress = box.progress(request, model, time.perf_counter() - started, loading())
+                yield replace(progress, leader=self.provisional_leader(progress, request))
         finally:
             if not finished:
                 control.stop("the request was cancelled")
+
+    def provisional_leader(self, progress: Progress, request: GenerationRequest) -> int | None:
+        """The row this pipeline's ranking puts first among the first round's rows finished so far, read by agreement
+        (and the rows' order) alone: the analysis and the checks come once every row is done. None before a row has
+        finished, during a search's later rounds, or for one row."""
+        if progress.status != "generating" or progress.search_round > 1 or progress.k < 2:
+            return None
+        finished = [row for row in progress.candidates if row.finish_reason is not None]
+        if not finished:
+            return None
+        skip = answer_skips(request)
+        texts = [
+            (split_answer(row.code, skip=skip).code or row.code) if request.in_words else row.code for row in finished
+        ]
+        settings = self.rank_settings
+        if settings.uses_logprobs:  # the growing rows carry no log-probabilities
+            settings = replace(settings, scorer="gsc")
+        return finished[rerank.rank(texts, settings=settings)[0].indices[0]].index
 
     def final(
         self,

@@ -443,12 +443,15 @@ def _ui_updates(state: Progress | RunResult, prompt_text: str, suffix_text: str,
     around = ("", "") if done and state.language.in_words else (prompt_text, suffix_text)
     # a search shows its new round (the last round's rows until the new one's first arrive)
     shown = state.candidates if done else (state.candidates[state.drawn_before :] or state.candidates[-state.k :])
+    leader = None if done else state.leader
+    if leader is not None:  # the best so far first, the others in their order
+        shown = sorted(shown, key=lambda entry: entry.index != leader)
     for index in range(n_slots):
         if index < len(shown):
             entry = shown[index]
             values += [
                 gr.Group(visible=True),
-                render.candidate_header_html(entry, items),
+                render.candidate_header_html(entry, items, leading=leader is not None and entry.index == leader),
                 gr.update(value=entry.code, language=highlight) if done else entry.code,
                 gr.update(value=around[0] + entry.code + around[1], language=highlight)
                 if done
