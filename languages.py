@@ -130,7 +130,8 @@ def mask(text: str, lexis: Lexis, comments: bool = True) -> str:
 
 def scan(text: str, lexis: Lexis, comments: bool = True) -> tuple[str, str | None]:
     """(`mask(text, lexis, comments)`, the opening mark of the string or comment that `text` ends inside, or None).
-    A text that goes on from there is scanned right when that mark is put before it."""
+    A text that goes on from there is scanned right when that mark is put before it (but for an escape left pending
+    at the very end)."""
     pattern, tokens = _lexer(lexis)
     out, at, inside = [], 0, None
     for found in pattern.finditer(text):
@@ -394,7 +395,8 @@ LANGUAGES: tuple[Language, ...] = (
                      ("repeat", "until")),
         anywhere_words=("function", "if", "for", "while", "repeat"),  # Lua has no statement modifiers
         signals=(
-            signal("`local x` / `local function`", 3, r"^[ \t]*local[ \t]+(?:function[ \t]+)?\w+"),
+            signal("`local x =` / `local function`", 3,  # not the shell's `local x=1`
+                   r"^[ \t]*local[ \t]+(?:function[ \t]+\w+|\w+(?:[ \t]*,[ \t]*\w+)*(?:[ \t]+=|[ \t]*$))"),
             signal("`function f(...)` without a brace", 2,
                    r"^[ \t]*(?:local[ \t]+)?function[ \t]+[\w.:]+[ \t]*\([^)]*\)[ \t]*$"),
             signal("`end`", 2, r"^[ \t]*end[ \t]*$"),
@@ -411,9 +413,10 @@ _BY_NAME = MappingProxyType({key: lang for lang in LANGUAGES for key in (lang.na
 # ---------------------------------------------------------------- blocks: what a piece of code still owes
 
 _PAIRS = {"{": "}", "(": ")", "[": "]"}
-_LOOPS = ("while", "until", "for")  # Ruby, Lua: their `do` opens no second block
+# Ruby, Lua: the `do` of a loop earlier on its line (not yet given its `do`) opens no second block
+_LOOP_BEFORE = re.compile(r"\b(?:while|until|for)\b(?!.*\b(?:do|end)\b)")
 _STATEMENT_BEFORE = ";=(|&{!"  # a block word right after one of these starts a statement (`x = if ...`, `a; if`)
-_WORDS_BEFORE = ("then", "else", "do", "elif", "begin")  # ... or right after one of these words
+_WORD_BEFORE = re.compile(r"\b(?:then|else|do|elif|begin)$")  # ... or right after one of these words
 
 
 def open_blocks(code: str, language: Language) -> list[str]:
@@ -450,10 +453,10 @@ def _block_word(code: str, start: int, word: str, words: dict[str, str], stack: 
     (`xs.each do |x|`, `if a then b else c end`)."""
     line_start = code.rfind("\n", 0, start) + 1
     before = code[line_start:start].rstrip()
-    at_statement = not before or before[-1] in _STATEMENT_BEFORE or before.endswith(_WORDS_BEFORE)
+    at_statement = not before or before[-1] in _STATEMENT_BEFORE or _WORD_BEFORE.search(before) is not None
     end_style = words.get("do") == "end"
     if word in words:
-        if at_statement or word in anywhere or (word == "do" and end_style and not before.lstrip().startswith(_LOOPS)):
+        if at_statement or word in anywhere or (word == "do" and end_style and not _LOOP_BEFORE.search(before)):
             stack.append(words[word])
     elif (at_statement or end_style) and stack and stack[-1] == word:
         stack.pop()

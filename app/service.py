@@ -435,13 +435,15 @@ class Pipeline:
         if not finished:
             return None
         skip = answer_skips(request)
-        texts = [
-            (split_answer(row.code, skip=skip).code or row.code) if request.in_words else row.code for row in finished
-        ]
+        texts = [split_answer(row.code, skip=skip).code if request.in_words else row.code for row in finished]
         settings = self.rank_settings
         if settings.uses_logprobs:  # the growing rows carry no log-probabilities
             settings = replace(settings, scorer="gsc")
-        return finished[rerank.rank(texts, settings=settings)[0].indices[0]].index
+        try:
+            return finished[rerank.rank(texts, settings=settings)[0].indices[0]].index
+        except Exception:  # noqa: BLE001 - a hint on the page, not the run: the run goes on without it
+            log.exception("ranking the finished rows for the page's best so far failed; shown without one")
+            return None
 
     def final(
         self,

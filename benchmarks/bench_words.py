@@ -237,7 +237,7 @@ def plus_rows(run: Run, tests: dict[int, str], sandbox: SandboxSettings) -> dict
     for method, answers in run.answers.items():
         verdicts = judge_plus({task_id: answer.codes for task_id, answer in answers.items()}, tests, sandbox)
         rows[method] = {"pass@first+": percent([bool(v) and v[0] for v in verdicts.values()]), "n_plus": len(verdicts)}
-        if method == "ours_ranked":
+        if any(len(v) > 1 for v in verdicts.values()):  # a ranked method: any passing answer
             rows[method]["pass@all+"] = percent([any(v) for v in verdicts.values()])
     return rows
 
@@ -362,9 +362,8 @@ def print_table(results: dict[str, dict], n_tasks: int, examples: str = "one") -
         print(f"{'method':<14}{'Pass@First+':>12}{'Pass@All+':>10}{'n tasks':>9}")
         for method, row in plus.items():
             first, every = (row.get(key) for key in ("pass@first+", "pass@all+"))
-            print(
-                f"{method:<14}{first if first is not None else 'n/a':>11}%{every if every is not None else 'n/a':>9}%{row['n_plus']:>9}"
-            )
+            cells = [f"{value}%" if value is not None else "n/a" for value in (first, every)]
+            print(f"{method:<14}{cells[0]:>12}{cells[1]:>10}{row['n_plus']:>9}")
 
 
 # ---------------------------------------------------------------- command line
@@ -418,17 +417,18 @@ def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
     tasks = draw(read_tasks(), args.tasks, args.seed)
     sandbox = SandboxSettings(timeout_s=args.exec_timeout)
+    plus = plus_tests(args.plus) if args.plus else None  # read first: a wrong path says so before hours of asking
     log_dir = args.log_dir or (tempfile.mkdtemp(prefix="bench_words-") if args.servers else None)
     results = {}
     if args.oracle:
         _, results["reference"] = oracle(tasks, sandbox)
     run = run_methods(args, tasks, sandbox, log_dir)
     results.update({method: summarize(method, run.answers[method], run.verdicts[method]) for method in run.answers})
-    if args.plus:
-        for method, row in plus_rows(run, plus_tests(args.plus), sandbox).items():
-            results[method].update(row)
     if args.out:
         write_answers(args.out, tasks, run)
+    if plus is not None:
+        for method, row in plus_rows(run, plus, sandbox).items():
+            results[method].update(row)
     print_table(results, len(tasks), args.examples)
     summary = {
         "benchmark": "bench_words",

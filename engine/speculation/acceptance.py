@@ -62,7 +62,7 @@ def speculative_accept(
     if draft_probs is None:
         return n_accepted, next_tokens
     return n_accepted, _after_rejection(
-        next_tokens, n_accepted, draft_lengths, point_mass, draft_probs, target_probs, sample_uniform
+        next_tokens, n_accepted, draft_lengths, point_mass, draft_probs, target_probs, sample_uniform, max_len
     )
 
 
@@ -78,11 +78,13 @@ def _accepted_by_ratio(accepted, draft_tokens, draft_probs, target_probs, genera
     return torch.where(point_mass, accepted, uniform < accept_draft_prob), point_mass
 
 
-def _after_rejection(next_tokens, n_accepted, draft_lengths, point_mass, draft_probs, target_probs, sample_uniform):
+def _after_rejection(
+    next_tokens, n_accepted, draft_lengths, point_mass, draft_probs, target_probs, sample_uniform, max_len: int
+):
     """[B] the next tokens: where a row rejected a draft token that had a distribution, a draw with that position's
     u_j from normalize(max(p_target - q, 0)); elsewhere `next_tokens` as they are."""
     rows = torch.arange(next_tokens.shape[0], device=next_tokens.device)
-    at = n_accepted.clamp(max=max(draft_probs.shape[1] - 1, 0))
+    at = n_accepted.clamp(max=max(max_len - 1, 0))
     residual_rows = (n_accepted < draft_lengths) & ~point_mass[rows, at]  # [B]
     if not bool(residual_rows.any()):
         return next_tokens
