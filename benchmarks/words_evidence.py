@@ -18,24 +18,13 @@ from __future__ import annotations
 import argparse
 import json
 import math
-from collections import defaultdict
 
 from benchmarks.bench_words import draw, hidden_program, percent, read_tasks
+from benchmarks.mbpp_plus import read_answers
 from benchmarks.sandbox import SandboxSettings, run_many
 from checks.stated import split_usage, stated_checks
 from engine.quant.cpu import cpu_description
 from rerank.rank import EMPTY_KIND
-
-
-def read_lines(path: str) -> dict[str, dict[int, dict]]:
-    """{method: {task_id: its line}} of a bench_words --out file."""
-    found: dict[str, dict[int, dict]] = defaultdict(dict)
-    with open(path, encoding="utf-8") as handle:
-        for text in handle:
-            if text.strip():
-                line = json.loads(text)
-                found[line["method"]][line["task_id"]] = line
-    return found
 
 
 def _groups(line: dict) -> list[dict]:
@@ -88,7 +77,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("out", help="a bench_words --out file")
     parser.add_argument("--exec-timeout", type=float, default=10.0, help="seconds per program in the sandbox")
     args = parser.parse_args(argv)
-    lines = read_lines(args.out)
+    lines = read_answers(args.out)
     tasks = {t.task_id: t for t in draw(read_tasks(), 0, 0)}
     rows = {method: percent([bool(line["passed"]) for line in by_task.values()]) for method, by_task in lines.items()}
     ranked = lines.get("ours_ranked", {})

@@ -24,8 +24,8 @@ def engine():
     return Engine(tiny_model(0, vocab_size=259, eos_token_id=258), tokenizer, None, EngineSettings(drafter="none"))
 
 
-def ended(prompt: str, text: str, language: str) -> str | None:
-    rule = BraceEnd.of(prompt, languages.by_name(language))
+def ended(prompt: str, text: str, language: str, kind=BraceEnd) -> str | None:
+    rule = kind.of(prompt, languages.by_name(language))
     end = rule.ends_at(text) if rule is not None else None
     return None if end is None else text[:end]
 
@@ -45,20 +45,14 @@ def test_character_literals_and_lifetimes_in_rust_and_java():
     )
 
 
-def word_ended(prompt: str, text: str, language: str) -> str | None:
-    rule = WordEnd.of(prompt, languages.by_name(language))
-    end = rule.ends_at(text) if rule is not None else None
-    return None if end is None else text[:end]
-
-
 def test_a_block_closed_by_words_ends_at_its_word_not_at_words_in_strings_comments_or_modifiers():
     body = '  return 0 if a.nil? # end\n  [a, b].each do |x|\n    puts "end"\n  end\n  a + b\nend\n\nputs add(1, 2)\n'
-    assert word_ended("def add(a, b)\n", body, "ruby") == body[: body.index("end\n\nputs") + 3]
-    assert word_ended("def add(a, b)\n", "  if a\n    b\n  end\n", "ruby") is None  # still open
+    assert ended("def add(a, b)\n", body, "ruby", WordEnd) == body[: body.index("end\n\nputs") + 3]
+    assert ended("def add(a, b)\n", "  if a\n    b\n  end\n", "ruby", WordEnd) is None  # still open
     shell = '  if [ "$1" -gt 0 ]; then\n    echo "fi }"\n  fi\n}\nf 3\n'
-    assert word_ended("f() {\n", shell, "shell") == shell[: shell.index("}\nf 3") + 1]
+    assert ended("f() {\n", shell, "shell", WordEnd) == shell[: shell.index("}\nf 3") + 1]
     assert WordEnd.of("x = 1\n", languages.by_name("ruby")) is None  # no block open
-    assert word_ended('def f\n  s = "a', ' end"\nend\n', "ruby") == ' end"\nend'  # the prompt's string goes on
+    assert ended('def f\n  s = "a', ' end"\nend\n', "ruby", WordEnd) == ' end"\nend'  # the prompt's string goes on
 
 
 def test_each_language_gets_its_own_end_rule():
