@@ -97,10 +97,10 @@ def _text_part(index: int, number: int, part) -> str:
     return part["text"]
 
 
-def answer_text(entry: RankedEntry, language: str) -> str:
+def answer_text(entry: RankedEntry, language: languages.Language) -> str:
     """An answer as a chat client shows it: its prose, its code in a fenced block, then its example usage in a
     block of its own (apart from the code to copy, app/stated.shown_code)."""
-    fence = languages.resolve(language).fence
+    fence = language.fence
     block = f"```{fence}\n{entry.code}```" if entry.code else ""
     usage = f"```{fence}\n{entry.example_usage}```" if entry.example_usage else ""
     if usage and not re.match(r"\W*\s*(?:example|usage|test)", entry.example_usage, re.IGNORECASE):
@@ -113,7 +113,7 @@ def _response(final: RunResult, model: str) -> dict:
     choices = [
         {
             "index": index,
-            "message": {"role": "assistant", "content": answer_text(entry, final.language.name)},
+            "message": {"role": "assistant", "content": answer_text(entry, final.language.record)},
             "logprobs": None,
             "finish_reason": protocol_finish(entry.finish_reason),
             "ranked_drafts": entry.ranking() | {"code": entry.code, "language": final.language.name},

@@ -37,7 +37,7 @@ from app.results import RunResult
 from app.routes import final_or_error, in_protocol_names, json_handler, mount_first
 from app.runs import USER_ERRORS, BusyError, RunControl, RunRegistry
 from app.service import Pipeline
-from engine import ContextFile, InvalidRequest, ModelSetupError
+from engine import EDITOR_DEADLINE, ContextFile, Deadline, InvalidRequest, ModelSetupError
 from engine.remote import RemoteError
 from engine.types import FINISH_BUDGET, FINISH_LENGTH, FINISH_STOP
 
@@ -161,8 +161,7 @@ def _parse(body: dict, limits: Limits, defaults: Defaults):
         language=body.get("language"),
         filename=body.get("filename") if isinstance(body.get("filename"), str) else None,
         stop=stop_strings(body.get("stop")),
-        budget_after_prompt=after_prompt,
-        budget_waits_for_line=after_prompt,
+        deadline=EDITOR_DEADLINE if after_prompt else Deadline(),
         min_indent=n_indent,
         context_tokens=LOCAL_CONTEXT_TOKENS,
         extra_tokens=EXTRA_CONTEXT_TOKENS,

@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
+import languages
 from checks import Check, parse_user_checks
 from checks.check import MAX_CHECKS
 from checks.extract import top_level_functions
@@ -39,7 +40,7 @@ class ModelCheckSettings:
 
 def tested_function(request: GenerationRequest) -> str | None:
     """The function a Python continuation completes (the last top-level one the prompt defines), else None."""
-    if request.in_words or request.is_infill or request.language != "python":
+    if request.in_words or request.is_infill or request.language is not languages.PYTHON:
         return None
     names = list(top_level_functions(request.prompt))
     return names[-1] if names else None

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from html import escape
 
-import languages
 from app.evidence import score_line_parts
 from app.results import GrowingCandidate, Language, Progress, RankedEntry, RunResult
 from app.stated import USAGE
@@ -79,7 +78,7 @@ def search_text(result: RunResult) -> str:
 
 def language_text(language: Language) -> str:
     """What the prompt was taken for, and the analyses its candidates got, in words."""
-    name = escape(languages.by_name(language.name).display)
+    name = escape(language.record.display)
     what = f"a request in words, answered in {name}" if language.in_words else f"{name} code"
     found = {"field": "as asked", "default": "nothing said otherwise"}.get(
         language.found_from, escape(language.found_from)

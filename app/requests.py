@@ -116,7 +116,7 @@ def build_request(
         suffix=suffix,
         extra=tuple(extra),
         greedy_first=k > 1,
-        language=detection.language.name,
+        language=detection.language,
         language_from=detection.how,
         turns=turns,
         **({"stop_at_body_end": not turns} | engine_fields),
@@ -214,7 +214,7 @@ class CheckRequest:
     search: bool = True  # where no candidate passes every check, draw more rounds while the budget allows
 
 
-def build_checks(text="", run=True, language: str | None = None, search=True) -> CheckRequest:
+def build_checks(text="", run=True, language: languages.Language | None = None, search=True) -> CheckRequest:
     """A validated CheckRequest from a form's or an API's `checks` (assert lines in the request's `language`: text, or
     a list of lines), `run_checks` and `search`; InvalidRequest names the bad line or value."""
     if isinstance(text, (list, tuple)) and all(isinstance(line, str) for line in text):

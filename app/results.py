@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 
+import languages
 from app.search import Search
 from app.stated import StatedChecks
 from checks import CandidateChecks, Check
@@ -198,10 +199,15 @@ class ModelTests:
 class Language:
     """What the run took the prompt to be, and which analyses its candidates got."""
 
-    name: str  # a languages.py id: "python", "javascript", ...
+    record: languages.Language  # the request's (resolved once, where it was built) or its answers' fences'
     found_from: str  # languages.Detection.how: "field", "filename", "fence", "path header", "text", "default"
     in_words: bool  # a request in words, answered with code blocks
     analyses: tuple[str, ...]  # the static analyses that ran: "syntax", "lint", "types"
+
+    @property
+    def name(self) -> str:
+        """Its languages.py id: "python", "javascript", ..."""
+        return self.record.name
 
     def as_dict(self) -> dict:
         return {"name": self.name, "from": self.found_from, "in_words": self.in_words, "analyses": list(self.analyses)}

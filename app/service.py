@@ -109,7 +109,7 @@ class Pipeline:
         spent.ranking_s, spent.pipeline_s = round(ranked - checked, 4), round(ranked - started, 4)
         drafts = drawn.drafts
         return RunResult(
-            language=Language(drafts.language.name, drafts.found_from, request.in_words, self._analyses(drawn.reports)),
+            language=Language(drafts.language, drafts.found_from, request.in_words, self._analyses(drawn.reports)),
             request=request,
             stopped=control.reason if _stopped(control) else None,  # read last: it may come late
             ranking_method=self.rank_settings.label(),
@@ -543,7 +543,7 @@ class Drafts:
         if pinned is not None:
             fresh = Drafts.of(request, result)
             return replace(fresh, language=pinned.language, found_from=pinned.found_from)
-        language, found_from = languages.resolve(request.language), request.language_from
+        language, found_from = request.language, request.language_from
         if not request.in_words:
             return Drafts(request, [c.text for c in result.candidates], None, language, found_from)
         answers = [split_answer(c.text, skip=answer_skips(request)) for c in result.candidates]

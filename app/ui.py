@@ -439,7 +439,7 @@ def _ui_updates(state: Progress | RunResult, prompt_text: str, suffix_text: str,
         state.as_dict() if done else None,
     ]
     items = list(state.checks.items) if done else []
-    highlight = languages.by_name(state.language.name).highlight if done else None
+    highlight = state.language.record.highlight if done else None
     around = ("", "") if done and state.language.in_words else (prompt_text, suffix_text)
     # a search shows its new round (the last round's rows until the new one's first arrive)
     shown = state.candidates if done else (state.candidates[state.drawn_before :] or state.candidates[-state.k :])

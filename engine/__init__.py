@@ -18,10 +18,12 @@ from engine.settings import DRAFTER_CHOICES, DTYPE_CHOICES, PROMPT_FORMS, WEIGHT
 from engine.text.answer import answer_skips, split_answer
 from engine.types import (
     CHAT_ROLES,
+    EDITOR_DEADLINE,
     Candidate,
     CandidateSource,
     ChatTurn,
     ContextFile,
+    Deadline,
     GenerationRequest,
     GenerationResult,
     GenerationStats,
@@ -48,11 +50,13 @@ _LAZY = {
 
 __all__ = [
     "CHAT_ROLES",
+    "EDITOR_DEADLINE",
     "Candidate",
     "CandidateSource",
     "ChatTurn",
     "ContextFile",
     "DRAFTER_CHOICES",
+    "Deadline",
     "DTYPE_CHOICES",
     "EngineSettings",
     "GenerationRequest",

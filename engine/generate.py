@@ -119,7 +119,7 @@ class _Run:
     stats: GenerationStats
     active: list[int]  # original indices of unfinished rows, in batch order
     round_number: int = 1  # the draft/verify round under way (1: the first after the prompt's prefill)
-    line_marks: dict[int, int] | None = None  # past the budget (budget_waits_for_line): each row's text length
+    line_marks: dict[int, int] | None = None  # past the budget (Deadline.waits_for_line): each row's text length
     # at the deadline; a newline after it ends the row
 
     def decode(self, decode: Callable[[list[int]], str], token_ids: list[int]) -> str:
@@ -170,12 +170,12 @@ class Engine:
         )
         self._prefill(run, on_update, should_stop)
         run.stats.prefill_s = time.perf_counter() - run.started
-        if request.budget_after_prompt:
+        if request.deadline.after_prompt:
             run.deadline = time.perf_counter() + request.budget_s
         self._notify(run, on_update)
         while run.active and not (should_stop and should_stop()):
             if time.perf_counter() >= run.deadline:
-                if not request.budget_waits_for_line:
+                if not request.deadline.waits_for_line:
                     break
                 run.deadline = math.inf  # past the budget, rows end at their next newline (or by their rules)
                 run.line_marks = {r: len(run.rows[r].text) for r in run.active}
@@ -205,7 +205,7 @@ class Engine:
             cache=RaggedKVCache(self.model.config.num_hidden_layers, 1, self.device, capacity),
             generator=torch.Generator(self.device).manual_seed(seed),
             uniforms=PositionUniforms(seed),
-            deadline=started + (request.budget_s if not request.budget_after_prompt else float("inf")),
+            deadline=started + (request.budget_s if not request.deadline.after_prompt else float("inf")),
             started=started,
             stats=GenerationStats(prompt_tokens=len(prompt.ids)),
             active=list(range(request.k)),

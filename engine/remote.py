@@ -110,8 +110,8 @@ class RemoteClient:
         (bench_e2e's chat-form text) gives those of the code the rows continue."""
         request.validate()
         started = time.perf_counter()
-        # budget_after_prompt: the server reads the prompt first; the budget starts with the first text it sends
-        deadline = float("inf") if request.budget_after_prompt else started + request.budget_s
+        # deadline.after_prompt: the server reads the prompt first; the budget starts with the first text it sends
+        deadline = float("inf") if request.deadline.after_prompt else started + request.budget_s
         rows = [_Row() for _ in range(request.k)]
         rules = rules if rules is not None else StopRules.of(request, frozenset())
         events: queue.Queue = queue.Queue()
@@ -133,7 +133,7 @@ class RemoteClient:
                 should_stop,
                 on_update,
                 started,
-                request.budget_s if request.budget_after_prompt else None,
+                request.budget_s if request.deadline.after_prompt else None,
             )
         finally:
             for stream in streams:

@@ -8,6 +8,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+import languages
+from languages import Language
+
 MAX_K = 32
 MAX_NEW_TOKENS = 2048
 FINISH_STOP = "stop"  # an end-of-text token, a stop string or the end of the function body
@@ -58,6 +61,24 @@ CHAT_ROLES = ("system", "user", "assistant")
 
 
 @dataclass(frozen=True)
+class Deadline:
+    """How a request's budget_s is kept: from the call, rows cut where they are (the default: the page's and the
+    APIs' answer comes by then), or as llama.cpp's t_max_predict_ms keeps it for an editor (EDITOR_DEADLINE)."""
+
+    after_prompt: bool = False  # the budget starts once the prompt is read
+    waits_for_line: bool = False  # past the budget a row ends only once its text holds a newline, so that it has one
+    # whole line; max_new_tokens bounds it
+
+    def validate(self) -> None:
+        for name in ("after_prompt", "waits_for_line"):
+            if not isinstance(getattr(self, name), bool):
+                raise InvalidRequest(f"deadline.{name}={getattr(self, name)!r} is invalid: it must be true or false")
+
+
+EDITOR_DEADLINE = Deadline(after_prompt=True, waits_for_line=True)  # llama.cpp's t_max_predict_ms
+
+
+@dataclass(frozen=True)
 class ChatTurn:
     """One turn of a conversation in words."""
 
@@ -80,16 +101,14 @@ class GenerationRequest:
     stop_at_body_end: bool = True  # a row ends where its completion leaves the function the prompt opened
     suffix: str = ""  # the code after the cursor: non-empty (or extra files) asks for middles
     extra: tuple[ContextFile, ...] = ()  # other files as context of a middle
-    budget_after_prompt: bool = False  # the budget starts once the prompt is read (llama.cpp's t_max_predict_ms)
+    deadline: Deadline = Deadline()  # how budget_s is kept
     greedy_first: bool = False  # row 0 decodes greedily, the other rows sample at `temperature` (local engine)
-    budget_waits_for_line: bool = False  # past the budget a row ends only once its text holds a newline, so that it
-    # has one whole line (llama.cpp's t_max_predict_ms); max_new_tokens bounds it
     context_tokens: int | None = None  # a middle's local context in tokens: the prefix's last 3/4 and the suffix's
     # first SUFFIX_SHARE (engine/text/infill.py), whole lines; None: all
     extra_tokens: int | None = None  # the other files' tokens at most, the files nearest the end kept; None: all
     min_indent: int = 0  # a row ends before a new line indented less than this (llama.cpp's n_indent)
-    language: str = "python"  # the code's language (a name of languages.py): the chat form's words and fence, and
-    # where a function's body ends
+    language: Language = languages.PYTHON  # the code's language, resolved once where the request is built: the chat
+    # form's words and fence, and where a function's body ends
     language_from: str = ""  # how the app learned the language (languages.Detection.how), for the result only
     turns: tuple[ChatTurn, ...] = ()  # a request in words: the conversation (the last turn the user's), answered in
     # the model's chat template; each row is an answer, its code in a fenced block. Empty: `prompt` is code
@@ -120,13 +139,9 @@ class GenerationRequest:
             raise InvalidRequest(f"top_p={self.top_p!r} is out of range: it must be in (0, 1]")
         if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0):
             raise InvalidRequest(f"seed={self.seed!r} is out of range: it must be an integer >= 0 or None")
-        if not isinstance(self.budget_after_prompt, bool):
-            raise InvalidRequest(
-                f"budget_after_prompt={self.budget_after_prompt!r} is invalid: it must be true or false"
-            )
-        for name in ("budget_waits_for_line",):
-            if not isinstance(getattr(self, name), bool):
-                raise InvalidRequest(f"{name}={getattr(self, name)!r} is invalid: it must be true or false")
+        if not isinstance(self.deadline, Deadline):
+            raise InvalidRequest(f"deadline={self.deadline!r} is invalid: it must be an engine.Deadline")
+        self.deadline.validate()
         if self.context_tokens is not None:
             _check_int("context_tokens", self.context_tokens, 16, 1_000_000)
         _check_int("min_indent", self.min_indent, 0, 1000)
@@ -142,8 +157,10 @@ class GenerationRequest:
             isinstance(f, ContextFile) and isinstance(f.name, str) and isinstance(f.text, str) for f in self.extra
         ):
             raise InvalidRequest("extra is invalid: each context file needs a name and a text")
-        if not isinstance(self.language, str) or not self.language:
-            raise InvalidRequest(f"language={self.language!r} is invalid: it must be a language's name")
+        if not isinstance(self.language, Language):
+            raise InvalidRequest(
+                f"language={self.language!r} is invalid: it must be a languages.Language (languages.resolve gives one)"
+            )
         if self.turns and self.is_infill:
             raise InvalidRequest("a request in words has no code after the cursor: send turns or suffix, not both")
         if not all(isinstance(t, ChatTurn) and t.role in CHAT_ROLES and isinstance(t.content, str) for t in self.turns):

@@ -83,7 +83,7 @@ def test_a_javascript_prompts_examples_run_under_node_and_the_passing_candidate_
     if checker.reason_for("javascript") is not None:
         pytest.skip(checker.reason_for("javascript"))
     made = build_request(JS_PROMPT, k=3, budget_s=5.0, temperature=0.8, max_new_tokens=16, limits=Limits(max_k=8))
-    assert made.language == "javascript"
+    assert made.language.name == "javascript"
     asked = build_checks('assert.deepStrictEqual(strlen("ab"), 2)', language=made.language)
     result = Pipeline(checker=checker).run(Replay([JS_WRONG, JS_WRONG, JS_RIGHT]), made, checks=asked)
     assert result.checks.ran and [c.origin for c in result.checks.items][-1] == "assert"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import languages
 from app import render
 from app.results import ChecksInfo, GrowingCandidate, Language, RankedEntry, RunResult, Timings
 from engine import GenerationRequest, GenerationStats
@@ -68,7 +69,7 @@ def test_status_and_notes_escape_names():
         candidates=[],
         similarity=[],
         engine_stats=GenerationStats(),
-        language=Language("python", "default", False, ("syntax",)),
+        language=Language(languages.PYTHON, "default", False, ("syntax",)),
         timings=Timings(total_s=1.0),
         model={"choice": XSS},
     )

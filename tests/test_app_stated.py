@@ -10,6 +10,7 @@ import time
 import pytest
 from test_app_checks import Replay  # a real candidate source that replays fixed texts
 
+import languages
 from app.chat_api import answer_text
 from app.requests import Limits, build_request
 from app.service import Pipeline
@@ -97,7 +98,7 @@ def test_an_answer_in_words_shows_its_example_usage_apart_from_the_code_to_copy(
     first = result.candidates[0]
     assert first.code.startswith("def is_valid_ipv4(s):") and "assert" not in first.code and "print" not in first.code
     assert first.example_usage.startswith("# Example usage:\nassert is_valid_ipv4(")
-    text = answer_text(first, "python")
+    text = answer_text(first, languages.PYTHON)
     assert text.index("```python\ndef is_valid_ipv4") < text.index("```python\n# Example usage:")
     assert "Example usage:\n\n```" not in text  # its own comment names it already
     assert first.ranking()["example_usage"] == first.example_usage

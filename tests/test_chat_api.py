@@ -80,7 +80,7 @@ def test_mode_and_language_fields_override_what_the_text_says():
     assert not build_request(IPV4, k=2, budget_s=5, temperature=0.8, max_new_tokens=16, mode="code").in_words
     assert build_request("def f(x):\n", k=2, budget_s=5, temperature=0.8, max_new_tokens=16, mode="words").in_words
     made = build_request("function f(a) {\n", k=2, budget_s=5, temperature=0.8, max_new_tokens=16, language="ts")
-    assert (made.language, made.language_from) == ("typescript", "field")
+    assert (made.language.name, made.language_from) == ("typescript", "field")
     with pytest.raises(ValueError, match=r"language='cobol' is not known: use one of python, javascript"):
         build_request("x", k=2, budget_s=5, temperature=0.8, max_new_tokens=16, language="cobol")
     with pytest.raises(ValueError, match=r"mode='prose' is unknown: choose one of auto, code, words"):
@@ -90,7 +90,7 @@ def test_mode_and_language_fields_override_what_the_text_says():
     go = build_request(
         "package main\n\nfunc Reverse(s string) string {\n", k=2, budget_s=5, temperature=0.8, max_new_tokens=16
     )
-    assert go.language == "go" and build_checks("", language=go.language).user == ()  # no checks: no refusal
+    assert go.language.name == "go" and build_checks("", language=go.language).user == ()  # no checks: no refusal
 
 
 def test_chat_choices_come_back_best_first_as_assistant_messages(client):

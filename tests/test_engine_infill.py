@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from engine import ContextFile, Engine, EngineSettings, GenerationRequest, InvalidRequest
+from engine import EDITOR_DEADLINE, ContextFile, Deadline, Engine, EngineSettings, GenerationRequest, InvalidRequest
 from engine.kv_cache import RaggedKVCache
 from engine.models.tiny import byte_tokenizer, tiny_model
 from engine.prefix_cache import PrefixCache
@@ -171,11 +171,11 @@ def test_the_prefix_cache_keeps_within_its_bound_least_recently_used_out():
 
 
 def test_a_budget_after_the_prompt_starts_once_the_prompt_is_read(fim_model, fim_tokenizer):
-    """llama.cpp's t_max_predict_ms: with budget_after_prompt the deadline does not cut the prompt's reading."""
+    """llama.cpp's t_max_predict_ms: with Deadline(after_prompt=True) the deadline does not cut the prompt's reading."""
     engine = fim_engine(fim_model, fim_tokenizer, prefix_cache_mb=0, prefill_chunk=8)
     counted = engine.generate(seeded(PREFIX, SUFFIX, budget_s=1e-6))
     assert counted.stats.prompt_read_tokens < counted.stats.prompt_tokens  # the budget cut the reading
-    after = engine.generate(seeded(PREFIX, SUFFIX, budget_s=1e-6, budget_after_prompt=True))
+    after = engine.generate(seeded(PREFIX, SUFFIX, budget_s=1e-6, deadline=Deadline(after_prompt=True)))
     assert after.stats.prompt_read_tokens == after.stats.prompt_tokens
     assert all(c.finish_reason == "budget" for c in after.candidates)  # then the budget ran out
 
@@ -192,8 +192,8 @@ def test_past_the_budget_the_clock_cuts_no_line(fim_model, fim_tokenizer):
     clock; past the deadline it goes on until it writes a newline (or ends by its other rules). The tiny model
     writes no newline, so its rows run to their own end where a plain budget cuts them all."""
     engine = fim_engine(fim_model, fim_tokenizer)
-    fields = dict(k=6, budget_s=1e-6, budget_after_prompt=True, max_new_tokens=60, stop_at_body_end=False)
-    waits = engine.generate(seeded(PREFIX, SUFFIX, budget_waits_for_line=True, **fields))
+    fields = dict(k=6, budget_s=1e-6, deadline=Deadline(after_prompt=True), max_new_tokens=60, stop_at_body_end=False)
+    waits = engine.generate(seeded(PREFIX, SUFFIX, **fields | {"deadline": EDITOR_DEADLINE}))
     assert all(c.finish_reason != "budget" or c.text.endswith("\n") for c in waits.candidates)
     assert all(c.finish_reason in ("stop", "length") for c in waits.candidates)
     cut = engine.generate(seeded(PREFIX, SUFFIX, **fields))

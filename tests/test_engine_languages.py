@@ -56,18 +56,27 @@ def test_a_block_closed_by_words_ends_at_its_word_not_at_words_in_strings_commen
 
 
 def test_each_language_gets_its_own_end_rule():
-    assert isinstance(block_end(GenerationRequest("def f(x):\n", language="python")), BodyEnd)
-    assert isinstance(block_end(GenerationRequest(JS_PROMPT, language="javascript")), BraceEnd)
-    assert isinstance(block_end(GenerationRequest("def f\n", language="ruby")), WordEnd)  # its blocks end with words
-    assert block_end(GenerationRequest("def f\n", language="ruby", suffix="end\n")) is None  # a middle's closes there
-    assert block_end(GenerationRequest("let x = 1;\n", language="javascript")) is None  # no block open
-    assert block_end(GenerationRequest(JS_PROMPT, language="javascript", stop_at_body_end=False)) is None
+    assert isinstance(block_end(GenerationRequest("def f(x):\n", language=languages.by_name("python"))), BodyEnd)
+    assert isinstance(block_end(GenerationRequest(JS_PROMPT, language=languages.by_name("javascript"))), BraceEnd)
+    assert isinstance(
+        block_end(GenerationRequest("def f\n", language=languages.by_name("ruby"))), WordEnd
+    )  # its blocks end with words
+    assert (
+        block_end(GenerationRequest("def f\n", language=languages.by_name("ruby"), suffix="end\n")) is None
+    )  # a middle's closes there
+    assert (
+        block_end(GenerationRequest("let x = 1;\n", language=languages.by_name("javascript"))) is None
+    )  # no block open
+    assert (
+        block_end(GenerationRequest(JS_PROMPT, language=languages.by_name("javascript"), stop_at_body_end=False))
+        is None
+    )
     words = GenerationRequest("Write a function.", turns=(ChatTurn("user", "Write a function."),))
     assert isinstance(block_end(words), FirstBlockEnd)
 
 
 def test_the_chat_form_names_the_code_language(engine):
-    ids = engine.prompts.prompt_ids(GenerationRequest(JS_PROMPT, language="javascript"))
+    ids = engine.prompts.prompt_ids(GenerationRequest(JS_PROMPT, language=languages.by_name("javascript")))
     text = engine.tokenizer.decode(ids)
     assert "Complete the following JavaScript code:\n```javascript\n" in text
     assert text.endswith("<|im_start|>assistant\n```javascript\n" + JS_PROMPT)
@@ -115,5 +124,5 @@ def test_a_block_inside_a_list_item_loses_the_fences_indentation():
 
 
 def test_a_middle_in_a_braced_language_ends_by_its_suffix_not_its_brace():
-    middle = GenerationRequest(JS_PROMPT, language="javascript", suffix="\n}\n")
+    middle = GenerationRequest(JS_PROMPT, language=languages.by_name("javascript"), suffix="\n}\n")
     assert block_end(middle) is None

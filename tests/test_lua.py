@@ -39,12 +39,12 @@ def test_lua_is_recognised(text, how):
 
 
 def test_a_lua_block_ends_at_its_end_not_at_one_in_a_string_or_comment():
-    rule = block_end(GenerationRequest(FIB, language="lua"))
+    rule = block_end(GenerationRequest(FIB, language=languages.by_name("lua")))
     body = "  if n < 2 then return n end -- end\n  local s = 'end'\n  return fib(n - 1) + fib(n - 2)\nend\n"
     body += "\nprint(fib(9))\n"
     assert body[: rule.ends_at(body)] == body[: body.index("end\n\nprint") + 3]
     loop = "  for _, x in ipairs(xs) do\n    out[#out + 1] = f(x)\n  end\n  return out\nend\nreturn M\n"
-    rule = block_end(GenerationRequest("function M.map(xs, f)\n  local out = {}\n", language="lua"))
+    rule = block_end(GenerationRequest("function M.map(xs, f)\n  local out = {}\n", language=languages.by_name("lua")))
     assert loop[: rule.ends_at(loop)] == loop[: loop.index("end\nreturn M") + 3]
     assert rule.ends_at("  return function(x)\n    return x\n  end\n") is None  # `return function` opens a block
 
@@ -74,7 +74,9 @@ def test_the_bundled_model_writes_a_lua_function_and_stops_at_its_end():
     made = engine.Engine(model, tokenizer, settings=EngineSettings(drafter="none"))
     prompt = "-- Return the sum of the numbers in the table xs.\nlocal function sum(xs)\n"
     result = made.generate(
-        GenerationRequest(prompt, k=1, temperature=0.0, max_new_tokens=96, budget_s=300, language="lua")
+        GenerationRequest(
+            prompt, k=1, temperature=0.0, max_new_tokens=96, budget_s=300, language=languages.by_name("lua")
+        )
     )
     row = result.candidates[0]
     assert row.finish_reason == FINISH_STOP, row.text

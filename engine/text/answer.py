@@ -26,7 +26,7 @@ class Answer:
 
 def answer_skips(request: GenerationRequest) -> frozenset[str]:
     """The fences whose blocks are not the answer's code, for this request (none for a shell script)."""
-    return frozenset() if request.language == "shell" else NOT_CODE_FENCES
+    return frozenset() if request.language.name == "shell" else NOT_CODE_FENCES
 
 
 def split_answer(text: str, skip: frozenset[str] = NOT_CODE_FENCES) -> Answer:

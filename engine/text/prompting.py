@@ -9,7 +9,6 @@ from dataclasses import dataclass, replace
 
 import torch
 
-import languages
 from engine.settings import EngineSettings
 from engine.text.chat import CLOSING_FENCE, answer_enders, chat_form_for, conversation_parts, read_parts
 from engine.text.infill import WINDOW_START_LINES, FimFormat, require_fim, typed_at_cursor
@@ -85,8 +84,7 @@ class PromptPreparer:
         if request.is_infill:
             return self._middle_ids(request)
         if self.in_chat_form(request):
-            language = languages.resolve(request.language)
-            return self.chat.prompt_ids(request.prompt, self._encode, self._encode_special, language)
+            return self.chat.prompt_ids(request.prompt, self._encode, self._encode_special, request.language)
         return self._encode(request.prompt)
 
     def _conversation_ids(self, request: GenerationRequest) -> list[int]:

@@ -94,7 +94,7 @@ def block_end(request: GenerationRequest) -> BodyEnd | BraceEnd | WordEnd | Firs
         return FirstBlockEnd(answer_skips(request))
     if not request.stop_at_body_end:
         return None
-    language = languages.resolve(request.language)
+    language = request.language
     if language.blocks == languages.INDENT:
         return BodyEnd.of(request.prompt)
     if language.blocks == languages.BRACES and not request.is_infill:  # a middle's block closes in its suffix
