@@ -266,7 +266,7 @@ def test_every_language_states_each_capability_or_why_it_has_none(lang):
     from engine.text.stopping import block_end
 
     assert lang.name in OPENS_A_FUNCTION, "give a prompt that opens a function in it"
-    rule = block_end(GenerationRequest(OPENS_A_FUNCTION[lang.name], language=lang.name))
+    rule = block_end(GenerationRequest(OPENS_A_FUNCTION[lang.name], language=lang))
     assert rule is not None and rule.ends_at(" x\n") is None  # a function left open: its body goes on
     line = COMMENT_AND_STRING.get(lang.name, ' "{" // {')
     masked = languages.mask(line, lang.lexis)
