@@ -218,6 +218,15 @@ class Language:
     def __str__(self) -> str:
         return self.name
 
+    def __repr__(self) -> str:
+        return f"languages.by_name({self.name!r})"
+
+    def __reduce_ex__(self, protocol):
+        """A table's record copies and pickles as itself (code compares records by identity); another as its fields."""
+        if any(lang is self for lang in LANGUAGES):
+            return by_name, (self.name,)
+        return super().__reduce_ex__(protocol)
+
 
 _C_FAMILY = Lexis(("//",), C_COMMENT, char_literals=True)  # C, C++, Java, C#: `'` a character literal
 _SCRIPT = Lexis(("//",), C_COMMENT, strings=('"', "'"), long_strings=("`",))  # JavaScript and TypeScript

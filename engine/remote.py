@@ -110,7 +110,8 @@ class RemoteClient:
         (bench_e2e's chat-form text) gives those of the code the rows continue."""
         request.validate()
         started = time.perf_counter()
-        # deadline.after_prompt: the server reads the prompt first; the budget starts with the first text it sends
+        # deadline.after_prompt: the server reads the prompt first; the budget starts with the first text it sends.
+        # deadline.waits_for_line is not kept here: a row is closed at the deadline wherever its text stands
         deadline = float("inf") if request.deadline.after_prompt else started + request.budget_s
         rows = [_Row() for _ in range(request.k)]
         rules = rules if rules is not None else StopRules.of(request, frozenset())

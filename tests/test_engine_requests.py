@@ -39,6 +39,9 @@ BAD_VALUES = [
     ("seed", True),
     ("stop", ("",)),
     ("stop", ("\ndef ", 3)),
+    ("language", "python"),
+    ("language", None),
+    ("deadline", True),
 ]
 
 
@@ -191,3 +194,10 @@ def test_greedy_first_makes_row_0_the_greedy_row_and_leaves_the_others(
         assert sampled[0].token_ids != greedy.token_ids  # the seed's own row 0 was another text
     with pytest.raises(InvalidRequest, match="greedy_first='yes' is invalid"):
         engine.generate(replace(base, greedy_first="yes"))
+
+
+def test_a_deadline_field_that_is_not_a_bool_is_named():
+    from engine import Deadline
+
+    with pytest.raises(ValueError, match=r"deadline\.after_prompt=1 is invalid"):
+        GenerationRequest(PROMPT, deadline=Deadline(after_prompt=1)).validate()

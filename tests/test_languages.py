@@ -274,3 +274,15 @@ def test_every_language_states_each_capability_or_why_it_has_none(lang):
     assert (lang.check is not None) != (lang.name in NO_CHECKS)
     assert (lang.highlight is not None) != (lang.name in NO_HIGHLIGHT)
     assert lang.named or lang.name == "tsx"  # TSX is asked for as TypeScript in words
+
+
+def test_a_table_record_copies_and_pickles_as_itself_and_reads_short():
+    import copy
+    import pickle
+
+    for lang in languages.LANGUAGES:
+        assert copy.copy(lang) is lang and copy.deepcopy(lang) is lang
+        assert pickle.loads(pickle.dumps(lang)) is lang
+        assert repr(lang) == f"languages.by_name({lang.name!r})"
+    other = dataclasses.replace(languages.PYTHON, name="python-like")
+    assert copy.deepcopy(other) == other and copy.deepcopy(other) is not other
