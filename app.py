@@ -19,6 +19,11 @@ from engine.settings import DRAFTER_CHOICES, DTYPE_CHOICES, PROMPT_FORMS, WEIGHT
 # These imports read no torch (tested): `python app.py --help` answers at once.
 
 
+def _choice(group: argparse._ArgumentGroup, flag: str, choices, default: str, help: str) -> None:  # noqa: A002
+    """An option that takes one of `choices` (its default `default`)."""
+    group.add_argument(flag, choices=choices, default=default, help=help)
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description="Ranked code drafts: a local code-generation assistant (Gradio UI "
@@ -42,24 +47,27 @@ def _model_options(parser: argparse.ArgumentParser) -> None:
         "Hugging Face id or a local directory; offered first in the model menu",
     )
     group.add_argument("--draft", help="draft model for --model (same tokenizer family)")
-    group.add_argument(
+    _choice(
+        group,
         "--drafter",
-        choices=DRAFTER_CHOICES,
-        default="auto",
-        help="how the engine drafts (default: auto, a cost model picks per step)",
+        DRAFTER_CHOICES,
+        "auto",
+        "how the engine drafts (default: auto, a cost model picks per step)",
     )
-    group.add_argument(
+    _choice(
+        group,
         "--dtype",
-        choices=DTYPE_CHOICES,
-        default="auto",
-        help="model weights (default: auto: on a CPU the dtype of the format timed fastest here at the model's "
+        DTYPE_CHOICES,
+        "auto",
+        "model weights (default: auto: on a CPU the dtype of the format timed fastest here at the model's "
         "first start, see --weights; bf16 on a GPU)",
     )
-    group.add_argument(
+    _choice(
+        group,
         "--weights",
-        choices=WEIGHT_FORMATS,
-        default="auto",
-        help="weight format of local models' linear layers: auto (default: at a model's first start, a few "
+        WEIGHT_FORMATS,
+        "auto",
+        "weight format of local models' linear layers: auto (default: at a model's first start, a few "
         "seconds time the candidate formats on this CPU and the fastest is kept, cached with the CPU's "
         "description; a user's model stays native), native (as --dtype), int8 "
         "(weight-only, half the bytes of bf16), int4 (4 bits where the weights are 4-bit already, "
@@ -70,11 +78,12 @@ def _model_options(parser: argparse.ArgumentParser) -> None:
         "calls where the weights are 4-bit already): fewer bytes per step, faster decoding on a "
         "CPU",
     )
-    group.add_argument(
+    _choice(
+        group,
         "--prompt-form",
-        choices=PROMPT_FORMS,
-        default="auto",
-        help="how local models read a prompt to continue: chat (the code as the model's own answer "
+        PROMPT_FORMS,
+        "auto",
+        "how local models read a prompt to continue: chat (the code as the model's own answer "
         "begun, in its chat template, ending at the code block's closing fence), raw (the text "
         "as it is), or auto (default: chat for an instruct model, one whose end-of-sequence "
         "token closes its chat turns, as the bundled models; raw otherwise). Code after the "
@@ -164,38 +173,41 @@ def _editor_options(parser: argparse.ArgumentParser) -> None:
         help="a middle typed into a word is read as typed (by default its last token, or up to three of a word read "
         "as several, is backed over and the first generated token must finish it)",
     )
-    group.add_argument(
+    _choice(
+        group,
         "--infill-single",
-        choices=SINGLE_CHOICES,
-        default="greedy",
-        help="what an /infill request that asks for one suggestion without a temperature (llama.vim's "
+        SINGLE_CHOICES,
+        "greedy",
+        "what an /infill request that asks for one suggestion without a temperature (llama.vim's "
         "default) gets: greedy (default) or ranked (the best of 4 sampled middles)",
     )
 
 
 def _remote_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("candidates from a serving engine (vLLM, SGLang, llama-server)")
-    group.add_argument(
+    _choice(
+        group,
         "--backend",
-        choices=("local", "openai"),
-        default="local",
-        help="local: this app's own engine (default); openai: an OpenAI-compatible /v1/completions "
-        "server at --base-url",
+        ("local", "openai"),
+        "local",
+        "local: this app's own engine (default); openai: an OpenAI-compatible /v1/completions server at --base-url",
     )
     group.add_argument("--base-url", help="the server's OpenAI base URL, e.g. http://127.0.0.1:8080/v1")
     group.add_argument("--served-model", help="the model name the server serves (sent as `model`)")
     group.add_argument("--api-key-env", help="name of the environment variable holding the server's API key")
-    group.add_argument(
+    _choice(
+        group,
         "--fan-out",
-        choices=FAN_OUT_CHOICES,
-        default="n",
-        help="n: one request with n=k (default); requests: k requests of n=1 (servers without n)",
+        FAN_OUT_CHOICES,
+        "n",
+        "n: one request with n=k (default); requests: k requests of n=1 (servers without n)",
     )
-    group.add_argument(
+    _choice(
+        group,
         "--remote-infill",
-        choices=INFILL_CHOICES,
-        default="suffix",
-        help="how middles (code after the cursor) are asked for: suffix (OpenAI's `suffix` on "
+        INFILL_CHOICES,
+        "suffix",
+        "how middles (code after the cursor) are asked for: suffix (OpenAI's `suffix` on "
         "/v1/completions, default: SGLang, vLLM refuses it) or infill (llama.cpp's /infill at the "
         "server's root: llama-server)",
     )
@@ -228,9 +240,7 @@ class Built:
 
     demo: Any  # the Gradio Blocks: the page and Gradio's API
     analyzer: Any  # static_eval.StaticAnalyzer (its pylint and mypy workers are closed at exit)
-    hub: Any  # app.models.EngineHub: the models in the menu, loaded on first use
-    pipeline: Any  # app.service.Pipeline: analysis, checks and ranking of every request
-    limits: Limits  # the largest k and budget a request may ask for
+    service: Any  # app.serving.Service: the models in the menu (loaded on first use), the pipeline, the limits
 
 
 def build(args: argparse.Namespace) -> Built:
@@ -239,6 +249,7 @@ def build(args: argparse.Namespace) -> Built:
     from app.model_examples import ExampleReaderSettings
     from app.models import EngineHub, menu, remote_menu
     from app.service import Pipeline
+    from app.serving import Service
     from app.ui import build_demo
     from checks import CheckRunner
     from engine import EngineSettings
@@ -277,26 +288,29 @@ def build(args: argparse.Namespace) -> Built:
         example_reader=None if args.no_read_examples else ExampleReaderSettings(),
         stated_checks=not args.no_stated_checks,
     )
-    demo = build_demo(hub, pipeline, limits, queue_size=args.queue_size)
-    return Built(demo, analyzer, hub, pipeline, limits)
+    service = Service(hub, pipeline, limits)
+    return Built(build_demo(service, queue_size=args.queue_size), analyzer, service)
 
 
 def protocol_mounter(built: Built, infill_single: str):
     """A function that mounts the peers' protocols on the launched page's own server: OpenAI's completions and chat,
     llama.cpp's /infill (llama.vim, llama.vscode) and Ollama's API (Continue, Twinny, Zed). Their modules are
     imported here, before the launch, so that an import error stops the app before it serves anything."""
-    from app.chat_api import mount_chat
-    from app.infill_api import mount_infill
-    from app.ollama_api import mount_ollama
-    from app.openai_api import mount_completions
+    from app.chat_api import Chat
+    from app.infill_api import Infill
+    from app.ollama_api import Ollama
+    from app.openai_api import Completions
+    from app.routes import mount_protocols
 
-    service = (built.demo, built.hub, built.pipeline, built.limits)
+    protocols = [
+        Completions(),  # POST /v1/completions, GET /v1/models
+        Chat(),  # POST /v1/chat/completions: requests in words
+        Infill(single=infill_single),  # POST /infill
+        Ollama(),  # /api/generate, /api/tags, /api/show, /api/version
+    ]
 
     def mount() -> None:
-        mount_completions(*service)  # POST /v1/completions
-        mount_chat(*service)  # POST /v1/chat/completions: requests in words
-        mount_infill(*service, single=infill_single)  # POST /infill
-        mount_ollama(*service)  # /api/generate, /api/tags, /api/show, /api/version
+        mount_protocols(built.demo, built.service, protocols)
 
     return mount
 
@@ -308,7 +322,7 @@ def main(argv: list[str] | None = None) -> None:
     check_port(args.host, args.port)
     built = build(args)
     mount_protocols = protocol_mounter(built, args.infill_single)
-    built.hub.preload()  # the default model loads while the page is already up; the page shows its state
+    built.service.hub.preload()  # the default model loads while the page is already up; the page shows its state
     try:
         built.demo.launch(
             server_name=args.host, server_port=args.port, share=args.share, quiet=True, prevent_thread_lock=True
@@ -331,7 +345,7 @@ def _started_line(built: Built) -> str:
     return (
         f"Ranked code drafts is running at {demo.local_url}{where}; APIs: Gradio /generate, OpenAI-style "
         "/v1/completions, llama.cpp-style /infill and Ollama-style /api/generate (see the README). "
-        f"Preparing {built.hub.default_label!r} in the background."
+        f"Preparing {built.service.hub.default_label!r} in the background."
     )
 
 

@@ -16,35 +16,44 @@ import json
 import re
 import time
 import uuid
-
-import gradio as gr
+from collections.abc import Iterator
 
 import languages
-from app.models import EngineHub
-from app.openai_api import model_and_n, openai_handler, protocol_finish
-from app.requests import Defaults, Limits, build_request, capped_tokens, check_text, stop_strings
+from app.openai_api import Completions, model_and_n, protocol_finish, request_checks
+from app.requests import Limits, build_request, capped_tokens, check_text, stop_strings
 from app.results import RankedEntry, RunResult
-from app.routes import mount_first
-from app.service import Pipeline
+from app.routes import Parsed
+from app.serving import Service
 from engine import CHAT_ROLES, ChatTurn, InvalidRequest
 
 
-def mount_chat(
-    demo: gr.Blocks, hub: EngineHub, pipeline: Pipeline, limits: Limits = Limits(), defaults: Defaults = Defaults()
-) -> None:
-    """Add POST /v1/chat/completions to a launched demo's server, ahead of Gradio's routes."""
-    defaults = defaults.clipped(limits)
-    parse = lambda body: _parse(body, hub, limits, defaults)  # noqa: E731
-    handler = openai_handler(pipeline, hub, parse, _response, _events, "at least `messages`")
-    mount_first(demo, [("/v1/chat/completions", handler, "POST")])
+class Chat(Completions):
+    """POST /v1/chat/completions: OpenAI's shapes and errors, as /v1/completions has them."""
+
+    path = "/v1/chat/completions"
+    needs = "at least `messages`"
+
+    def parse(self, body: dict, service: Service) -> Parsed:
+        choice, request = _parse(body, service)
+        return Parsed(body, choice, request, request_checks(body, request))
+
+    def respond(self, final: RunResult, parsed: Parsed) -> dict:
+        return _response(final, str(parsed.body.get("model") or parsed.choice.label))
+
+    def stream(self, final: RunResult, parsed: Parsed) -> Iterator[str]:
+        return _events(self.respond(final, parsed))
+
+    def routes(self, service: Service) -> list:
+        return []  # /v1/models is Completions'
 
 
-def _parse(body: dict, hub: EngineHub, limits: Limits, defaults: Defaults):
+def _parse(body: dict, service: Service):
     """(model choice, GenerationRequest of a request in words) from a chat completions body (a null field: its
     default, as OpenAI reads it)."""
     body = {key: value for key, value in body.items() if value is not None}
     turns = _turns(body.get("messages"))
-    choice, n = model_and_n(body, hub, limits, defaults)
+    choice, n = model_and_n(body, service)
+    limits, defaults = service.limits, service.defaults
     tokens = body.get("max_completion_tokens", body.get("max_tokens", defaults.max_new_tokens))
     request = build_request(
         turns[-1].content,
@@ -133,7 +142,7 @@ def _response(final: RunResult, model: str) -> dict:
     }
 
 
-def _events(response: dict):
+def _events(response: dict) -> Iterator[str]:
     """The ranked answers as chat chunks (each answer whole in one delta, then its finish), then [DONE]."""
     head = {key: response[key] for key in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
     for choice in response["choices"]:

@@ -27,16 +27,15 @@ the prompt tokens computed (`prompt_n`) apart from those the prefix cache gave (
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
-import gradio as gr
-from fastapi.responses import Response, StreamingResponse
+from fastapi.responses import Response
 
-from app.models import EngineHub
 from app.requests import SINGLE_CHOICES, CheckRequest, Defaults, Limits, build_request, capped_tokens, stop_strings
 from app.results import RunResult
-from app.routes import final_or_error, in_protocol_names, json_handler, mount_first
-from app.runs import USER_ERRORS, BusyError, RunControl, RunRegistry
-from app.service import Pipeline
+from app.routes import Parsed, Protocol
+from app.runs import BusyError
+from app.serving import Service
 from engine import EDITOR_DEADLINE, ContextFile, Deadline, InvalidRequest, ModelSetupError
 from engine.remote import RemoteError
 from engine.types import FINISH_BUDGET, FINISH_LENGTH, FINISH_STOP
@@ -49,6 +48,8 @@ LOCAL_CONTEXT_TOKENS = 1024
 EXTRA_CONTEXT_TOKENS = 4096
 # what the run raised -> llama.cpp's status and error type (busy, a server or model that cannot serve: unavailable)
 LLAMA_ERRORS = [((BusyError, RemoteError, ModelSetupError), 503, "unavailable_error")]
+# /generate's field names -> llama.cpp's, in validation messages
+PROTOCOL_NAMES = {"k": "n_cmpl", "max_new_tokens": "n_predict", "prompt": "input_prefix", "suffix": "input_suffix"}
 # our finish reasons -> llama.cpp's stop_type (a budget cut is its time limit, "limit" too)
 STOP_TYPES = {FINISH_STOP: "eos", FINISH_LENGTH: "limit", FINISH_BUDGET: "limit"}
 
@@ -56,56 +57,54 @@ STOP_TYPES = {FINISH_STOP: "eos", FINISH_LENGTH: "limit", FINISH_BUDGET: "limit"
 RANKED_K = 4  # candidates behind the one suggestion of --infill-single ranked
 
 
-def mount_infill(
-    demo: gr.Blocks,
-    hub: EngineHub,
-    pipeline: Pipeline,
-    limits: Limits = Limits(),
-    defaults: Defaults = Defaults(),
-    single: str = "greedy",
-) -> None:
-    """Add POST /infill to a launched demo's server, ahead of Gradio's routes. `single`: what a request that names
-    neither n_cmpl nor temperature (llama.vim's default) gets: the greedy middle, or the best of RANKED_K sampled
-    ones."""
-    defaults = defaults.clipped(limits)
-    if single not in SINGLE_CHOICES:
-        raise ValueError(f"single={single!r} is unknown: choose one of {', '.join(SINGLE_CHOICES)}")
+@dataclass(frozen=True)
+class Infill(Protocol):
+    """POST /infill. `single`: what a request that names neither n_cmpl nor temperature (llama.vim's default) gets:
+    the greedy middle, or the best of RANKED_K sampled ones."""
 
-    def infill(body: dict, control: RunControl) -> Response:
-        try:
-            asked, results_wanted = _with_single_default(body, single, limits)
-            request, warm_up, n = _parse(asked, limits, defaults)
-            n = min(n, results_wanted or n)
-            choice = hub.choice(None)
-        except USER_ERRORS as err:
-            return _error(400, _protocol_names(str(err)), "invalid_request_error")
+    single: str = "greedy"
+    path = "/infill"
+    needs = "input_prefix and input_suffix"
+    failures = LLAMA_ERRORS
+    names = PROTOCOL_NAMES
+    retry_after = (503, "1")
+
+    def __post_init__(self) -> None:
+        if self.single not in SINGLE_CHOICES:
+            raise ValueError(f"single={self.single!r} is unknown: choose one of {', '.join(SINGLE_CHOICES)}")
+
+    def parse(self, body: dict, service: Service) -> Parsed:
+        asked, results_wanted = _with_single_default(body, self.single, service.limits)
+        request, warm_up, n = _parse(asked, service.limits, service.defaults)
         # an editor's one suggestion has nothing to be ranked against: its examples run only when several are asked for
-        final, error = final_or_error(
-            pipeline, hub, choice, request, control, LLAMA_ERRORS, CheckRequest(run=request.k > 1, search=False)
-        )
-        if error is not None:
-            return _error(*error, {"Retry-After": "1"} if error[0] == 503 else None)
-        results = _results(final, request, choice.label, warm_up)
+        checks = CheckRequest(run=request.k > 1, search=False)
+        return Parsed(body, service.served(None), request, checks, (warm_up, min(n, results_wanted or n)))
+
+    def respond(self, final: RunResult, parsed: Parsed) -> Response:
+        results = self._answered(final, parsed)
+        return Response(_compact(results[0] if len(results) == 1 else results), media_type="application/json")
+
+    def stream(self, final: RunResult, parsed: Parsed) -> list[str]:
+        return [f"data: {_compact(r)}\n\n" for r in self._answered(final, parsed)]  # one event per result, no [DONE]
+
+    def error(self, status: int, message: str, kind: str, headers: dict | None = None) -> Response:
+        return _error(status, message, kind, headers)
+
+    def session_of(self, body: dict, host: str) -> str | None:
+        return editor_session(body, host)
+
+    @staticmethod
+    def _answered(final: RunResult, parsed: Parsed) -> list[dict]:
+        """llama.cpp's result objects for the run, n of them (greedy: one answer, n copies), `response_fields` only."""
+        warm_up, n = parsed.detail
+        results = _results(final, parsed.request, parsed.choice.label, warm_up)
         if final.stopped:  # superseded by this editor's newer request, or the client left: say so
             results = [dict(r, stopped=final.stopped) for r in results]
-        results = [dict(results[i % len(results)], index=i) for i in range(n)]  # greedy: one answer, n copies
-        fields = body.get("response_fields")
+        results = [dict(results[i % len(results)], index=i) for i in range(n)]
+        fields = parsed.body.get("response_fields")
         if isinstance(fields, list) and fields:
             results = [_only(result, fields) for result in results]
-        if body.get("stream"):  # llama.cpp's: one event per result, no [DONE]
-            return StreamingResponse(
-                iter([f"data: {_compact(r)}\n\n" for r in results]), media_type="text/event-stream"
-            )
-        return Response(_compact(results[0] if n == 1 else results), media_type="application/json")
-
-    handler = json_handler(
-        infill,
-        lambda status, message: _error(status, message, "invalid_request_error"),
-        "input_prefix and input_suffix",
-        RunRegistry(),
-        editor_session,
-    )
-    mount_first(demo, [("/infill", handler, "POST")])
+        return results
 
 
 def _with_single_default(body: dict, single: str, limits: Limits) -> tuple[dict, int | None]:
@@ -167,14 +166,6 @@ def _parse(body: dict, limits: Limits, defaults: Defaults):
         extra_tokens=EXTRA_CONTEXT_TOKENS,
     )
     return request, warm_up, 1 if warm_up else n
-
-
-PROTOCOL_NAMES = {"k": "n_cmpl", "max_new_tokens": "n_predict", "prompt": "input_prefix", "suffix": "input_suffix"}
-
-
-def _protocol_names(message: str) -> str:
-    """A validation message with the field named as llama.cpp's protocol names it."""
-    return in_protocol_names(message, PROTOCOL_NAMES)
 
 
 def _text(body: dict, name: str) -> str:

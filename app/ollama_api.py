@@ -18,15 +18,14 @@ import json
 import time
 from datetime import UTC, datetime
 
-import gradio as gr
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import JSONResponse, Response
 
 from app.models import EngineHub
 from app.requests import CheckRequest, Defaults, Limits, build_request, capped_tokens, stop_strings
 from app.results import RunResult, Timings
-from app.routes import final_or_error, json_handler, mount_first
-from app.runs import USER_ERRORS, BusyError, RunControl, RunRegistry
-from app.service import Pipeline
+from app.routes import Parsed, Protocol, json_handler
+from app.runs import BusyError, RunControl
+from app.serving import Service
 from engine import GenerationStats, InvalidRequest, ModelSetupError
 from engine.remote import RemoteError
 from engine.types import FINISH_STOP
@@ -40,64 +39,58 @@ TEMPLATE = (
 )
 
 
-def mount_ollama(
-    demo: gr.Blocks, hub: EngineHub, pipeline: Pipeline, limits: Limits = Limits(), defaults: Defaults = Defaults()
-) -> None:
-    """Add Ollama's /api/generate, /api/tags, /api/show and /api/version to a launched demo's server."""
-    defaults = defaults.clipped(limits)
+class Ollama(Protocol):
+    """POST /api/generate: the best-ranked of n candidates, streamed as two lines or answered as one; /api/show,
+    /api/tags and /api/version beside it."""
 
-    def generate(body: dict, control: RunControl) -> Response:
-        return _generate(body, control, hub, pipeline, limits, defaults)
+    path = "/api/generate"
+    needs = "`model` and `prompt`"
+    failures = OLLAMA_ERRORS
+    streams_by_default = True
+    stream_type = "application/x-ndjson"
 
-    def show(body: dict, control: RunControl) -> Response:
-        return _show(body, hub)
+    def parse(self, body: dict, service: Service) -> Parsed:
+        started = time.perf_counter()
+        request, name = _parse(body, service.limits, service.defaults)
+        checks = CheckRequest(run=request is not None and request.k > 1, search=False)
+        return Parsed(body, service.served(name), request, checks, started)
 
-    def tags():
-        return _tags(hub)
+    def respond(self, final: RunResult | None, parsed: Parsed) -> dict:
+        code, reason = _best(final)
+        return _done(parsed.body, code, reason, final, parsed.detail)
 
-    def version():
-        return {"version": VERSION}
+    def stream(self, final: RunResult | None, parsed: Parsed) -> list[str]:
+        code, reason = _best(final)
+        done = _done(parsed.body, "", reason, final, parsed.detail)
+        return [json.dumps(o) + "\n" for o in ([done] if final is None else [_chunk(parsed.body, code), done])]
 
-    on_bad_body = lambda status, message: _error(status, message)  # noqa: E731
-    generating = json_handler(generate, on_bad_body, "`model` and `prompt`", RunRegistry(), _client_session)
-    mount_first(
-        demo,
-        [
-            ("/api/generate", generating, "POST"),
-            ("/api/show", json_handler(show, on_bad_body, "`model`"), "POST"),
-            ("/api/tags", tags, "GET"),
-            ("/api/version", version, "GET"),
-        ],
-    )
+    def error(self, status: int, message: str, kind: str, headers: dict | None = None) -> JSONResponse:
+        return JSONResponse({"error": message}, status_code=status, headers=headers)
+
+    def session_of(self, body: dict, host: str) -> str | None:
+        """A client's newer generation supersedes its running one (editors do not cancel); a load request does not."""
+        return f"{host} {body.get('model')}" if body.get("prompt") or body.get("suffix") else None
+
+    def routes(self, service: Service) -> list:
+        def show(body: dict, control: RunControl) -> Response:
+            return _show(body, service.hub)
+
+        bad_body = lambda status, message: self.error(status, message, "invalid_request_error")  # noqa: E731
+        return [
+            ("/api/show", json_handler(show, bad_body, "`model`"), "POST"),
+            ("/api/tags", lambda: _tags(service.hub), "GET"),
+            ("/api/version", lambda: {"version": VERSION}, "GET"),
+        ]
 
 
-def _generate(
-    body: dict, control: RunControl, hub: EngineHub, pipeline: Pipeline, limits: Limits, defaults: Defaults
-) -> Response:
-    """POST /api/generate: the best-ranked of n candidates, streamed as two lines or answered as one."""
-    started = time.perf_counter()
-    try:
-        request, name, load_only = _parse(body, hub, limits, defaults)
-    except USER_ERRORS as err:
-        return _error(400, str(err))
-    choice = hub.choice(name if name in hub.choices else None)
-    if load_only:
-        hub.engine(choice.label)
-        return _answer(body, [_done(body, "", "load", None, started)])
-    final, error = final_or_error(
-        pipeline, hub, choice, request, control, OLLAMA_ERRORS, CheckRequest(run=request.k > 1, search=False)
-    )
-    if error is not None:
-        return _error(error[0], error[1])
+def _best(final: RunResult | None) -> tuple[str, str]:
+    """(the best-ranked candidate's code with its example usage, Ollama's done_reason); a load-only request's
+    ("", "load")."""
+    if final is None:
+        return "", "load"
     best = final.candidates[0] if final.candidates else None
     code = "" if best is None else best.code + (f"\n{best.example_usage}" if best.example_usage else "")
-    reason = "stop" if best is not None and best.finish_reason == FINISH_STOP else "length"
-    return _answer(
-        body,
-        [_chunk(body, code), _done(body, "", reason, final, started)]
-        if body.get("stream", True)
-        else [_done(body, code, reason, final, started)],
-    )
+    return code, "stop" if best is not None and best.finish_reason == FINISH_STOP else "length"
 
 
 def _show(body: dict, hub: EngineHub) -> Response:
@@ -126,13 +119,8 @@ def _tags(hub: EngineHub) -> dict:
     }
 
 
-def _client_session(body: dict, host: str) -> str | None:
-    """A client's newer generation supersedes its running one (editors do not cancel); a load request does not."""
-    return f"{host} {body.get('model')}" if body.get("prompt") or body.get("suffix") else None
-
-
-def _parse(body: dict, hub: EngineHub, limits: Limits, defaults: Defaults):
-    """(GenerationRequest, the model name asked for, whether the request only loads the model)."""
+def _parse(body: dict, limits: Limits, defaults: Defaults):
+    """(GenerationRequest, the model name asked for); the request is None where the body only loads the model."""
     name = body.get("model")
     if name is not None and not isinstance(name, str):
         raise InvalidRequest(f"model={name!r} is invalid: it must be a string")
@@ -144,7 +132,7 @@ def _parse(body: dict, hub: EngineHub, limits: Limits, defaults: Defaults):
         raise InvalidRequest(f"options={options!r} is invalid: it must be an object")
     options = {key: value for key, value in options.items() if value is not None}  # Continue sends nulls
     if not prompt and not suffix:
-        return None, name, True
+        return None, name
     n_predict = capped_tokens(options.get("num_predict", defaults.max_new_tokens), limits)
     seed = options.get("seed", -1)
     request = build_request(
@@ -160,7 +148,7 @@ def _parse(body: dict, hub: EngineHub, limits: Limits, defaults: Defaults):
         language=body.get("language"),
         stop=stop_strings(options.get("stop")),
     )
-    return request, name, False
+    return request, name
 
 
 def _details() -> dict:
@@ -202,13 +190,3 @@ def _done(body: dict, text: str, reason: str, final: RunResult | None, started: 
         "eval_count": stats.generated_tokens,
         "eval_duration": int(max(timings.generation_s - prompt_s, 0.0) * 1e9),
     }
-
-
-def _answer(body: dict, objects: list[dict]) -> Response:
-    if body.get("stream", True):
-        return StreamingResponse(iter([json.dumps(o) + "\n" for o in objects]), media_type="application/x-ndjson")
-    return JSONResponse(objects[-1])
-
-
-def _error(status: int, message: str) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status)

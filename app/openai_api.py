@@ -17,17 +17,17 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections.abc import Iterator
 
-import gradio as gr
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse
 
 from app.models import EngineHub
-from app.requests import Defaults, Limits, build_checks, build_request, capped_tokens, stop_strings
+from app.requests import CheckRequest, build_checks, build_request, capped_tokens, stop_strings
 from app.results import RunResult
-from app.routes import final_or_error, in_protocol_names, json_handler, mount_first
-from app.runs import USER_ERRORS, BusyError, RunControl
-from app.service import Pipeline
-from engine import InvalidRequest, ModelSetupError
+from app.routes import Parsed, Protocol
+from app.runs import BusyError
+from app.serving import Service
+from engine import GenerationRequest, InvalidRequest, ModelSetupError
 from engine.remote import RemoteError
 from engine.text.infill import split_fim_prompt
 from engine.types import CUT_REASONS, FINISH_STOP
@@ -38,25 +38,49 @@ def protocol_finish(reason: str | None) -> str:
     return "length" if reason in CUT_REASONS else FINISH_STOP
 
 
-def mount_completions(
-    demo: gr.Blocks, hub: EngineHub, pipeline: Pipeline, limits: Limits = Limits(), defaults: Defaults = Defaults()
-) -> None:
-    """Add POST /v1/completions (and GET /v1/models) to a launched demo's server, ahead of Gradio's routes."""
-    defaults = defaults.clipped(limits)
-    handler = openai_handler(
-        pipeline, hub, lambda body: _parse(body, hub, limits, defaults), _response, _events, "at least `prompt`"
-    )
+class Completions(Protocol):
+    """POST /v1/completions, and GET /v1/models beside it."""
 
-    def models():
-        return {
-            "object": "list",
-            "data": [
-                {"id": label, "object": "model", "owned_by": "ranked-drafts", "ranked_drafts": _model_info(hub, label)}
-                for label in hub.labels
-            ],
-        }
+    path = "/v1/completions"
+    needs = "at least `prompt`"
+    failures = [
+        ((BusyError,), 429, "server_busy"),
+        ((RemoteError,), 502, "upstream_error"),
+        ((ModelSetupError,), 503, "server_error"),
+    ]
+    names = {"k": "n", "max_new_tokens": "max_tokens"}
+    retry_after = (429, "5")
 
-    mount_first(demo, [("/v1/completions", handler, "POST"), ("/v1/models", models, "GET")])
+    def parse(self, body: dict, service: Service) -> Parsed:
+        choice, request = _parse(body, service)
+        return Parsed(body, choice, request, request_checks(body, request))
+
+    def respond(self, final: RunResult, parsed: Parsed) -> dict:
+        return _response(final, str(parsed.body.get("model") or parsed.choice.label))
+
+    def stream(self, final: RunResult, parsed: Parsed) -> Iterator[str]:
+        return events(self.respond(final, parsed))
+
+    def error(self, status: int, message: str, kind: str, headers: dict | None = None) -> JSONResponse:
+        return error_response(status, message, kind, headers)
+
+    def routes(self, service: Service) -> list:
+        def models():
+            return {
+                "object": "list",
+                "data": [
+                    {
+                        "id": label,
+                        "object": "model",
+                        "owned_by": "ranked-drafts",
+                        "ranked_drafts": _model_info(hub, label),
+                    }
+                    for label in hub.labels
+                ],
+            }
+
+        hub = service.hub
+        return [("/v1/models", models, "GET")]
 
 
 def _model_info(hub: EngineHub, label: str) -> dict:
@@ -69,50 +93,35 @@ def _model_info(hub: EngineHub, label: str) -> dict:
     }
 
 
-def openai_handler(pipeline: Pipeline, hub: EngineHub, parse, respond, events, needs: str):
-    """A route in OpenAI's manner: `parse` a body into (model choice, GenerationRequest), read its checks in the
-    request's language, run the pipeline, and answer with `respond(result, model)` as JSON, or with `stream` as the
-    server-sent `events` of it; errors in OpenAI's shape. `needs` names what a body must hold."""
-
-    def serve(body: dict, control: RunControl) -> JSONResponse | StreamingResponse:
-        try:
-            choice, request = parse(body)
-            checks = build_checks(
-                body.get("checks") or "", body.get("run_checks", True), request.language, body.get("search", True)
-            )
-        except USER_ERRORS as err:
-            return error_response(400, protocol_names(str(err)), "invalid_request_error")
-        final, error = final_or_error(pipeline, hub, choice, request, control, OPENAI_ERRORS, checks)
-        if error is not None:
-            return error_response(*error, headers={"Retry-After": "5"} if error[0] == 429 else None)
-        response = respond(final, str(body.get("model") or choice.label))
-        if body.get("stream"):
-            return StreamingResponse(events(response), media_type="text/event-stream")
-        return JSONResponse(response)
-
-    return json_handler(serve, lambda status, message: error_response(status, message, "invalid_request_error"), needs)
+def request_checks(body: dict, request: GenerationRequest) -> CheckRequest:
+    """The checks an OpenAI body asks for (`checks`, `run_checks`, `search`), read in the request's language."""
+    return build_checks(
+        body.get("checks") or "", body.get("run_checks", True), request.language, body.get("search", True)
+    )
 
 
-def model_and_n(body: dict, hub: EngineHub, limits: Limits, defaults: Defaults):
+def model_and_n(body: dict, service: Service):
     """(the model choice a body names: any name the app serves, others the default; its `n`, checked against the
     app's --max-k where it is an integer, else left for build_request to name)."""
     model = body.get("model")
     if model is not None and not isinstance(model, str):
         raise InvalidRequest(f"model={model!r} is invalid: it must be a string")
-    n = body.get("n", defaults.k)
-    if isinstance(n, int) and not isinstance(n, bool) and not 1 <= n <= limits.max_k:
-        raise InvalidRequest(f"n={n} is out of range: it must be an integer in 1..{limits.max_k} (the app's --max-k)")
-    return hub.choice(model if model in hub.choices else None), n
+    n = body.get("n", service.defaults.k)
+    max_k = service.limits.max_k
+    if isinstance(n, int) and not isinstance(n, bool) and not 1 <= n <= max_k:
+        raise InvalidRequest(f"n={n} is out of range: it must be an integer in 1..{max_k} (the app's --max-k)")
+    return service.served(model), n
 
 
-def _parse(body: dict, hub: EngineHub, limits: Limits, defaults: Defaults):
+def _parse(body: dict, service: Service):
     """(model choice, GenerationRequest) from an OpenAI completions body; InvalidRequest names the bad field."""
     prompt = body.get("prompt")
     if isinstance(prompt, list):
         if len(prompt) != 1:
             raise InvalidRequest(f"prompt is a list of {len(prompt)}: send one prompt per request")
         prompt = prompt[0]
-    choice, n = model_and_n(body, hub, limits, defaults)
+    choice, n = model_and_n(body, service)
+    limits, defaults = service.limits, service.defaults
     stop = stop_strings(body.get("stop"))
     body_end = body.get("stop_at_body_end", True)
     if not isinstance(body_end, bool):
@@ -141,19 +150,6 @@ def _parse(body: dict, hub: EngineHub, limits: Limits, defaults: Defaults):
     return choice, request
 
 
-OPENAI_ERRORS = [
-    ((BusyError,), 429, "server_busy"),
-    ((RemoteError,), 502, "upstream_error"),
-    ((ModelSetupError,), 503, "server_error"),
-]  # what the run raised -> status, error type
-PROTOCOL_NAMES = {"k": "n", "max_new_tokens": "max_tokens"}  # /generate's field names -> this protocol's
-
-
-def protocol_names(message: str) -> str:
-    """A validation message with the field named as the caller sent it."""
-    return in_protocol_names(message, PROTOCOL_NAMES)
-
-
 def _response(final: RunResult, model: str) -> dict:
     """The protocol's completion object: one choice per candidate (copies of one text side by side), best first."""
     choices = [
@@ -178,7 +174,7 @@ def _response(final: RunResult, model: str) -> dict:
     }
 
 
-def _events(response: dict):
+def events(response: dict) -> Iterator[str]:
     """The ranked choices as server-sent events (one chunk per choice, best first), then [DONE]."""
     for choice in response["choices"]:
         chunk = {key: response[key] for key in ("id", "object", "created", "model")}

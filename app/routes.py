@@ -5,15 +5,22 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Callable
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
 
 import gradio as gr
 from fastapi import Request
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
+from app.models import ModelChoice
 from app.requests import CheckRequest
 from app.results import RunResult
 from app.runs import USER_ERRORS, RunControl, RunRegistry, as_reported
+from app.serving import Service
+from engine import GenerationRequest
 
 
 def json_handler(
@@ -70,32 +77,115 @@ def mount_first(demo: gr.Blocks, routes: list[tuple[str, Callable, str]]) -> Non
     table[:] = table[before:] + table[:before]
 
 
-def final_or_error(
-    pipeline,
-    hub,
-    choice,
-    request,
-    control: RunControl,
-    statuses: list[tuple[tuple[type, ...], int, str]],
-    checks: CheckRequest = CheckRequest(),
-) -> tuple[RunResult | None, tuple[int, str, str] | None]:
-    """(the run's RunResult, None), or (None, (status, message, kind)) from the first of `statuses` (exception
-    types, HTTP status, the protocol's error kind) that matches what the run raised; other user errors are a 400,
-    anything else is ours: a 500 whose message has the logged error's id."""
+@dataclass(frozen=True)
+class Parsed:
+    """What a protocol reads from a request's body: the model it names, the engine's request (None: nothing to run,
+    the models only loaded), the checks to run, and what the protocol's answer needs besides the result (`detail`,
+    the protocol's own)."""
+
+    body: dict
+    choice: ModelChoice
+    request: GenerationRequest | None
+    checks: CheckRequest = CheckRequest()
+    detail: Any = None
+
+
+class Protocol(ABC):
+    """A peer's protocol on one POST route: `parse` a JSON body, `respond` with the answer to a done run (or `stream`
+    it, where the body asks), each error in the protocol's `error` shape. `mount_protocols` serves every protocol
+    the same way: parse, run, answer; a run's failure -> the first of `failures` (exception types, HTTP status, the
+    protocol's error kind) that matches, other user errors a 400, anything else ours, a 500 naming the logged id."""
+
+    path: str  # the POST route
+    needs: str  # what a body must hold, for the message to a body that is no JSON object
+    failures: list[tuple[tuple[type, ...], int, str]]  # what a run raised -> status, the protocol's error kind
+    names: dict[str, str] = {}  # /generate's field names -> the protocol's, in validation messages
+    retry_after: tuple[int, str] | None = None  # (status, seconds): a Retry-After header on answers of that status
+    streams_by_default = False  # whether a body without "stream" gets a stream
+    stream_type = "text/event-stream"
+
+    @abstractmethod
+    def parse(self, body: dict, service: Service) -> Parsed:
+        """The request a body asks for; a user error (InvalidRequest, ...) names the bad field."""
+
+    @abstractmethod
+    def respond(self, final: RunResult | None, parsed: Parsed) -> Response | dict | list:
+        """The answer to a done run (None where the request ran nothing), as a Response or its JSON."""
+
+    @abstractmethod
+    def stream(self, final: RunResult | None, parsed: Parsed) -> Iterable[str]:
+        """The answer as the protocol's stream of events or lines."""
+
+    @abstractmethod
+    def error(self, status: int, message: str, kind: str, headers: dict | None = None) -> Response:
+        """An error in the protocol's shape."""
+
+    def session_of(self, body: dict, host: str) -> str | None:
+        """The client session a request belongs to: its newer request stops the running one (None: no session)."""
+        return None
+
+    def routes(self, service: Service) -> list[tuple[str, Callable, str]]:
+        """The protocol's further (path, handler, method) routes beside its POST route."""
+        return []
+
+
+def mount_protocols(demo: gr.Blocks, service: Service, protocols: list[Protocol]) -> None:
+    """Add each protocol's routes to a launched demo's server, ahead of Gradio's, all served by `service`."""
+    routes = []
+    for protocol in protocols:
+        handler = json_handler(
+            lambda body, control, protocol=protocol: _serve(protocol, service, body, control),
+            lambda status, message, protocol=protocol: protocol.error(status, message, "invalid_request_error"),
+            protocol.needs,
+            RunRegistry(),
+            protocol.session_of,
+        )
+        routes += [(protocol.path, handler, "POST"), *protocol.routes(service)]
+    mount_first(demo, routes)
+
+
+def _serve(protocol: Protocol, service: Service, body: dict, control: RunControl) -> Response:
+    """One request through `protocol`: parse, run on `service`, answer (or stream the answer), errors in its shape."""
     try:
-        return pipeline.final(
-            request, lambda: hub.engine(choice.label), hub.generation_lock, control, choice.as_dict(), checks=checks
-        ), None
+        parsed = protocol.parse(body, service)
+    except USER_ERRORS as err:
+        return protocol.error(400, in_protocol_names(str(err), protocol.names), "invalid_request_error")
+    except Exception as err:  # noqa: BLE001 - a failure of ours while reading the body: logged, shown as ours
+        return protocol.error(500, str(as_reported(err)), "server_error")
+    try:
+        final = _run(service, parsed, control)
     except Exception as err:  # noqa: BLE001 - every failure becomes an answer in the protocol's shape
-        for types, status, kind in statuses:
-            if isinstance(err, types):
-                return None, (status, str(err), kind)
-        if isinstance(err, USER_ERRORS):
-            return None, (400, str(err), "invalid_request_error")
-        return None, (500, str(as_reported(err)), "server_error")
+        status, message, kind = _failure(err, protocol.failures)
+        retry = protocol.retry_after
+        return protocol.error(
+            status, message, kind, {"Retry-After": retry[1]} if retry and retry[0] == status else None
+        )
+    if body.get("stream", protocol.streams_by_default):
+        return StreamingResponse(iter(protocol.stream(final, parsed)), media_type=protocol.stream_type)
+    answer = protocol.respond(final, parsed)
+    return answer if isinstance(answer, Response) else JSONResponse(answer)
+
+
+def _run(service: Service, parsed: Parsed, control: RunControl) -> RunResult | None:
+    if parsed.request is None:
+        service.load(parsed.choice)
+        return None
+    return service.final(parsed.choice, parsed.request, control, parsed.checks)
+
+
+def _failure(err: Exception, failures: list[tuple[tuple[type, ...], int, str]]) -> tuple[int, str, str]:
+    """(status, message, error kind) of what a run raised."""
+    for types, status, kind in failures:
+        if isinstance(err, types):
+            return status, str(err), kind
+    if isinstance(err, USER_ERRORS):
+        return 400, str(err), "invalid_request_error"
+    return 500, str(as_reported(err)), "server_error"
 
 
 def in_protocol_names(message: str, names: dict[str, str]) -> str:
     """A validation message that begins with a /generate field name (k=..., max_new_tokens=...), with the field named
     as a protocol names it (`names`: ours -> the protocol's)."""
+    if not names:
+        return message
     return re.sub(r"^(" + "|".join(map(re.escape, names)) + r")\b", lambda m: names[m.group(1)], message)

@@ -18,6 +18,7 @@ from app.requests import MODES, Defaults, Limits, build_checks, build_request
 from app.results import Progress, RunResult
 from app.runs import USER_ERRORS, InternalError, RunControl, RunRegistry, as_reported
 from app.service import Pipeline
+from app.serving import Service
 
 EXAMPLES = [
     'def is_palindrome(text: str) -> bool:\n    """Return True if text reads the same forwards and backwards,\n'
@@ -95,22 +96,14 @@ class Page:
         return fixed + [component for slot in self.slots for component in slot]
 
 
-def build_demo(
-    hub: EngineHub,
-    pipeline: Pipeline,
-    limits: Limits = Limits(),
-    defaults: Defaults = Defaults(),
-    runs: RunRegistry | None = None,
-    queue_size: int = QUEUE_SIZE,
-) -> gr.Blocks:
+def build_demo(service: Service, runs: RunRegistry | None = None, queue_size: int = QUEUE_SIZE) -> gr.Blocks:
     """The Blocks app: the form, Generate/Stop, live candidates, ranked results, heatmap, stats, and the API."""
     runs = runs or RunRegistry()
-    defaults = defaults.clipped(limits)
-    run = _Runner(hub, pipeline, limits, runs)
+    run = _Runner(service, runs)
     with gr.Blocks(title="Ranked code drafts") as demo:
-        page = _layout(hub, pipeline, limits, defaults)
-        _page_events(page, hub, run, runs)
-        _api(hub, run, runs, defaults)
+        page = _layout(service)
+        _page_events(page, service.hub, run, runs)
+        _api(service.hub, run, runs, service.defaults)
     demo.queue(max_size=queue_size, default_concurrency_limit=1)
     return demo
 
@@ -120,9 +113,7 @@ class _Runner:
     """Validates one request's FormValues and streams the pipeline's states; errors for people and programs are
     gr.Error."""
 
-    hub: EngineHub
-    pipeline: Pipeline
-    limits: Limits
+    service: Service
     runs: RunRegistry
 
     def stream(self, form: FormValues, session: str) -> Iterator[Progress | RunResult]:
@@ -135,26 +126,18 @@ class _Runner:
                 max_new_tokens=form.max_new_tokens,
                 top_p=form.top_p,
                 seed=form.seed,
-                limits=self.limits,
+                limits=self.service.limits,
                 suffix=form.suffix,
                 mode=form.mode,
                 language=form.language,
             )
             checks = build_checks(form.checks, form.run_checks, request.language, form.search)
-            choice = self.hub.choice(form.model)
+            choice = self.service.hub.choice(form.model)
         except USER_ERRORS as err:
             raise gr.Error(str(err), print_exception=False) from None
-        control = self.runs.start(session, RunControl(self.pipeline.idle_timeout_s))
+        control = self.runs.start(session, RunControl(self.service.pipeline.idle_timeout_s))
         try:
-            yield from self.pipeline.stream(
-                request,
-                lambda: self.hub.engine(choice.label),
-                self.hub.generation_lock,
-                control,
-                choice.as_dict(),
-                loading=lambda: self.hub.loading,
-                checks=checks,
-            )
+            yield from self.service.stream(choice, request, control, checks)
         except USER_ERRORS as err:
             raise gr.Error(str(err), print_exception=False) from None
         except Exception as err:  # noqa: BLE001 - ours, not the user's: logged, then said so
@@ -165,8 +148,9 @@ class _Runner:
             self.runs.finish(session, control)
 
 
-def _layout(hub: EngineHub, pipeline: Pipeline, limits: Limits, defaults: Defaults) -> Page:
+def _layout(service: Service) -> Page:
     """The page's components, in their places."""
+    hub, pipeline, limits = service.hub, service.pipeline, service.limits
     gr.Markdown(
         "# Ranked code drafts\nk sampled completions of your prompt, checked statically, run against "
         "the examples your docstring gives (and the checks you add) in a sandbox, and ranked: checks "
@@ -176,7 +160,7 @@ def _layout(hub: EngineHub, pipeline: Pipeline, limits: Limits, defaults: Defaul
         with gr.Column(scale=3):
             form = _code_inputs()
         with gr.Column(scale=2):
-            form.update(_settings_inputs(hub, pipeline, limits, defaults))
+            form.update(_settings_inputs(hub, pipeline, limits, service.defaults))
             with gr.Row():
                 generate_btn = gr.Button("Generate", variant="primary", elem_id="generate")
                 stop_btn = gr.Button("Stop", variant="stop", elem_id="stop")

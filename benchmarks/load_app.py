@@ -119,6 +119,7 @@ def build_app(args: argparse.Namespace):
     """(demo, analyzer, hub): the app's page and API on a tiny local model, or on --base-url's server."""
     from app.models import EngineHub, ModelChoice, remote_menu
     from app.service import Pipeline
+    from app.serving import Service
     from app.ui import build_demo
     from engine.remote import RemoteSettings
     from static_eval import AnalyzerSettings, StaticAnalyzer
@@ -130,7 +131,7 @@ def build_app(args: argparse.Namespace):
         )
     else:
         hub = EngineHub([ModelChoice("tiny", "tiny:0", None)])
-    return build_demo(hub, Pipeline(analyzer=analyzer), queue_size=args.queue_size), analyzer, hub
+    return build_demo(Service(hub, Pipeline(analyzer=analyzer)), queue_size=args.queue_size), analyzer, hub
 
 
 def send_at_once(url: str, args: argparse.Namespace) -> tuple[list[Outcome], float, dict | None]:

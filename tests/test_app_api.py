@@ -14,6 +14,7 @@ from local_app import launch_local
 from app.models import EngineHub, ModelChoice
 from app.requests import Limits
 from app.service import Pipeline
+from app.serving import Service
 from app.ui import build_demo
 from engine import EngineSettings
 from static_eval import AnalyzerSettings, StaticAnalyzer
@@ -40,9 +41,11 @@ def served():
         settings=EngineSettings(drafter="none"),
     )
     demo = build_demo(
-        hub,
-        Pipeline(analyzer=analyzer, idle_timeout_s=2.0),
-        Limits(max_k=8, max_budget_s=20, max_new_tokens=2048),
+        Service(
+            hub,
+            Pipeline(analyzer=analyzer, idle_timeout_s=2.0),
+            Limits(max_k=8, max_budget_s=20, max_new_tokens=2048),
+        ),
         queue_size=3,
     )
     url = launch_local(demo)

@@ -13,6 +13,7 @@ from playwright.sync_api import expect, sync_playwright
 from app.models import EngineHub, ModelChoice
 from app.requests import Defaults, Limits
 from app.service import Pipeline
+from app.serving import Service
 from app.ui import build_demo
 from static_eval import AnalyzerSettings, StaticAnalyzer
 
@@ -43,10 +44,12 @@ def app_url():
     hub = EngineHub([ModelChoice("tiny pair", "tiny:0", "tiny:1")])
     # greedy tiny:0 on LONG_PROMPT runs to 2048 tokens (~10 s): runs end by the budget or the Stop button
     demo = build_demo(
-        hub,
-        Pipeline(analyzer=analyzer),
-        Limits(max_k=4, max_budget_s=30, max_new_tokens=2048),
-        Defaults(k=3, budget_s=2, temperature=0.0, max_new_tokens=2048),
+        Service(
+            hub,
+            Pipeline(analyzer=analyzer),
+            Limits(max_k=4, max_budget_s=30, max_new_tokens=2048),
+            Defaults(k=3, budget_s=2, temperature=0.0, max_new_tokens=2048),
+        ),
     )
     url = launch_local(demo)
     yield url
@@ -133,10 +136,12 @@ def bundled_hub():
 def bundled_url(bundled_hub):
     analyzer = StaticAnalyzer(AnalyzerSettings())
     demo = build_demo(
-        bundled_hub,
-        Pipeline(analyzer=analyzer),
-        Limits(max_k=4, max_budget_s=60, max_new_tokens=96),
-        Defaults(k=3, budget_s=60, temperature=0.8, max_new_tokens=96, seed=0),
+        Service(
+            bundled_hub,
+            Pipeline(analyzer=analyzer),
+            Limits(max_k=4, max_budget_s=60, max_new_tokens=96),
+            Defaults(k=3, budget_s=60, temperature=0.8, max_new_tokens=96, seed=0),
+        ),
     )
     yield launch_local(demo)
     demo.close()
@@ -153,10 +158,12 @@ def checked_url(bundled_hub):
         pytest.skip(f"no sandbox here: {checker.reason}")
     analyzer = StaticAnalyzer(AnalyzerSettings())
     demo = build_demo(
-        bundled_hub,
-        Pipeline(analyzer=analyzer, checker=checker),
-        Limits(max_k=4, max_budget_s=60, max_new_tokens=64),
-        Defaults(k=3, budget_s=20, temperature=0.8, max_new_tokens=48, seed=0),
+        Service(
+            bundled_hub,
+            Pipeline(analyzer=analyzer, checker=checker),
+            Limits(max_k=4, max_budget_s=60, max_new_tokens=64),
+            Defaults(k=3, budget_s=20, temperature=0.8, max_new_tokens=48, seed=0),
+        ),
     )
     yield launch_local(demo)
     demo.close()

@@ -8,6 +8,7 @@ from local_app import launch_local
 
 from app.models import FAST_LABEL, EngineHub, menu
 from app.service import Pipeline
+from app.serving import Service
 from app.ui import build_demo
 from checks import CheckRunner
 from static_eval import AnalyzerSettings, StaticAnalyzer
@@ -21,7 +22,7 @@ PROMPT = 'def add(a: int, b: int) -> int:\n    """Return the sum of a and b."""\
 def client():
     analyzer = StaticAnalyzer(AnalyzerSettings())
     hub = EngineHub(menu())
-    demo = build_demo(hub, Pipeline(analyzer=analyzer, checker=CheckRunner.create()))
+    demo = build_demo(Service(hub, Pipeline(analyzer=analyzer, checker=CheckRunner.create())))
     yield Client(launch_local(demo), verbose=False)
     demo.close()
     hub.close()  # Gradio keeps the closed app: without this the models stay in memory for the rest of the run

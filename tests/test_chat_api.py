@@ -10,11 +10,13 @@ import openai
 import pytest
 from local_app import launch_local
 
-from app.chat_api import mount_chat
+from app.chat_api import Chat
 from app.models import EngineHub, ModelChoice, menu
-from app.openai_api import mount_completions
+from app.openai_api import Completions
 from app.requests import Limits, build_checks, build_request, reads_as_words
+from app.routes import mount_protocols
 from app.service import Pipeline
+from app.serving import Service
 from app.ui import build_demo
 from checks import CheckRunner
 from static_eval import AnalyzerSettings, StaticAnalyzer
@@ -29,10 +31,10 @@ IPV4 = (
 def serve(hub: EngineHub, checker: CheckRunner | None = None):
     analyzer = StaticAnalyzer(AnalyzerSettings(lint=False))
     pipeline = Pipeline(analyzer=analyzer, checker=checker)
-    demo = build_demo(hub, pipeline, LIMITS)
+    service = Service(hub, pipeline, LIMITS)
+    demo = build_demo(service)
     url = launch_local(demo)
-    mount_completions(demo, hub, pipeline, LIMITS)
-    mount_chat(demo, hub, pipeline, LIMITS)
+    mount_protocols(demo, service, [Completions(), Chat()])
     return demo, analyzer, url
 
 

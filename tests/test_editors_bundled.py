@@ -10,10 +10,12 @@ import ollama
 import pytest
 from local_app import launch_local
 
-from app.infill_api import mount_infill
+from app.infill_api import Infill
 from app.models import DEFAULT_DRAFT, FAST_LABEL, EngineHub, ModelChoice
-from app.ollama_api import mount_ollama
+from app.ollama_api import Ollama
+from app.routes import mount_protocols
 from app.service import Pipeline
+from app.serving import Service
 from app.ui import build_demo
 from benchmarks.editor_requests import Step, llama_vim_body, llama_vscode_body, ring_warmup_body
 from static_eval import AnalyzerSettings, StaticAnalyzer
@@ -41,10 +43,10 @@ def url():
     analyzer = StaticAnalyzer(AnalyzerSettings())
     hub = EngineHub([ModelChoice(FAST_LABEL, DEFAULT_DRAFT, None)])
     pipeline = Pipeline(analyzer=analyzer)
-    demo = build_demo(hub, pipeline)
+    service = Service(hub, pipeline)
+    demo = build_demo(service)
     address = launch_local(demo)
-    mount_infill(demo, hub, pipeline)
-    mount_ollama(demo, hub, pipeline)
+    mount_protocols(demo, service, [Infill(), Ollama()])
     yield address
     demo.close()
     hub.close()

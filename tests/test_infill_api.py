@@ -14,11 +14,13 @@ import openai
 import pytest
 from local_app import launch_local
 
-from app.infill_api import mount_infill
+from app.infill_api import Infill
 from app.models import EngineHub, ModelChoice
-from app.openai_api import mount_completions
+from app.openai_api import Completions
 from app.requests import Limits
+from app.routes import mount_protocols
 from app.service import Pipeline
+from app.serving import Service
 from app.ui import build_demo
 from static_eval import AnalyzerSettings, StaticAnalyzer
 
@@ -108,10 +110,10 @@ def server():
     hub = EngineHub([ModelChoice("tiny fim", "tiny:0:fim", "tiny:1:fim")])
     analyzer = StaticAnalyzer(AnalyzerSettings(lint=False))
     pipeline = Pipeline(analyzer=analyzer)
-    demo = build_demo(hub, pipeline, LIMITS)
+    service = Service(hub, pipeline, LIMITS)
+    demo = build_demo(service)
     url = launch_local(demo)
-    mount_completions(demo, hub, pipeline, LIMITS)
-    mount_infill(demo, hub, pipeline, LIMITS)
+    mount_protocols(demo, service, [Completions(), Infill()])
     yield url
     demo.close()
     analyzer.close()

@@ -11,9 +11,11 @@ import pytest
 from local_app import launch_local
 
 from app.models import EngineHub, ModelChoice
-from app.ollama_api import mount_ollama
+from app.ollama_api import Ollama
 from app.requests import Limits
+from app.routes import mount_protocols
 from app.service import Pipeline
+from app.serving import Service
 from app.ui import build_demo
 
 LIMITS = Limits(max_k=4, max_budget_s=20, max_new_tokens=128)
@@ -42,9 +44,10 @@ CONTINUE = {
 def url():
     hub = EngineHub([ModelChoice("tiny fim", "tiny:0:fim", "tiny:1:fim")])
     pipeline = Pipeline()
-    demo = build_demo(hub, pipeline, LIMITS)
+    service = Service(hub, pipeline, LIMITS)
+    demo = build_demo(service)
     address = launch_local(demo)
-    mount_ollama(demo, hub, pipeline, LIMITS)
+    mount_protocols(demo, service, [Ollama()])
     yield address
     demo.close()
 

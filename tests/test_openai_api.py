@@ -14,9 +14,11 @@ import pytest
 from local_app import free_port, launch_local
 
 from app.models import EngineHub, ModelChoice, remote_menu
-from app.openai_api import mount_completions
+from app.openai_api import Completions
 from app.requests import Limits
+from app.routes import mount_protocols
 from app.service import Pipeline
+from app.serving import Service
 from app.ui import build_demo
 from engine import GenerationRequest
 from engine.remote import RemoteClient, RemoteError, RemoteSettings
@@ -33,9 +35,10 @@ LIMITS = Limits(max_k=6, max_budget_s=20, max_new_tokens=2048)
 def serve(hub: EngineHub):
     analyzer = StaticAnalyzer(AnalyzerSettings(lint=False))
     pipeline = Pipeline(analyzer=analyzer)
-    demo = build_demo(hub, pipeline, LIMITS)
+    service = Service(hub, pipeline, LIMITS)
+    demo = build_demo(service)
     url = launch_local(demo)
-    mount_completions(demo, hub, pipeline, LIMITS)
+    mount_protocols(demo, service, [Completions()])
     return demo, analyzer, url
 
 

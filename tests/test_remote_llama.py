@@ -12,7 +12,8 @@ import openai
 import pytest
 from local_app import launch_local
 
-from app.openai_api import mount_completions
+from app.openai_api import Completions
+from app.routes import mount_protocols
 from benchmarks.servers import Server, bundled_gguf, start_llama_server
 from engine import GenerationRequest
 from engine.models.loading import default_cache_dir
@@ -87,9 +88,9 @@ def test_the_app_ranks_candidates_from_llama_server(llama, entry_point):
         )
     )
     demo, analyzer = built.demo, built.analyzer
-    assert built.hub.concurrency == 2
+    assert built.service.hub.concurrency == 2
     url = launch_local(demo)
-    mount_completions(demo, built.hub, built.pipeline, built.limits)
+    mount_protocols(demo, built.service, [Completions()])
     try:
         client = openai.OpenAI(base_url=url + "v1", api_key="unused", max_retries=0)
         completion = client.completions.create(
@@ -211,7 +212,7 @@ def test_a_server_killed_mid_stream_behind_the_app_gives_what_arrived_ranked_and
     )
     demo, analyzer = built.demo, built.analyzer
     url = launch_local(demo)
-    mount_completions(demo, built.hub, built.pipeline, built.limits)
+    mount_protocols(demo, built.service, [Completions()])
     client = openai.OpenAI(base_url=url + "v1", api_key="unused", max_retries=0, timeout=90)
     holder = {}
 
