@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from types import MappingProxyType
@@ -77,6 +78,7 @@ C_COMMENT = ("/*", "*/")
 # C-like code whose language is not known (the lexing of checks/clike.py): `'` a character or else a one-line string
 C_LIKE = Lexis(("//",), C_COMMENT, strings=('"', "'"), long_strings=("`",), char_literals=True)
 _CHAR = r"'(?:\\.[^'\n]{0,8}|[^\\'\n])'"  # a whole character literal: 'a', '\n', '\u00e9'
+_ESCAPE = r"\\(?:\r\n|.)"  # a backslash and what it escapes (a line's end in either form)
 
 
 @dataclass(frozen=True)
@@ -105,7 +107,7 @@ def _lexer(lexis: Lexis) -> tuple[re.Pattern, tuple[_Token, ...]]:
         parts += [(rf"{re.escape(m)}[^\n]*", _Token(True, m, True)) for m in lexis.line_comments]
     for mark in sorted(lexis.long_strings, key=len, reverse=True):
         quoted = re.escape(mark)
-        parts.append((rf"{quoted}(?:\\.|[^\\])*?(?:(?P<c{{i}}>{quoted})|\\?\Z)", _Token(False, mark, False)))
+        parts.append((rf"{quoted}(?:{_ESCAPE}|[^\\])*?(?:(?P<c{{i}}>{quoted})|\\?\Z)", _Token(False, mark, False)))
     for mark in lexis.raw_strings:
         quoted = re.escape(mark)
         parts.append((rf"{quoted}.*?(?:(?P<c{{i}}>{quoted})|\Z)", _Token(False, mark, False)))
@@ -113,7 +115,7 @@ def _lexer(lexis: Lexis) -> tuple[re.Pattern, tuple[_Token, ...]]:
         parts.append((rf"{_CHAR[:-1]}(?P<c{{i}}>')", _Token(False, "'", True)))
     for mark in lexis.strings:
         quoted = re.escape(mark)
-        body = rf"(?:\\.|[^{quoted}\\\n])*"
+        body = rf"(?:{_ESCAPE}|[^{quoted}\\\n])*"
         if mark == "'" and lexis.char_literals:  # not a character: a string only where it closes on its line
             parts.append((rf"{quoted}{body}(?P<c{{i}}>{quoted})", _Token(False, mark, True)))
         else:
@@ -128,25 +130,44 @@ def mask(text: str, lexis: Lexis, comments: bool = True) -> str:
     return scan(text, lexis, comments)[0]
 
 
+@dataclass(frozen=True)
+class Piece:
+    """One string or comment that the scanner found."""
+
+    start: int
+    end: int
+    comment: bool
+    mark: str  # its opening mark
+    closed: bool  # its closing mark is in the text
+    goes_on: bool  # the text ends inside it: a text that follows is its continuation
+
+
+def pieces(text: str, lexis: Lexis) -> Iterator[Piece]:
+    """The strings, character literals and comments of `text`, in order (the one scanner of them)."""
+    pattern, tokens = _lexer(lexis)
+    for found in pattern.finditer(text):
+        index = int(found.lastgroup[1:])
+        token, end, closing = tokens[index], found.end(), f"c{index}"
+        closed = found.group(closing) is not None if closing in pattern.groupindex else end < len(text)
+        goes_on = not closed and not (token.one_line and end < len(text))
+        yield Piece(found.start(), end, token.comment, token.mark, closed, goes_on)
+
+
 def scan(text: str, lexis: Lexis, comments: bool = True) -> tuple[str, str | None]:
     """(`mask(text, lexis, comments)`, the opening mark of the string or comment that `text` ends inside, or None).
     A text that goes on from there is scanned right when that mark is put before it (but for an escape left pending
     at the very end)."""
-    pattern, tokens = _lexer(lexis)
     out, at, inside = [], 0, None
-    for found in pattern.finditer(text):
-        index = int(found.lastgroup[1:])
-        token, (start, end), closing = tokens[index], found.span(), f"c{index}"
-        closed = found.group(closing) is not None if closing in pattern.groupindex else end < len(text)
-        inside = None if closed or (token.one_line and end < len(text)) else token.mark
-        piece = text[start:end]
-        if token.comment:
-            piece = _blanked(piece, " ") if comments else piece
+    for piece in pieces(text, lexis):
+        inside = piece.mark if piece.goes_on else None
+        chunk = text[piece.start : piece.end]
+        if piece.comment:
+            chunk = _blanked(chunk, " ") if comments else chunk
         else:
-            inner_end = len(piece) - (len(token.mark) if closed else 0)
-            piece = piece[: len(token.mark)] + _blanked(piece[len(token.mark) : inner_end], "_") + piece[inner_end:]
-        out += [text[at:start], piece]
-        at = end
+            inner_end = len(chunk) - (len(piece.mark) if piece.closed else 0)
+            chunk = chunk[: len(piece.mark)] + _blanked(chunk[len(piece.mark) : inner_end], "_") + chunk[inner_end:]
+        out += [text[at : piece.start], chunk]
+        at = piece.end
     out.append(text[at:])
     return "".join(out), inside
 

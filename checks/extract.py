@@ -215,25 +215,19 @@ _ARROW = re.compile(
 MAX_VALUE_LINES = 8  # a value written over several lines (a long list) is read that far
 
 
+_QUOTED = languages.Lexis(strings=('"', "'"))  # an example line's strings (a docstring's `#` is no comment)
+
+
 def _call_end(text: str, open_at: int) -> int | None:
-    """Index just past the parenthesis that closes the one at `open_at` (quotes respected), or None."""
-    depth, quote, index = 0, None, open_at
-    while index < len(text):
-        char = text[index]
-        if quote:
-            if char == "\\":
-                index += 1
-            elif char == quote:
-                quote = None
-        elif char in "'\"":
-            quote = char
-        elif char in "([{":
+    """Index just past the parenthesis that closes the one at `open_at` (outside the line's strings), or None."""
+    depth = 0
+    for index, char in enumerate(languages.mask(text[open_at:], _QUOTED), start=open_at):
+        if char in "([{":
             depth += 1
         elif char in ")]}":
             depth -= 1
             if depth == 0:
                 return index + 1
-        index += 1
     return None
 
 

@@ -107,15 +107,16 @@ def test_a_growing_completion_is_cut_where_the_whole_one_is(name, prompt, comple
     assert kept is None
 
 
-def test_scanning_in_pieces_finds_the_same_lines_as_at_once():
+def test_scanning_from_a_logical_line_finds_the_same_lines_as_from_the_start():
     text = STACK + '        s = """a\nb"""  # c\n        return (1,\n2)\n    def push(self):\n        pass\n'
-    whole, _ = scan_lines(text)
-    pieces, state = [], None
-    for end in range(0, len(text) + 1, 7):
-        found, state = scan_lines(text[:end], state) if state else scan_lines(text[:end])
-        pieces += found
-    found, _ = scan_lines(text, state)
-    assert pieces + found == whole
+    whole, pending = scan_lines(text)
+    assert pending == len(text)  # the text ends a line: the next line's first character is still to come
+    assert len(whole) > 4
+    for index, start in enumerate(whole):
+        found, _ = scan_lines(text, start.line_offset)
+        assert found == whole[index:]
+    inside, _ = scan_lines(text, text.index('b"""'))  # not a line's start: the string's end read as code
+    assert inside != whole[-len(inside) :]
 
 
 def test_the_engine_stops_a_row_at_the_end_of_the_body(make_engine, tokenizer):

@@ -1,22 +1,23 @@
-"""Where the function a prompt opened ends: a small scanner of Python's logical lines (no parser, no model).
+"""Where the function a prompt opened ends: Python's logical lines (no parser, no model).
 
 A completion leaves the body of the `def` it is completing at the first logical line indented at or below
 that `def`'s own indentation (so a method stops before the next method, a top-level function before any new
 top-level statement, an `import` or a `# comment` included). Logical lines are found with Python's own
 rules: a newline inside brackets, a string or after a backslash continuation does not start one, so a
-multi-line string or call written at column 0 does not end the body.
+multi-line string or call written at column 0 does not end the body. Strings and comments are found by
+languages.pieces, the one scanner of them.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
-_CODE_EVENT = re.compile(r"[\n#'\"\\()\[\]{}]")
-_STRING_END = {
-    quote: re.compile(r"\\(?:\r\n|.)|" + re.escape(quote) + ("" if len(quote) == 3 else r"|\n"), re.DOTALL)
-    for quote in ("'", '"', "'''", '"""')
-}
+import languages
+
+PYTHON = languages.by_name("python")
+_LINE_EVENT = re.compile(r"[\n\\()\[\]{}]")  # outside strings and comments: what ends or continues a logical line
 _INDENT = re.compile(r"[ \t\f]*")
 _DEF = re.compile(r"(?:async[ \t]+)?def[ \t]")
 _STRING_START = re.compile(r"[rRuUbBfF]{0,2}['\"]")  # a line that is a string: a docstring, not code
@@ -33,61 +34,39 @@ class LineStart:
     is_comment: bool  # the line holds only a comment
 
 
-@dataclass(frozen=True)
-class ScanState:
-    """Where a scan stopped, so a longer text with the same beginning can be scanned from there."""
-
-    position: int = 0  # next index to read
-    quote: str = ""  # delimiter of the string the position is inside, "" in code
-    depth: int = 0  # open brackets
-    pending_line: int | None = 0  # index of a logical line whose first non-blank character is still unread
-
-
-def scan_lines(text: str, state: ScanState = ScanState()) -> tuple[list[LineStart], ScanState]:
-    """The logical-line starts of text[state.position:] (whose first non-blank character is in the text), and
-    the state to resume from when the text grows."""
+def scan_lines(text: str, begin: int = 0) -> tuple[list[LineStart], int | None]:
+    """The logical-line starts of text[begin:] (`begin`: where a logical line starts), and the index of a logical
+    line whose first non-blank character is not in the text yet (None: the text ends inside a line)."""
     starts: list[LineStart] = []
-    position, quote, depth, pending = state.position, state.quote, state.depth, state.pending_line
-    while True:
-        if pending is not None:
-            found = _line_start(text, pending)
-            if found is None:  # only blanks so far: the line's content is still to come
-                return starts, ScanState(len(text), quote, depth, pending)
-            if isinstance(found, LineStart):
-                starts.append(found)
-            position, pending = max(position, _INDENT.match(text, pending).end()), None  # past the indentation
-        if quote:
-            end = _STRING_END[quote].search(text, position)
-            while end is not None and end.group().startswith("\\"):
-                end = _STRING_END[quote].search(text, end.end())
-            if end is None:  # still inside the string: resume from here (an escape may be half read)
-                return starts, ScanState(position, quote, depth, None)
-            position, quote = end.end(), ""
-            if end.group() == "\n":  # an unterminated one-line string ends with its line
-                position -= 1
-            continue
-        event = _CODE_EVENT.search(text, position)
-        if event is None:
-            return starts, ScanState(len(text), "", depth, None)
-        char, position = event.group(), event.end()
-        if char in "'\"\\" and event.start() + 3 > len(text):  # `""` may become `"""`, `\` escapes what follows
-            return starts, ScanState(event.start(), "", depth, None)
-        if char == "#":
-            newline = text.find("\n", position)
-            if newline < 0:  # the comment may go on: resume from its start
-                return starts, ScanState(event.start(), "", depth, None)
-            position = newline
-        elif char in "'\"":
-            quote = char * 3 if text.startswith(char * 3, event.start()) else char
-            position = event.start() + len(quote)
-        elif char == "\\":  # an escaped newline (\n or \r\n) continues the logical line
-            position += 2 if text.startswith("\r\n", position) else 1
-        elif char in _OPENERS:
-            depth += 1
-        elif char in _CLOSERS:
-            depth = max(depth - 1, 0)
-        elif depth == 0:  # a newline outside brackets: a logical line may start next
-            pending = position
+    pending = None
+    for line_offset in (begin, *_line_breaks(text, begin)):
+        found = _line_start(text, line_offset)
+        if isinstance(found, LineStart):
+            starts.append(found)
+        pending = line_offset if found is None else None
+    return starts, pending
+
+
+def _line_breaks(text: str, begin: int) -> Iterator[int]:
+    """The index after each newline of text[begin:] that ends a logical line: outside brackets, strings and
+    comments, and not escaped by a backslash."""
+    depth, position, escaped_to = 0, begin, begin
+    for piece in (*languages.pieces(text[begin:], PYTHON.lexis), None):
+        stop = len(text) if piece is None else begin + piece.start
+        for event in _LINE_EVENT.finditer(text, position, stop):
+            char = event.group()
+            if event.start() < escaped_to:
+                continue
+            if char == "\\":  # an escaped newline (\n or \r\n) continues the logical line
+                escaped_to = event.end() + (2 if text.startswith("\r\n", event.end()) else 1)
+            elif char in _OPENERS:
+                depth += 1
+            elif char in _CLOSERS:
+                depth = max(depth - 1, 0)
+            elif depth == 0:
+                yield event.end()
+        if piece is not None:
+            position = begin + piece.end
 
 
 def _line_start(text: str, line_offset: int) -> LineStart | str | None:
@@ -109,18 +88,19 @@ class BodyEnd:
 
     prompt: str
     def_indent: int | None  # None: the prompt is not inside a function, and nothing ends a body
-    after_prompt: ScanState
+    resume_at: int  # where the prompt's last logical line starts: a completion is scanned from there
     body_done: bool = False  # the function already has code (not only a docstring) and the prompt ends a line
 
     @staticmethod
     def of(prompt: str) -> BodyEnd:
-        starts, state = scan_lines(prompt)
+        starts, pending = scan_lines(prompt)
+        resume_at = pending if pending is not None else starts[-1].line_offset if starts else 0
         found = _enclosing_def(prompt, starts)
         if found is None:
-            return BodyEnd(prompt, None, state)
+            return BodyEnd(prompt, None, resume_at)
         index, indent = found
         has_code = any(not s.is_comment and not _STRING_START.match(prompt, s.offset) for s in starts[index + 1 :])
-        return BodyEnd(prompt, indent, state, has_code and state.pending_line is not None)
+        return BodyEnd(prompt, indent, resume_at, has_code and pending is not None)
 
     def ends_at(self, completion: str) -> int | None:
         """Index in completion where the text ends because the logical line that begins there leaves the body
@@ -134,7 +114,7 @@ class BodyEnd:
         if self.def_indent is None:
             return None
         text = self.prompt + completion
-        starts, _ = scan_lines(text, self.after_prompt)
+        starts, _ = scan_lines(text, self.resume_at)
         def_indent, first = self.def_indent, self.body_done
         for start in starts:
             if start.offset < len(self.prompt):
