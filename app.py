@@ -19,7 +19,7 @@ from engine.settings import DRAFTER_CHOICES, DTYPE_CHOICES, PROMPT_FORMS, WEIGHT
 # These imports read no torch (tested): `python app.py --help` answers at once.
 
 
-def _choice(group: argparse._ArgumentGroup, flag: str, choices, default: str, help: str) -> None:  # noqa: A002
+def _choice(group: Any, flag: str, choices, default: str, help: str) -> None:
     """An option that takes one of `choices` (its default `default`)."""
     group.add_argument(flag, choices=choices, default=default, help=help)
 

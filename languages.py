@@ -2,7 +2,7 @@
 
 A leaf module: it imports nothing of ours, and engine/, static_eval/ and checks/ all read it. Adding a language is
 adding a record to LANGUAGES, built by keyword in parts (its names and files; its lexis, what the one scanner of
-strings and comments, `mask`, skips; its grammar; its blocks; how its checks run, or None; its recognition signals;
+strings and comments, `pieces`, finds; its grammar; its blocks; how its checks run, or None; its recognition signals;
 its highlighting), and pinning its grammar package in requirements.txt. It does not parse code: it names the
 tree-sitter grammar that static_eval loads.
 """
@@ -60,7 +60,7 @@ class CheckRun:
 
 @dataclass(frozen=True)
 class Lexis:
-    """How a language writes comments and strings: what `mask`, the one scanner of them, skips."""
+    """How a language writes comments and strings: what `pieces`, the one scanner of them, finds."""
 
     line_comments: tuple[str, ...] = ()  # line-comment marks, the usual one first: ("//", "#") for PHP
     block_comment: tuple[str, str] | None = None  # (opening, closing) marks of a block comment; None: none
@@ -138,7 +138,7 @@ class Piece:
     end: int
     comment: bool
     mark: str  # its opening mark
-    closed: bool  # its closing mark is in the text
+    closed: bool  # its closing mark is in the text (a line comment: it ends before the text's end)
     goes_on: bool  # the text ends inside it: a text that follows is its continuation
 
 

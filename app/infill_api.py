@@ -47,7 +47,7 @@ from engine.types import FINISH_BUDGET, FINISH_LENGTH, FINISH_STOP
 LOCAL_CONTEXT_TOKENS = 1024
 EXTRA_CONTEXT_TOKENS = 4096
 # what the run raised -> llama.cpp's status and error type (busy, a server or model that cannot serve: unavailable)
-LLAMA_ERRORS = [((BusyError, RemoteError, ModelSetupError), 503, "unavailable_error")]
+LLAMA_ERRORS = (((BusyError, RemoteError, ModelSetupError), 503, "unavailable_error"),)
 # /generate's field names -> llama.cpp's, in validation messages
 PROTOCOL_NAMES = {"k": "n_cmpl", "max_new_tokens": "n_predict", "prompt": "input_prefix", "suffix": "input_suffix"}
 # our finish reasons -> llama.cpp's stop_type (a budget cut is its time limit, "limit" too)

@@ -31,7 +31,7 @@ from engine.remote import RemoteError
 from engine.types import FINISH_STOP
 
 VERSION = "0.6.5"  # the Ollama version whose API this follows (clients check it against their minimum)
-OLLAMA_ERRORS = [((BusyError, RemoteError, ModelSetupError), 503, "unavailable")]
+OLLAMA_ERRORS = (((BusyError, RemoteError, ModelSetupError), 503, "unavailable"),)
 # What /api/show reports as the template: Qwen2.5-Coder's fill-in-the-middle layout, as Ollama's own model has it.
 TEMPLATE = (
     "{{- if .Suffix }}<|fim_prefix|>{{ .Prompt }}<|fim_suffix|>{{ .Suffix }}<|fim_middle|>"

@@ -43,11 +43,11 @@ class Completions(Protocol):
 
     path = "/v1/completions"
     needs = "at least `prompt`"
-    failures = [
+    failures = (
         ((BusyError,), 429, "server_busy"),
         ((RemoteError,), 502, "upstream_error"),
         ((ModelSetupError,), 503, "server_error"),
-    ]
+    )
     names = {"k": "n", "max_new_tokens": "max_tokens"}
     retry_after = (429, "5")
 
@@ -59,27 +59,21 @@ class Completions(Protocol):
         return _response(final, str(parsed.body.get("model") or parsed.choice.label))
 
     def stream(self, final: RunResult, parsed: Parsed) -> Iterator[str]:
-        return events(self.respond(final, parsed))
+        return _events(self.respond(final, parsed))
 
     def error(self, status: int, message: str, kind: str, headers: dict | None = None) -> JSONResponse:
         return error_response(status, message, kind, headers)
 
     def routes(self, service: Service) -> list:
+        hub = service.hub
+
         def models():
+            entries = [{"id": name, "object": "model", "owned_by": "ranked-drafts"} for name in hub.labels]
             return {
                 "object": "list",
-                "data": [
-                    {
-                        "id": label,
-                        "object": "model",
-                        "owned_by": "ranked-drafts",
-                        "ranked_drafts": _model_info(hub, label),
-                    }
-                    for label in hub.labels
-                ],
+                "data": [entry | {"ranked_drafts": _model_info(hub, entry["id"])} for entry in entries],
             }
 
-        hub = service.hub
         return [("/v1/models", models, "GET")]
 
 
@@ -174,7 +168,7 @@ def _response(final: RunResult, model: str) -> dict:
     }
 
 
-def events(response: dict) -> Iterator[str]:
+def _events(response: dict) -> Iterator[str]:
     """The ranked choices as server-sent events (one chunk per choice, best first), then [DONE]."""
     for choice in response["choices"]:
         chunk = {key: response[key] for key in ("id", "object", "created", "model")}

@@ -97,8 +97,8 @@ class Protocol(ABC):
     protocol's error kind) that matches, other user errors a 400, anything else ours, a 500 naming the logged id."""
 
     path: str  # the POST route
-    needs: str  # what a body must hold, for the message to a body that is no JSON object
-    failures: list[tuple[tuple[type, ...], int, str]]  # what a run raised -> status, the protocol's error kind
+    needs: str  # what a body must hold, for the message to a body that is not JSON
+    failures: tuple[tuple[tuple[type, ...], int, str], ...] = ()  # what a run raised -> status, the protocol's kind
     names: dict[str, str] = {}  # /generate's field names -> the protocol's, in validation messages
     retry_after: tuple[int, str] | None = None  # (status, seconds): a Retry-After header on answers of that status
     streams_by_default = False  # whether a body without "stream" gets a stream
@@ -160,9 +160,12 @@ def _serve(protocol: Protocol, service: Service, body: dict, control: RunControl
         return protocol.error(
             status, message, kind, {"Retry-After": retry[1]} if retry and retry[0] == status else None
         )
-    if body.get("stream", protocol.streams_by_default):
-        return StreamingResponse(iter(protocol.stream(final, parsed)), media_type=protocol.stream_type)
-    answer = protocol.respond(final, parsed)
+    try:
+        if body.get("stream", protocol.streams_by_default):
+            return StreamingResponse(iter(protocol.stream(final, parsed)), media_type=protocol.stream_type)
+        answer = protocol.respond(final, parsed)
+    except Exception as err:  # noqa: BLE001 - a failure of ours while answering: logged, shown as ours
+        return protocol.error(500, str(as_reported(err)), "server_error")
     return answer if isinstance(answer, Response) else JSONResponse(answer)
 
 
@@ -173,7 +176,7 @@ def _run(service: Service, parsed: Parsed, control: RunControl) -> RunResult | N
     return service.final(parsed.choice, parsed.request, control, parsed.checks)
 
 
-def _failure(err: Exception, failures: list[tuple[tuple[type, ...], int, str]]) -> tuple[int, str, str]:
+def _failure(err: Exception, failures: tuple[tuple[tuple[type, ...], int, str], ...]) -> tuple[int, str, str]:
     """(status, message, error kind) of what a run raised."""
     for types, status, kind in failures:
         if isinstance(err, types):

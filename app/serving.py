@@ -1,6 +1,6 @@
 """The service every entry point runs its requests through: the models (the hub, with its generation lock), the
 pipeline, and the app's limits and defaults. The page and each protocol parse a request in their own terms and hand
-it here with the model it names; nothing else passes the hub, the lock and the pipeline around."""
+it here with the model it names: every run goes through it."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ import torch
 
 from engine import Engine, EngineSettings, GenerationRequest
 from engine.models.tiny import byte_tokenizer, tiny_model
-from engine.text.blocks import BodyEnd, scan_lines
+from engine.text.blocks import BodyEnd, Resume, scan_lines
 from engine.text.prompting import end_of_text_ids
 from engine.types import FINISH_STOP
 
@@ -74,6 +74,12 @@ CASES = [  # (name, prompt, completion, the kept completion or None when the bod
     ("after a finished function, a statement: nothing to end", "def f():\n    return 1\n\n", "print(f())\n", None),
     ("CRLF backslash continuation stays inside", "def f():\r\n", "    x = 1 + \\\r\n2\r\n    return x\r\n", None),
     (
+        "a backslash before a quote outside strings escapes it, as Python's tokenizer reads it",
+        "def f():\n    ",
+        'return \\"""x\\"""\nprint(1)\n',
+        'return \\"""x\\"""\n',
+    ),
+    (
         "CRLF escape inside a string stays inside",
         "def f():\r\n",
         "    s = 'a\\\r\nb'\r\n    return s\r\nx = 1\r\n",
@@ -113,10 +119,26 @@ def test_scanning_from_a_logical_line_finds_the_same_lines_as_from_the_start():
     assert pending == len(text)  # the text ends a line: the next line's first character is still to come
     assert len(whole) > 4
     for index, start in enumerate(whole):
-        found, _ = scan_lines(text, start.line_offset)
+        found, _ = scan_lines(text, Resume(start.line_offset))
         assert found == whole[index:]
-    inside, _ = scan_lines(text, text.index('b"""'))  # not a line's start: the string's end read as code
-    assert inside != whole[-len(inside) :]
+    inside, _ = scan_lines(text, Resume(text.index('b"""')))  # not a line's start: the string's end read as code
+    assert inside and inside != whole[-len(inside) :]
+
+
+def test_a_completion_is_read_from_the_prompts_end_not_from_its_last_line():
+    """A prompt that ends inside a long statement (an editor's cursor in a big literal) is not read again at every
+    step: its completions are scanned from where the prompt's reading cannot change."""
+    prompt = "def f():\n    table = {\n" + "".join(f'        "key{i}": "value{i}",  # c\n' for i in range(300))
+    rule = BodyEnd.of(prompt)
+    assert rule.resume.position == len(prompt) and rule.resume.depth == 1 and not rule.resume.line_start
+    assert rule.ends_at("    }\n    return table\nprint(f())\n") == len("    }\n    return table\n")
+    docstring = 'def f():\n    """\n' + "".join(f"    line {i}\n" for i in range(300))
+    rule = BodyEnd.of(docstring)  # read on inside the docstring, from its last line
+    assert (rule.resume.position, rule.resume.inside) == (len(docstring), '"""')
+    assert rule.ends_at('    """\n    return 1\nx\n') == len('    """\n    return 1\n')
+    for ending, back in (('    s = ""', 2), ("    # note", 6), ("    x = 1 + \\", 1)):
+        resume = BodyEnd.of("def f():\n" + ending).resume
+        assert resume.position == len("def f():\n" + ending) - back  # the string, comment or escape may go on
 
 
 def test_the_engine_stops_a_row_at_the_end_of_the_body(make_engine, tokenizer):

@@ -104,6 +104,19 @@ def test_a_load_request_and_bad_fields(url):
         ollama.Client(host=url.rstrip("/")).generate(model="m", prompt="x = ", options={"num_predict": 0.5})
 
 
+def test_a_load_request_for_a_model_that_cannot_load_is_ollamas_503():
+    service = Service(EngineHub([ModelChoice("broken", "bundled:no-such-model")]), Pipeline(), LIMITS)
+    demo = build_demo(service)
+    address = launch_local(demo)
+    mount_protocols(demo, service, [Ollama()])
+    try:
+        for body in ({"model": "broken"}, {"model": "broken", "prompt": "x = ", "stream": False}):
+            answer = httpx.post(address + "api/generate", json=body, timeout=60)
+            assert answer.status_code == 503 and "no-such-model" in answer.json()["error"]
+    finally:
+        demo.close()
+
+
 def test_a_num_predict_past_the_apps_most_is_capped_not_refused(url):
     """Continue sends its maxTokens (4096 by default) as num_predict: served with the app's most, as Ollama would."""
     body = {**CONTINUE, "stream": False, "options": {**CONTINUE["options"], "num_predict": 4096}}

@@ -27,7 +27,7 @@ class Echo(Protocol):
 
     path = "/echo"
     needs = "`code`"
-    failures = [((ModelSetupError,), 503, "unavailable")]
+    failures = (((ModelSetupError,), 503, "unavailable"),)
     names = {"k": "n"}
     retry_after = (503, "7")
     stream_type = "application/x-ndjson"

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import languages
 
-PYTHON = languages.by_name("python")
+_LEXIS = languages.by_name("python").lexis
 _LINE_EVENT = re.compile(r"[\n\\()\[\]{}]")  # outside strings and comments: what ends or continues a logical line
 _INDENT = re.compile(r"[ \t\f]*")
 _DEF = re.compile(r"(?:async[ \t]+)?def[ \t]")
@@ -34,12 +34,24 @@ class LineStart:
     is_comment: bool  # the line holds only a comment
 
 
-def scan_lines(text: str, begin: int = 0) -> tuple[list[LineStart], int | None]:
-    """The logical-line starts of text[begin:] (`begin`: where a logical line starts), and the index of a logical
-    line whose first non-blank character is not in the text yet (None: the text ends inside a line)."""
+@dataclass(frozen=True)
+class Resume:
+    """Where a scan begins: a position outside strings and comments (or, with `inside`, on a line inside the string
+    that mark opened), the brackets open there, and whether a logical line starts there."""
+
+    position: int = 0
+    depth: int = 0
+    line_start: bool = True
+    inside: str = ""  # the opening mark of the string the position is inside, "" in code
+
+
+def scan_lines(text: str, resume: Resume = Resume()) -> tuple[list[LineStart], int | None]:
+    """The logical-line starts of text[resume.position:], and the index of a logical line whose first non-blank
+    character is not in the text yet (None: the text ends inside a line)."""
     starts: list[LineStart] = []
     pending = None
-    for line_offset in (begin, *_line_breaks(text, begin)):
+    breaks = _line_breaks(text, resume)
+    for line_offset in [resume.position, *breaks] if resume.line_start else breaks:
         found = _line_start(text, line_offset)
         if isinstance(found, LineStart):
             starts.append(found)
@@ -47,26 +59,74 @@ def scan_lines(text: str, begin: int = 0) -> tuple[list[LineStart], int | None]:
     return starts, pending
 
 
-def _line_breaks(text: str, begin: int) -> Iterator[int]:
-    """The index after each newline of text[begin:] that ends a logical line: outside brackets, strings and
-    comments, and not escaped by a backslash."""
-    depth, position, escaped_to = 0, begin, begin
-    for piece in (*languages.pieces(text[begin:], PYTHON.lexis), None):
-        stop = len(text) if piece is None else begin + piece.start
-        for event in _LINE_EVENT.finditer(text, position, stop):
-            char = event.group()
+def _line_breaks(text: str, resume: Resume) -> list[int]:
+    """The index after each newline of text[resume.position:] that ends a logical line: outside brackets, strings
+    and comments, and not escaped by a backslash."""
+    depth, breaks = resume.depth, []
+    for kind, _, end, _ in _tokens(text, resume.position, resume.inside):
+        if kind in _OPENERS:
+            depth += 1
+        elif kind in _CLOSERS:
+            depth = max(depth - 1, 0)
+        elif kind == "\n" and depth == 0:
+            breaks.append(end)
+    return breaks
+
+
+def _resume(text: str, pending: int | None) -> Resume:
+    """Where a completion of `text` is scanned from: the pending line's start; else the last place whose reading
+    the completion cannot change: before a string, comment or backslash that reaches the text's end (the last line
+    of a string that goes on over lines), or the end; with the brackets open there."""
+    if pending is not None:
+        return Resume(pending, 0, True)
+    depth = 0
+    for kind, start, end, inside in _tokens(text, 0):
+        if kind in ("piece", "\\") and end >= len(text):
+            line = text.rfind("\n", start, end) + 1
+            if inside and line > start:  # a string that goes on over lines: from its last line
+                return Resume(line, depth, False, inside)
+            return Resume(start, depth, False)
+        if kind in _OPENERS:
+            depth += 1
+        elif kind in _CLOSERS:
+            depth = max(depth - 1, 0)
+    return Resume(len(text), depth, False)
+
+
+def _tokens(text: str, begin: int, inside: str = "") -> Iterator[tuple[str, int, int, str]]:
+    """(kind, start, end, mark) in order for text[begin:] (which goes on inside a string opened by `inside`, if
+    given): "piece" for each string or comment (languages.pieces, the one scanner of them; `mark` its opening mark
+    where the text ends inside it, else ""), else each newline, bracket or backslash outside them. A backslash
+    outside strings escapes the character after it (a line's end included; its end is that character's), the first
+    character of a string or comment too: the reading starts again after it."""
+    position, lead = begin, inside
+    while position is not None:
+        position = yield from _tokens_until_escape(text, position, lead)
+        lead = ""
+
+
+def _tokens_until_escape(text: str, begin: int, lead: str):
+    """_tokens from `begin`, up to a backslash that escapes a string's or comment's first character; then where to
+    read on from (None: the text's end)."""
+    cursor = escaped_to = begin
+    shift = begin - len(lead)  # an index in lead + text[begin:] -> one in text
+    for piece in (*languages.pieces(lead + text[begin:], _LEXIS), None):
+        stop = len(text) if piece is None else max(shift + piece.start, begin)
+        for event in _LINE_EVENT.finditer(text, cursor, stop):
             if event.start() < escaped_to:
                 continue
-            if char == "\\":  # an escaped newline (\n or \r\n) continues the logical line
+            if event.group() == "\\":
                 escaped_to = event.end() + (2 if text.startswith("\r\n", event.end()) else 1)
-            elif char in _OPENERS:
-                depth += 1
-            elif char in _CLOSERS:
-                depth = max(depth - 1, 0)
-            elif depth == 0:
-                yield event.end()
-        if piece is not None:
-            position = begin + piece.end
+                yield "\\", event.start(), escaped_to, ""
+                if piece is not None and escaped_to > stop:
+                    return escaped_to
+            else:
+                yield event.group(), event.start(), event.end(), ""
+        if piece is None:
+            return None
+        yield "piece", stop, shift + piece.end, piece.mark if piece.goes_on else ""
+        cursor = shift + piece.end
+    return None
 
 
 def _line_start(text: str, line_offset: int) -> LineStart | str | None:
@@ -84,23 +144,24 @@ def _line_start(text: str, line_offset: int) -> LineStart | str | None:
 
 @dataclass(frozen=True)
 class BodyEnd:
-    """The end-of-body rule for one prompt: its enclosing `def`'s indentation and the scan state after it."""
+    """The end-of-body rule for one prompt: its enclosing `def`'s indentation and where its completions are scanned
+    from."""
 
     prompt: str
     def_indent: int | None  # None: the prompt is not inside a function, and nothing ends a body
-    resume_at: int  # where the prompt's last logical line starts: a completion is scanned from there
+    resume: Resume  # where prompt + completion is scanned from (at or before the prompt's end)
     body_done: bool = False  # the function already has code (not only a docstring) and the prompt ends a line
 
     @staticmethod
     def of(prompt: str) -> BodyEnd:
         starts, pending = scan_lines(prompt)
-        resume_at = pending if pending is not None else starts[-1].line_offset if starts else 0
+        resume = _resume(prompt, pending)
         found = _enclosing_def(prompt, starts)
         if found is None:
-            return BodyEnd(prompt, None, resume_at)
+            return BodyEnd(prompt, None, resume)
         index, indent = found
         has_code = any(not s.is_comment and not _STRING_START.match(prompt, s.offset) for s in starts[index + 1 :])
-        return BodyEnd(prompt, indent, resume_at, has_code and pending is not None)
+        return BodyEnd(prompt, indent, resume, has_code and pending is not None)
 
     def ends_at(self, completion: str) -> int | None:
         """Index in completion where the text ends because the logical line that begins there leaves the body
@@ -114,7 +175,7 @@ class BodyEnd:
         if self.def_indent is None:
             return None
         text = self.prompt + completion
-        starts, _ = scan_lines(text, self.resume_at)
+        starts, _ = scan_lines(text, self.resume)
         def_indent, first = self.def_indent, self.body_done
         for start in starts:
             if start.offset < len(self.prompt):

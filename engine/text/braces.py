@@ -1,8 +1,8 @@
 """Where the block a prompt opened ends, in a braced language (JavaScript, Java, C, Go, Rust, ...: BraceEnd) or one
 whose blocks close with words (Ruby's `end`, the shell's `fi`: WordEnd): its braces and block words outside strings
-and comments (languages.scan, the one scanner of them; no parser, no model). A completion leaves the block at the
-closer of the innermost block still open at the prompt's end, so a function stops after its body, before anything
-that follows."""
+and comments (languages.scan over languages.pieces, the one scanner of them; no parser, no model). A completion
+leaves the block at the closer of the innermost block still open at the prompt's end, so a function stops after its
+body, before anything that follows."""
 
 from __future__ import annotations
 
