@@ -19,32 +19,11 @@ import uuid
 from collections.abc import Iterator
 
 import languages
-from app.openai_api import Completions, model_and_n, protocol_finish, request_checks
+from app.openai_api import Completions, model_and_n, protocol_finish
 from app.requests import Limits, build_request, capped_tokens, check_text, stop_strings
 from app.results import RankedEntry, RunResult
-from app.routes import Parsed
 from app.serving import Service
 from engine import CHAT_ROLES, ChatTurn, InvalidRequest
-
-
-class Chat(Completions):
-    """POST /v1/chat/completions: OpenAI's shapes and errors, as /v1/completions has them."""
-
-    path = "/v1/chat/completions"
-    needs = "at least `messages`"
-
-    def parse(self, body: dict, service: Service) -> Parsed:
-        choice, request = _parse(body, service)
-        return Parsed(body, choice, request, request_checks(body, request))
-
-    def respond(self, final: RunResult, parsed: Parsed) -> dict:
-        return _response(final, str(parsed.body.get("model") or parsed.choice.label))
-
-    def stream(self, final: RunResult, parsed: Parsed) -> Iterator[str]:
-        return _events(self.respond(final, parsed))
-
-    def routes(self, service: Service) -> list:
-        return []  # /v1/models is Completions'
 
 
 def _parse(body: dict, service: Service):
@@ -151,3 +130,17 @@ def _events(response: dict) -> Iterator[str]:
         end = {"index": choice["index"], "delta": {}, "finish_reason": choice["finish_reason"]}
         yield f"data: {json.dumps(head | {'choices': [end]})}\n\n"
     yield "data: [DONE]\n\n"
+
+
+class Chat(Completions):
+    """POST /v1/chat/completions: OpenAI's shapes and errors, as /v1/completions has them."""
+
+    path = "/v1/chat/completions"
+    needs = "at least `messages`"
+
+    read = staticmethod(_parse)
+    answer = staticmethod(_response)
+    events = staticmethod(_events)
+
+    def routes(self, service: Service) -> list:
+        return []  # /v1/models is Completions'

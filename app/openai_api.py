@@ -38,45 +38,6 @@ def protocol_finish(reason: str | None) -> str:
     return "length" if reason in CUT_REASONS else FINISH_STOP
 
 
-class Completions(Protocol):
-    """POST /v1/completions, and GET /v1/models beside it."""
-
-    path = "/v1/completions"
-    needs = "at least `prompt`"
-    failures = (
-        ((BusyError,), 429, "server_busy"),
-        ((RemoteError,), 502, "upstream_error"),
-        ((ModelSetupError,), 503, "server_error"),
-    )
-    names = {"k": "n", "max_new_tokens": "max_tokens"}
-    retry_after = (429, "5")
-
-    def parse(self, body: dict, service: Service) -> Parsed:
-        choice, request = _parse(body, service)
-        return Parsed(body, choice, request, request_checks(body, request))
-
-    def respond(self, final: RunResult, parsed: Parsed) -> dict:
-        return _response(final, str(parsed.body.get("model") or parsed.choice.label))
-
-    def stream(self, final: RunResult, parsed: Parsed) -> Iterator[str]:
-        return _events(self.respond(final, parsed))
-
-    def error(self, status: int, message: str, kind: str, headers: dict | None = None) -> JSONResponse:
-        return error_response(status, message, kind, headers)
-
-    def routes(self, service: Service) -> list:
-        hub = service.hub
-
-        def models():
-            entries = [{"id": name, "object": "model", "owned_by": "ranked-drafts"} for name in hub.labels]
-            return {
-                "object": "list",
-                "data": [entry | {"ranked_drafts": _model_info(hub, entry["id"])} for entry in entries],
-            }
-
-        return [("/v1/models", models, "GET")]
-
-
 def _model_info(hub: EngineHub, label: str) -> dict:
     """A menu entry's state and, once its models are loaded, the dtype and weight format each runs in, and why."""
     state, _ = hub.state(label)
@@ -181,3 +142,47 @@ def error_response(status: int, message: str, kind: str, headers: dict | None = 
     return JSONResponse(
         {"error": {"message": message, "type": kind, "param": None, "code": None}}, status_code=status, headers=headers
     )
+
+
+class Completions(Protocol):
+    """POST /v1/completions, and GET /v1/models beside it."""
+
+    path = "/v1/completions"
+    needs = "at least `prompt`"
+    failures = (
+        ((BusyError,), 429, "server_busy"),
+        ((RemoteError,), 502, "upstream_error"),
+        ((ModelSetupError,), 503, "server_error"),
+    )
+    names = {"k": "n", "max_new_tokens": "max_tokens"}
+    retry_after = (429, "5")
+
+    def parse(self, body: dict, service: Service) -> Parsed:
+        choice, request = self.read(body, service)
+        return Parsed(body, choice, request, request_checks(body, request))
+
+    def respond(self, final: RunResult, parsed: Parsed) -> dict:
+        return self.answer(final, str(parsed.body.get("model") or parsed.choice.label))
+
+    def stream(self, final: RunResult, parsed: Parsed) -> Iterator[str]:
+        return self.events(self.respond(final, parsed))
+
+    # what /v1/chat/completions reads and answers in its own shapes
+    read = staticmethod(_parse)  # (body, service) -> (model choice, GenerationRequest)
+    answer = staticmethod(_response)  # (result, model name) -> the protocol's answer
+    events = staticmethod(_events)  # the answer -> its server-sent events
+
+    def error(self, status: int, message: str, kind: str, headers: dict | None = None) -> JSONResponse:
+        return error_response(status, message, kind, headers)
+
+    def routes(self, service: Service) -> list:
+        hub = service.hub
+
+        def models():
+            entries = [{"id": name, "object": "model", "owned_by": "ranked-drafts"} for name in hub.labels]
+            return {
+                "object": "list",
+                "data": [entry | {"ranked_drafts": _model_info(hub, entry["id"])} for entry in entries],
+            }
+
+        return [("/v1/models", models, "GET")]
