@@ -1,5 +1,7 @@
 """HTTP routes beside Gradio's on the app's server: JSON bodies in, a run per request in a worker thread, stopped when
-the client goes away (editors cancel a request at nearly every keystroke), mounted ahead of Gradio's own routes."""
+the client goes away (editors cancel a request at nearly every keystroke), mounted ahead of Gradio's own routes. A peer
+protocol is a `Protocol` (parse, respond, stream, error); `mount_protocols` serves each one the same way on a
+`Service`."""
 
 from __future__ import annotations
 
