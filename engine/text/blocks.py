@@ -48,49 +48,42 @@ class Resume:
 def scan_lines(text: str, resume: Resume = Resume()) -> tuple[list[LineStart], int | None]:
     """The logical-line starts of text[resume.position:], and the index of a logical line whose first non-blank
     character is not in the text yet (None: the text ends inside a line)."""
+    starts, pending, _ = _scan(text, resume)
+    return starts, pending
+
+
+def _scan(text: str, resume: Resume) -> tuple[list[LineStart], int | None, Resume]:
+    """scan_lines, and where a longer text with the same beginning is scanned from: the pending line's start; else
+    the last place whose reading what follows cannot change."""
+    breaks, tail = _line_breaks(text, resume)
     starts: list[LineStart] = []
     pending = None
-    breaks = _line_breaks(text, resume)
     for line_offset in [resume.position, *breaks] if resume.line_start else breaks:
         found = _line_start(text, line_offset)
         if isinstance(found, LineStart):
             starts.append(found)
         pending = line_offset if found is None else None
-    return starts, pending
+    return starts, pending, Resume(pending, 0, True) if pending is not None else tail
 
 
-def _line_breaks(text: str, resume: Resume) -> list[int]:
-    """The index after each newline of text[resume.position:] that ends a logical line: outside brackets, strings
-    and comments, and not escaped by a backslash."""
+def _line_breaks(text: str, resume: Resume) -> tuple[list[int], Resume]:
+    """(the index after each newline of text[resume.position:] that ends a logical line: outside brackets, strings
+    and comments, and not escaped by a backslash; the place before a string, comment or backslash that reaches the
+    text's end, or the last line of a string that goes on over lines, else the end: with the brackets open there)."""
     depth, breaks = resume.depth, []
-    for kind, _, end, _ in _tokens(text, resume.position, resume.inside):
+    for kind, start, end, inside in _tokens(text, resume.position, resume.inside):
+        if kind in ("piece", "\\") and end >= len(text):  # the last token: what follows may go on with it
+            line = text.rfind("\n", start, end) + 1
+            if inside and line > start:  # a string that goes on over lines: from its last line
+                return breaks, Resume(line, depth, False, inside)
+            return breaks, Resume(start, depth, False)
         if kind in _OPENERS:
             depth += 1
         elif kind in _CLOSERS:
             depth = max(depth - 1, 0)
         elif kind == "\n" and depth == 0:
             breaks.append(end)
-    return breaks
-
-
-def _resume(text: str, pending: int | None) -> Resume:
-    """Where a completion of `text` is scanned from: the pending line's start; else the last place whose reading
-    the completion cannot change: before a string, comment or backslash that reaches the text's end (the last line
-    of a string that goes on over lines), or the end; with the brackets open there."""
-    if pending is not None:
-        return Resume(pending, 0, True)
-    depth = 0
-    for kind, start, end, inside in _tokens(text, 0):
-        if kind in ("piece", "\\") and end >= len(text):
-            line = text.rfind("\n", start, end) + 1
-            if inside and line > start:  # a string that goes on over lines: from its last line
-                return Resume(line, depth, False, inside)
-            return Resume(start, depth, False)
-        if kind in _OPENERS:
-            depth += 1
-        elif kind in _CLOSERS:
-            depth = max(depth - 1, 0)
-    return Resume(len(text), depth, False)
+    return breaks, Resume(len(text), depth, False)
 
 
 def _tokens(text: str, begin: int, inside: str = "") -> Iterator[tuple[str, int, int, str]]:
@@ -154,8 +147,7 @@ class BodyEnd:
 
     @staticmethod
     def of(prompt: str) -> BodyEnd:
-        starts, pending = scan_lines(prompt)
-        resume = _resume(prompt, pending)
+        starts, pending, resume = _scan(prompt, Resume())
         found = _enclosing_def(prompt, starts)
         if found is None:
             return BodyEnd(prompt, None, resume)
