@@ -19,11 +19,6 @@ from engine.settings import DRAFTER_CHOICES, DTYPE_CHOICES, PROMPT_FORMS, WEIGHT
 # These imports read no torch (tested): `python app.py --help` answers at once.
 
 
-def _choice(group: Any, flag: str, choices, default: str, help: str) -> None:
-    """An option that takes one of `choices` (its default `default`)."""
-    group.add_argument(flag, choices=choices, default=default, help=help)
-
-
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description="Ranked code drafts: a local code-generation assistant (Gradio UI "
@@ -47,27 +42,24 @@ def _model_options(parser: argparse.ArgumentParser) -> None:
         "Hugging Face id or a local directory; offered first in the model menu",
     )
     group.add_argument("--draft", help="draft model for --model (same tokenizer family)")
-    _choice(
-        group,
+    group.add_argument(
         "--drafter",
-        DRAFTER_CHOICES,
-        "auto",
-        "how the engine drafts (default: auto, a cost model picks per step)",
+        choices=DRAFTER_CHOICES,
+        default="auto",
+        help="how the engine drafts (default: auto, a cost model picks per step)",
     )
-    _choice(
-        group,
+    group.add_argument(
         "--dtype",
-        DTYPE_CHOICES,
-        "auto",
-        "model weights (default: auto: on a CPU the dtype of the format timed fastest here at the model's "
+        choices=DTYPE_CHOICES,
+        default="auto",
+        help="model weights (default: auto: on a CPU the dtype of the format timed fastest here at the model's "
         "first start, see --weights; bf16 on a GPU)",
     )
-    _choice(
-        group,
+    group.add_argument(
         "--weights",
-        WEIGHT_FORMATS,
-        "auto",
-        "weight format of local models' linear layers: auto (default: at a model's first start, a few "
+        choices=WEIGHT_FORMATS,
+        default="auto",
+        help="weight format of local models' linear layers: auto (default: at a model's first start, a few "
         "seconds time the candidate formats on this CPU and the fastest is kept, cached with the CPU's "
         "description; a user's model stays native), native (as --dtype), int8 "
         "(weight-only, half the bytes of bf16), int4 (4 bits where the weights are 4-bit already, "
@@ -78,12 +70,11 @@ def _model_options(parser: argparse.ArgumentParser) -> None:
         "calls where the weights are 4-bit already): fewer bytes per step, faster decoding on a "
         "CPU",
     )
-    _choice(
-        group,
+    group.add_argument(
         "--prompt-form",
-        PROMPT_FORMS,
-        "auto",
-        "how local models read a prompt to continue: chat (the code as the model's own answer "
+        choices=PROMPT_FORMS,
+        default="auto",
+        help="how local models read a prompt to continue: chat (the code as the model's own answer "
         "begun, in its chat template, ending at the code block's closing fence), raw (the text "
         "as it is), or auto (default: chat for an instruct model, one whose end-of-sequence "
         "token closes its chat turns, as the bundled models; raw otherwise). Code after the "
@@ -173,41 +164,38 @@ def _editor_options(parser: argparse.ArgumentParser) -> None:
         help="a middle typed into a word is read as typed (by default its last token, or up to three of a word read "
         "as several, is backed over and the first generated token must finish it)",
     )
-    _choice(
-        group,
+    group.add_argument(
         "--infill-single",
-        SINGLE_CHOICES,
-        "greedy",
-        "what an /infill request that asks for one suggestion without a temperature (llama.vim's "
+        choices=SINGLE_CHOICES,
+        default="greedy",
+        help="what an /infill request that asks for one suggestion without a temperature (llama.vim's "
         "default) gets: greedy (default) or ranked (the best of 4 sampled middles)",
     )
 
 
 def _remote_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("candidates from a serving engine (vLLM, SGLang, llama-server)")
-    _choice(
-        group,
+    group.add_argument(
         "--backend",
-        ("local", "openai"),
-        "local",
-        "local: this app's own engine (default); openai: an OpenAI-compatible /v1/completions server at --base-url",
+        choices=("local", "openai"),
+        default="local",
+        help="local: this app's own engine (default); openai: an OpenAI-compatible /v1/completions "
+        "server at --base-url",
     )
     group.add_argument("--base-url", help="the server's OpenAI base URL, e.g. http://127.0.0.1:8080/v1")
     group.add_argument("--served-model", help="the model name the server serves (sent as `model`)")
     group.add_argument("--api-key-env", help="name of the environment variable holding the server's API key")
-    _choice(
-        group,
+    group.add_argument(
         "--fan-out",
-        FAN_OUT_CHOICES,
-        "n",
-        "n: one request with n=k (default); requests: k requests of n=1 (servers without n)",
+        choices=FAN_OUT_CHOICES,
+        default="n",
+        help="n: one request with n=k (default); requests: k requests of n=1 (servers without n)",
     )
-    _choice(
-        group,
+    group.add_argument(
         "--remote-infill",
-        INFILL_CHOICES,
-        "suffix",
-        "how middles (code after the cursor) are asked for: suffix (OpenAI's `suffix` on "
+        choices=INFILL_CHOICES,
+        default="suffix",
+        help="how middles (code after the cursor) are asked for: suffix (OpenAI's `suffix` on "
         "/v1/completions, default: SGLang, vLLM refuses it) or infill (llama.cpp's /infill at the "
         "server's root: llama-server)",
     )
