@@ -8,14 +8,16 @@ This module builds the request for the tests and reads the asserts of its answer
 
 from __future__ import annotations
 
+import ast
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 
 import languages
 from checks import Check, parse_user_checks
 from checks.check import MAX_CHECKS
 from checks.extract import top_level_functions
+from checks.stated import stated_checks
 from engine import ChatTurn, GenerationRequest, GenerationResult, answer_skips, split_answer
 
 ORIGIN = "model"  # Check.origin of a check the model wrote
@@ -26,16 +28,38 @@ ASK = (
 )
 
 
+CHAT, CONTINUATION = "chat", "continuation"  # the forms the tests are asked in
+FORMS = (CHAT, CONTINUATION)
+
+
 @dataclass(frozen=True)
 class ModelCheckSettings:
-    """How the tests are asked for."""
+    """How the tests are asked for: in words (CHAT: CodeT's request, the prompt's function shown), or by letting the
+    model go on past the greedy candidate into assert lines (CONTINUATION: the prompt and the candidate are read
+    already, so no instructions are read and the answer is the tests alone)."""
 
+    form: str = CHAT
     rows: int = 4  # answers sampled at once (the first greedy)
     asserts_per_answer: int = 8
     temperature: float = 0.8
     max_new_tokens: int = 320
     budget_share: float = 0.3  # of the request's budget, at most
     min_left_s: float = 2.0  # asked only with this much of the budget left
+
+    def __post_init__(self):
+        if self.form not in FORMS:
+            raise ValueError(f"form={self.form!r} is unknown: choose one of {', '.join(FORMS)}")
+
+
+def model_tests(form: str | None) -> ModelCheckSettings | None:
+    """The settings of the tests the model writes in `form` (FORMS), or None (off) for None."""
+    if form is None:
+        return None
+    return CONTINUED if form == CONTINUATION else ModelCheckSettings(form=form)
+
+
+# the continuation's defaults: a few assert lines a row (measured on HumanEval without examples: docs/MEASUREMENTS.md)
+CONTINUED = ModelCheckSettings(form=CONTINUATION, max_new_tokens=96)
 
 
 def tested_function(request: GenerationRequest) -> str | None:
@@ -72,27 +96,91 @@ def asking(request: GenerationRequest, ask: str, k: int, temperature: float, max
     )
 
 
+# Where the model goes on past a candidate into tests of its own (the continuation form): a row ends at the next
+# definition, block or fence, or where it leaves the test lines.
+CONTINUATION_STOPS = ("\ndef ", "\nclass ", "\nif ", "\nfor ", "\n```", "\n\n\n")
+
+
+def continuation_request(request: GenerationRequest, program: str, settings: ModelCheckSettings = ModelCheckSettings()):
+    """The request that lets the model go on past `program` (the prompt and one candidate) into assert lines that
+    call the prompt's function: the prompt ends with `assert name(`, so every row begins a test; None where the
+    prompt has no function."""
+    name = tested_function(request)
+    if name is None:
+        return None
+    return replace(
+        request,
+        prompt=continued(program, name, ""),
+        k=settings.rows,
+        temperature=settings.temperature,
+        greedy_first=True,
+        max_new_tokens=settings.max_new_tokens,
+        budget_s=max(request.budget_s * settings.budget_share, 1.0),
+        stop=CONTINUATION_STOPS,
+        stop_at_body_end=False,
+        suffix="",
+        extra=(),
+    )
+
+
+def continued(program: str, name: str, text: str) -> str:
+    """`program` with a row of a continuation_request after it."""
+    return f"{program.rstrip()}\n\n\nassert {name}({text}"
+
+
+def continued_checks(result: GenerationResult, program: str, name: str) -> list[Check]:
+    """The distinct checks the rows of a continuation_request state (read as a candidate's own: checks/stated.py,
+    each row's whole statements after `program`) that call `name`, origin "model"."""
+    found = []
+    for row in result.candidates:
+        code = _whole_statements(continued(program, name, row.text))
+        found.extend(c for c in stated_checks(code) if f"{name}(" in c.expression)
+    return _distinct(found)
+
+
+def _whole_statements(code: str) -> str:
+    """`code` less the lines at its end that do not parse (a row cut by its token limit), or "" if none parses."""
+    lines = code.split("\n")
+    for end in range(len(lines), max(len(lines) - MAX_CUT_LINES, 0), -1):
+        try:
+            ast.parse("\n".join(lines[:end]))
+        except (SyntaxError, ValueError):
+            continue
+        return "\n".join(lines[:end])
+    return ""
+
+
+MAX_CUT_LINES = 24  # a continuation's last lines tried off until it parses
+
+
 _ASSERT = re.compile(r"^\s*assert\b.*$", re.MULTILINE)
+
+
+def _asserts(code: str, name: str) -> Iterator[Check]:
+    for line in _ASSERT.findall(code):
+        if f"{name}(" not in line:
+            continue
+        try:
+            (check,) = parse_user_checks(line.strip())
+        except ValueError:
+            continue
+        yield check
 
 
 def asserts_calling(asked: GenerationRequest, result: GenerationResult, name: str) -> Iterator[Check]:
     """The assert lines of the answers that call `name` and read as checks, in order (repeats included)."""
     for row in result.candidates:
-        code = split_answer(row.text, skip=answer_skips(asked)).code or row.text
-        for line in _ASSERT.findall(code):
-            if f"{name}(" not in line:
-                continue
-            try:
-                (check,) = parse_user_checks(line.strip())
-            except ValueError:
-                continue
-            yield check
+        yield from _asserts(split_answer(row.text, skip=answer_skips(asked)).code or row.text, name)
 
 
 def model_checks(tests: GenerationRequest, result: GenerationResult, name: str) -> list[Check]:
     """The distinct asserts of the answers that call `name` and read as checks (MAX_CHECKS at most), origin
     "model"; a line that does not read as one is left out."""
+    return _distinct(asserts_calling(tests, result, name))
+
+
+def _distinct(checks: Iterable[Check]) -> list[Check]:
     found: dict[tuple[str, str], Check] = {}
-    for check in asserts_calling(tests, result, name):
+    for check in checks:
         found.setdefault((check.expression, check.expected), replace(check, line=len(found) + 1, origin=ORIGIN))
     return list(found.values())[:MAX_CHECKS]

@@ -17,7 +17,15 @@ import languages
 import rerank
 from app import search, stated
 from app.evidence import AGREEMENT, CHECKS_PASSED, STATED_AGREEMENT, evidence_for
-from app.model_checks import ModelCheckSettings, model_checks, tested_function, tests_request
+from app.model_checks import (
+    CONTINUATION,
+    ModelCheckSettings,
+    continuation_request,
+    continued_checks,
+    model_checks,
+    tested_function,
+    tests_request,
+)
 from app.model_examples import ExampleReaderSettings, examples_request, read_examples, unread_calls
 from app.requests import CheckRequest
 from app.results import (
@@ -43,6 +51,14 @@ from rerank import dual_agreement
 from static_eval import StaticAnalyzer
 
 log = logging.getLogger(__name__)
+
+
+def _tests_request(request: GenerationRequest, drafts: Drafts, settings: ModelCheckSettings):
+    """The request for the model's tests in the settings' form (the continuation goes on past row 0, the greedy
+    answer), or None where the prompt has no function to test."""
+    if settings.form == CONTINUATION:
+        return continuation_request(request, drafts.program(0), settings)
+    return tests_request(request, settings)
 
 
 def _stopped(control: RunControl | None) -> bool:
@@ -284,14 +300,18 @@ class Pipeline:
         """Where this pipeline asks for them and the prompt is a Python function with time left: the tests the model
         writes for it (app/model_checks.py) and each row's dual agreement on them; else (None, None)."""
         settings = self.model_tests
-        usable = settings is not None and self._runs_checks(drafts)
-        asked = tests_request(request, settings) if usable and request.temperature > 0 and request.k > 1 else None
+        usable = settings is not None and self._runs_checks(drafts) and request.temperature > 0 and request.k > 1
+        asked = _tests_request(request, drafts, settings) if usable else None
         if asked is None or left_s < settings.min_left_s:
             return None, None
         result = self._generate(
             engine, replace(asked, budget_s=min(asked.budget_s, left_s)), None, should_stop, None, spent
         )
-        found = model_checks(asked, result, tested_function(request))
+        name = tested_function(request)
+        if settings.form == CONTINUATION:
+            found = continued_checks(result, drafts.program(0), name)
+        else:
+            found = model_checks(asked, result, name)
         if not found:
             return ModelTests(()), None
         outcomes = self._run_checks(drafts, found, spent)

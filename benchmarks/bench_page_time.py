@@ -18,7 +18,10 @@ import argparse
 import json
 import statistics
 import time
+from dataclasses import replace
 
+from app.model_checks import FORMS as MODEL_TEST_FORMS
+from app.model_checks import model_tests
 from app.model_examples import ExampleReaderSettings
 from app.requests import build_checks, build_request
 from app.service import Pipeline
@@ -103,6 +106,14 @@ def main(argv=None) -> dict:
     parser.add_argument("--first", type=int, default=120, help="the first HumanEval problem (held out: 120 on)")
     parser.add_argument("--prompts", type=int, default=4)
     parser.add_argument("--k", type=int, default=8)
+    parser.add_argument(
+        "--problems", help="JSONL of HumanEval-shaped prompts (e.g. rephrase_examples --write-stripped)"
+    )
+    parser.add_argument(
+        "--model-tests",
+        choices=MODEL_TEST_FORMS,
+        help="a third run per prompt: k rows with the model's tests in this form (app/model_checks.py)",
+    )
     args = parser.parse_args(argv)
     if args.k < 2:
         parser.error(f"--k {args.k}: give 2 or more (k=1 greedy is always measured beside it)")
@@ -111,30 +122,35 @@ def main(argv=None) -> dict:
     engine = load_engine(DEFAULT_TARGET, DEFAULT_DRAFT, settings=EngineSettings(prefix_cache_mb=0), weights="auto")
     analyzer = StaticAnalyzer(AnalyzerSettings())
     pipeline = Pipeline(analyzer=analyzer, checker=CheckRunner.create(), example_reader=ExampleReaderSettings())
-    problems = load_problems(start=args.first, end=args.first + args.prompts + 1)
-    one_run(pipeline, engine, problems[-1]["prompt"], args.k)  # untimed: a running app has paid its first calls
-    runs = {1: [], args.k: []}
+    problems = load_problems(args.problems, start=args.first, end=args.first + args.prompts + 1)
+    arms = {"1": (pipeline, 1), str(args.k): (pipeline, args.k)}
+    if args.model_tests:
+        arms[f"{args.k} {args.model_tests}"] = (replace(pipeline, model_tests=model_tests(args.model_tests)), args.k)
+    for each, k in arms.values():  # untimed: a running app has paid its first calls
+        one_run(each, engine, problems[-1]["prompt"], k)
+    runs = {arm: [] for arm in arms}
     try:
         for problem in problems[:-1]:
-            for k in runs:
-                runs[k].append(one_run(pipeline, engine, problem["prompt"], k))
+            for arm, (each, k) in arms.items():
+                runs[arm].append(one_run(each, engine, problem["prompt"], k))
     finally:
         analyzer.close()
     medians = {
         k: {key: round(statistics.median(r[key] for r in rows), 2) for key in rows[0]} for k, rows in runs.items()
     }
     print(f"CPU: {cpu}; format: {getattr(engine.model, 'weight_format', 'native')}/{engine.model.dtype}")
-    keys = list(medians[1])
+    keys = list(medians["1"])
     print("| k | " + " | ".join(keys) + " |")
     print("| --- " * (len(keys) + 1) + "|")
     for k, row in medians.items():
         print(f"| {k} | " + " | ".join(str(row[key]) for key in keys) + " |")
-    ratio = round(medians[args.k]["total_s"] / medians[1]["total_s"], 2)
-    print(f"k={args.k} / k=1 (medians of the whole request): {ratio}x")
-    shown = round(medians[args.k]["first_shown_s"] / medians[1]["total_s"], 2)
+    ratios = {arm: round(medians[arm]["total_s"] / medians["1"]["total_s"], 2) for arm in list(arms)[1:]}
+    for arm, ratio in ratios.items():
+        print(f"k={arm} / k=1 (medians of the whole request): {ratio}x")
+    shown = round(medians[str(args.k)]["first_shown_s"] / medians["1"]["total_s"], 2)
     print(f"k={args.k}'s first answer shown (the page's best so far) / k=1's whole request: {shown}x")
-    result = {"benchmark": "bench_page_time", "cpu": cpu, "runs": {str(k): v for k, v in runs.items()},
-              "medians": {str(k): v for k, v in medians.items()}, "ratio": ratio, "first_shown_ratio": shown}  # fmt: skip
+    result = {"benchmark": "bench_page_time", "cpu": cpu, "runs": runs, "medians": medians,
+              "ratio": ratios[str(args.k)], "ratios": ratios, "first_shown_ratio": shown}  # fmt: skip
     print(json.dumps(result))
     return result
 

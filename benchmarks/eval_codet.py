@@ -8,6 +8,9 @@ the model's tests; with --examples, the prompt's own examples first (the app's r
     python -m benchmarks.rephrase_examples --samples x --write-stripped stripped.jsonl
     python -m benchmarks.eval_codet --problems stripped.jsonl --tests-out tests.jsonl.gz \\
         --samples humaneval_stripped_qwen2.5-coder-1.5b_k12_t0.8.jsonl.gz
+
+With --form continuation the model is not asked in words: it goes on past the greedy candidate of --samples into
+assert lines (app/model_checks.continuation_request), as `python app.py --model-tests continuation` does.
 """
 
 from __future__ import annotations
@@ -19,7 +22,14 @@ import time
 
 import numpy as np
 
-from app.model_checks import ModelCheckSettings, model_checks, tested_function, tests_request
+from app.model_checks import (
+    ModelCheckSettings,
+    continuation_request,
+    continued_checks,
+    model_checks,
+    tested_function,
+    tests_request,
+)
 from benchmarks.eval_humaneval import (
     SHIPPED_ENGINE,
     GenerationSettings,
@@ -41,19 +51,31 @@ from engine import GenerationRequest
 from engine.quant.cpu import cpu_description
 from rerank import Evidence, dual_agreement, rank
 
+FORMS = ("chat", "continuation")  # the tests asked for in words (CodeT), or written on past the greedy candidate
+CONTINUATION = ModelCheckSettings(max_new_tokens=96)  # a few assert lines each
 
-def generate_tests(problems: list[dict], gen: GenerationSettings, out: str, settings: ModelCheckSettings) -> None:
-    """The model's asserts for every problem's function, appended to `out` (problems there are skipped)."""
+
+def generate_tests(
+    problems: list[dict], gen: GenerationSettings, out: str, settings: ModelCheckSettings, greedy: dict | None = None
+) -> None:
+    """The model's asserts for every problem's function, appended to `out` (problems there are skipped). With
+    `greedy` (task id -> the greedy candidate's text) the model goes on past that candidate into asserts
+    (app/model_checks.continuation_request) instead of being asked for them in words."""
     done, engine = set(read_samples(out)), None
     for problem in problems:
         if problem["task_id"] in done:
             continue
         engine = engine or load_our_engine(gen)
         request = GenerationRequest(problem["prompt"], budget_s=gen.budget_s, max_new_tokens=gen.max_new_tokens)
-        asked = tests_request(request, settings)
+        name = tested_function(request)
+        if greedy is None:
+            asked = tests_request(request, settings)
+        else:
+            program = problem["prompt"] + greedy[problem["task_id"]]
+            asked = continuation_request(request, program, settings)
         start = time.monotonic()
         result = engine.generate(asked)
-        found = model_checks(asked, result, tested_function(request))
+        found = model_checks(asked, result, name) if greedy is None else continued_checks(result, program, name)
         append_sample(
             out,
             {
@@ -61,6 +83,8 @@ def generate_tests(problems: list[dict], gen: GenerationSettings, out: str, sett
                 "checks": [c.as_dict() for c in found],
                 "answers": [c.text for c in result.candidates],
                 "wall_s": round(time.monotonic() - start, 3),
+                "prompt_tokens": result.stats.prompt_tokens,
+                "generated_tokens": result.stats.generated_tokens,
                 "code_version": code_version(),
             },
         )
@@ -105,11 +129,22 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--exec-cache")
     parser.add_argument("--generate-only", action="store_true")
     parser.add_argument("--no-generate", action="store_true", help="score the problems that have tests, write none")
+    parser.add_argument(
+        "--form",
+        choices=FORMS,
+        default="chat",
+        help="chat: the tests asked for in words (CodeT, the app's --model-tests); continuation: the model goes on "
+        "past the greedy candidate of --samples into assert lines",
+    )
     args = parser.parse_args(argv)
     gen = SHIPPED_ENGINE
     stripped = load_problems(args.problems)
     if not args.no_generate:
-        generate_tests(stripped, gen, args.tests_out, ModelCheckSettings())
+        if args.form == "chat":
+            generate_tests(stripped, gen, args.tests_out, ModelCheckSettings())
+        else:
+            greedy = {t: with_greedy_row(r)["candidates"][0]["text"] for t, r in read_samples(args.samples).items()}
+            generate_tests([p for p in stripped if p["task_id"] in greedy], gen, args.tests_out, CONTINUATION, greedy)
     if args.generate_only or not args.samples:
         return {}
     from checks import CheckRunner

@@ -219,3 +219,58 @@ def test_where_the_prompt_has_no_examples_the_models_tests_rank_by_agreement(che
     assert result.candidates[0].code == RIGHT and result.candidates[0].score_parts["agreement"] == 2.0
     assert [c.label() for c in result.model_tests.items] == ["add(2, 3) == 5", "add(1, 1) == 2", "add(0, 0) == 1"]
     assert result.as_dict()["model_tests"]["items"][0]["origin"] == "model"
+
+
+class Continues(Rounds):
+    """Candidates for the code request, then the rows that go on past row 0 into asserts (the prompt ends with
+    `assert add(`): one cut mid-line by its token limit, one that writes a print after its assert."""
+
+    def generate(self, request, on_update=None, should_stop=None):
+        if request.prompt.endswith("assert add("):
+            texts = ["2, 3) == 5\nassert add(1, 1) == 2\nassert add(0,", "0, 0) == 1\nprint(add(1, 2))", "2, 3) == 5"]
+            rows = [Candidate(text, [1], [-0.1], FINISH_STOP) for text in texts]
+            self.requests.append(request)
+            return GenerationResult(rows, GenerationStats(wall_s=0.2))
+        return super().generate(request, on_update, should_stop)
+
+
+def test_the_continuation_form_reads_the_asserts_the_model_writes_past_the_greedy_answer(checker):
+    """The tests come from the model going on past row 0 (its program, then `assert add(`): the cut last line is
+    left out, each assert is one check, and the right candidate ranks first by agreement on them."""
+    from app.model_checks import CONTINUED
+
+    prompt = 'def add(a, b):\n    """Add two numbers."""\n'
+    wrong = "    return a * b + 0\n"
+    source = Continues([wrong, wrong.replace("+ 0", "+ 0 "), RIGHT])
+    request = build_request(
+        prompt, k=3, budget_s=20.0, temperature=0.8, max_new_tokens=16, seed=1, limits=Limits(max_k=8)
+    )
+    result = Pipeline(checker=checker, model_tests=CONTINUED).run(source, request)
+    asked = source.requests[-1]
+    assert asked.prompt == prompt + wrong.rstrip() + "\n\n\nassert add(" and not asked.stop_at_body_end
+    assert (asked.k, asked.max_new_tokens, asked.greedy_first) == (CONTINUED.rows, 96, True)
+    assert [c.label() for c in result.model_tests.items] == ["add(2, 3) == 5", "add(1, 1) == 2", "add(0, 0) == 1"]
+    assert result.candidates[0].code == RIGHT and result.candidates[0].score_parts["agreement"] == 2.0
+
+
+def test_model_check_settings_name_a_bad_form():
+    from app.model_checks import ModelCheckSettings
+
+    with pytest.raises(ValueError, match=r"form='prose' is unknown: choose one of chat, continuation"):
+        ModelCheckSettings(form="prose")
+
+
+@pytest.mark.bundled
+def test_the_bundled_model_goes_on_past_its_greedy_answer_into_asserts_the_candidates_run(checker):
+    """The real 0.5B, a prompt without examples: the continuation's rows are assert lines that call the function,
+    read as the model's tests (origin "model"), and every candidate ran on them."""
+    from app.model_checks import CONTINUED
+
+    prompt = 'def is_palindrome(s: str) -> bool:\n    """Return whether s reads the same forwards and backwards."""\n'
+    request = build_request(
+        prompt, k=4, budget_s=60.0, temperature=0.8, max_new_tokens=64, seed=1, limits=Limits(max_k=8)
+    )
+    result = Pipeline(checker=checker, model_tests=CONTINUED).run(load_engine("bundled:qwen2.5-coder-0.5b"), request)
+    items = result.model_tests.items
+    assert items and all(c.expression.startswith("is_palindrome(") and c.origin == "model" for c in items)
+    assert all("agreement" in c.score_parts for c in result.candidates)
