@@ -47,6 +47,10 @@ class PrefixCache:
     def __len__(self) -> int:
         return len(self._entries)
 
+    def clear(self) -> None:
+        """Forget every entry (the next prompt is read cold)."""
+        self._entries.clear()
+
     def longest_prefix(self, token_ids: list[int]) -> tuple[int, tuple[int, ...] | None]:
         """(tokens shared, the entry's key) of the entry that shares the longest prefix with token_ids; (0, None)."""
         best, best_key = 0, None

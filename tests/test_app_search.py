@@ -222,12 +222,12 @@ def test_where_the_prompt_has_no_examples_the_models_tests_rank_by_agreement(che
 
 
 class Continues(Rounds):
-    """Candidates for the code request, then the rows that go on past row 0 into asserts (the prompt ends with
-    `assert add(`): one cut mid-line by its token limit, one that writes a print after its assert."""
+    """Candidates for the code request, then the rows that go on past row 0 into an assert each (the prompt ends
+    with `assert add(`): one cut by its token limit, one the same as another."""
 
     def generate(self, request, on_update=None, should_stop=None):
         if request.prompt.endswith("assert add("):
-            texts = ["2, 3) == 5\nassert add(1, 1) == 2\nassert add(0,", "0, 0) == 1\nprint(add(1, 2))", "2, 3) == 5"]
+            texts = ["2, 3) == 5", "1, 1) == 2", "0,", "0, 0) == 1", "2, 3) == 5"]
             rows = [Candidate(text, [1], [-0.1], FINISH_STOP) for text in texts]
             self.requests.append(request)
             return GenerationResult(rows, GenerationStats(wall_s=0.2))
@@ -235,8 +235,8 @@ class Continues(Rounds):
 
 
 def test_the_continuation_form_reads_the_asserts_the_model_writes_past_the_greedy_answer(checker):
-    """The tests come from the model going on past row 0 (its program, then `assert add(`): the cut last line is
-    left out, each assert is one check, and the right candidate ranks first by agreement on them."""
+    """The tests come from the model going on past row 0 (its program, then `assert add(`), one line a row: the cut
+    row is left out, the same assert twice is one check, and the right candidate ranks first by agreement on them."""
     from app.model_checks import CONTINUED
 
     prompt = 'def add(a, b):\n    """Add two numbers."""\n'
@@ -248,7 +248,7 @@ def test_the_continuation_form_reads_the_asserts_the_model_writes_past_the_greed
     result = Pipeline(checker=checker, model_tests=CONTINUED).run(source, request)
     asked = source.requests[-1]
     assert asked.prompt == prompt + wrong.rstrip() + "\n\n\nassert add(" and not asked.stop_at_body_end
-    assert (asked.k, asked.max_new_tokens, asked.greedy_first) == (CONTINUED.rows, 96, True)
+    assert (asked.k, asked.max_new_tokens, asked.greedy_first, asked.stop) == (4, 32, True, ("\n",))
     assert [c.label() for c in result.model_tests.items] == ["add(2, 3) == 5", "add(1, 1) == 2", "add(0, 0) == 1"]
     assert result.candidates[0].code == RIGHT and result.candidates[0].score_parts["agreement"] == 2.0
 

@@ -168,6 +168,8 @@ def test_the_prefix_cache_keeps_within_its_bound_least_recently_used_out():
     assert len(store) == 2 and store.longest_prefix([50, 51])[0] == 0
     store.store(list(range(30)), cache_of(30))  # larger than the bound alone: not kept
     assert store.longest_prefix(list(range(30)))[0] == 12
+    store.clear()  # a benchmark's next request is read cold
+    assert len(store) == 0 and store.nbytes == 0 and store.longest_prefix(list(range(12)))[0] == 0
 
 
 def test_a_budget_after_the_prompt_starts_once_the_prompt_is_read(fim_model, fim_tokenizer):
