@@ -10,7 +10,12 @@ the model's tests; with --examples, the prompt's own examples first (the app's r
         --samples humaneval_stripped_qwen2.5-coder-1.5b_k12_t0.8.jsonl.gz
 
 With --form continuation the model is not asked in words: it goes on past the greedy candidate of --samples into
-assert lines (app/model_checks.continuation_request), as `python app.py --model-tests continuation` does.
+an assert line a row (app/model_checks.continuation_request), as `python app.py --model-tests continuation` does.
+The committed continuation tests were written with --write-rows 8; the app's 4 rows are scored with --rows 4:
+
+    python -m benchmarks.eval_codet --form continuation --rows 4 --no-generate --problems stripped.jsonl \\
+        --tests-out benchmarks/data/humaneval_stripped_continued_tests_qwen2.5-coder-1.5b.jsonl.gz \\
+        --samples benchmarks/data/humaneval_stripped_qwen2.5-coder-1.5b_k12_t0.8.jsonl.gz
 """
 
 from __future__ import annotations
@@ -19,10 +24,12 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import replace
 
 import numpy as np
 
 from app.model_checks import (
+    CONTINUED,
     ModelCheckSettings,
     continuation_request,
     continued_checks,
@@ -47,12 +54,11 @@ from benchmarks.humaneval_plus import plus_tests
 from benchmarks.sandbox import SandboxSettings
 from checks import Check, checks_for_prompt
 from checks.runner import PASSED
-from engine import GenerationRequest
+from engine import Candidate, GenerationRequest, GenerationResult, GenerationStats
 from engine.quant.cpu import cpu_description
 from rerank import Evidence, dual_agreement, rank
 
 FORMS = ("chat", "continuation")  # the tests asked for in words (CodeT), or written on past the greedy candidate
-CONTINUATION = ModelCheckSettings(max_new_tokens=96)  # a few assert lines each
 
 
 def generate_tests(
@@ -89,6 +95,18 @@ def generate_tests(
             },
         )
         print(f"{problem['task_id']}: {len(found)} asserts in {time.monotonic() - start:.1f} s", file=sys.stderr)
+
+
+def first_rows(tests: dict, stripped: dict, records: dict, rows: int) -> dict:
+    """The continuation tests as the first `rows` answers of each problem state them (continued_checks again)."""
+    again = {}
+    for task_id, record in tests.items():
+        problem, answers = stripped[task_id], record["answers"][:rows]
+        program = problem["prompt"] + records[task_id]["candidates"][0]["text"]
+        rows_read = GenerationResult([Candidate(a) for a in answers], GenerationStats())
+        found = continued_checks(rows_read, program, problem["entry_point"])
+        again[task_id] = {**record, "checks": [c.as_dict() for c in found]}
+    return again
 
 
 def picks(problems, records, tests, runner, with_examples: bool, reports) -> tuple[dict, dict, dict]:
@@ -129,6 +147,12 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--exec-cache")
     parser.add_argument("--generate-only", action="store_true")
     parser.add_argument("--no-generate", action="store_true", help="score the problems that have tests, write none")
+    parser.add_argument("--write-rows", type=int, help="continuation: rows asked for (default: the app's)")
+    parser.add_argument(
+        "--rows",
+        type=int,
+        help="continuation: read the checks again from each problem's first ROWS answers only (fewer rows)",
+    )
     parser.add_argument(
         "--form",
         choices=FORMS,
@@ -144,7 +168,8 @@ def main(argv: list[str] | None = None) -> dict:
             generate_tests(stripped, gen, args.tests_out, ModelCheckSettings())
         else:
             greedy = {t: with_greedy_row(r)["candidates"][0]["text"] for t, r in read_samples(args.samples).items()}
-            generate_tests([p for p in stripped if p["task_id"] in greedy], gen, args.tests_out, CONTINUATION, greedy)
+            settings = replace(CONTINUED, rows=args.write_rows or CONTINUED.rows)
+            generate_tests([p for p in stripped if p["task_id"] in greedy], gen, args.tests_out, settings, greedy)
     if args.generate_only or not args.samples:
         return {}
     from checks import CheckRunner
@@ -156,6 +181,8 @@ def main(argv: list[str] | None = None) -> dict:
     records = {t: with_greedy_row(r) for t, r in read_samples(args.samples).items()}
     tests = read_samples(args.tests_out)
     problems = [p for p in problems if p["task_id"] in records and p["task_id"] in tests]
+    if args.rows:
+        tests = first_rows(tests, {p["task_id"]: p for p in stripped}, records, args.rows)
     reports = static_reports(problems, records)
     plain, codet, seconds = picks(problems, records, tests, runner, args.examples, reports)
     summary = {"benchmark": "eval_codet", "n_problems": len(problems), "examples": args.examples}
