@@ -43,10 +43,19 @@ from app.results import (
 )
 from app.runs import BusyError, RunControl, as_reported
 from app.search import Search, SearchSettings, combined, round_request
+from app.settled import Settled
 from checks import CandidateChecks, Check, CheckRunner, checks_for_infill, checks_for_prompt, checks_for_words
 from checks.runner import PASSED
 from checks.stated import reads_stated
-from engine import Candidate, CandidateSource, GenerationRequest, GenerationResult, answer_skips, split_answer
+from engine import (
+    Candidate,
+    CandidateSource,
+    GenerationRequest,
+    GenerationResult,
+    GenerationStats,
+    answer_skips,
+    split_answer,
+)
 from rerank import dual_agreement
 from static_eval import StaticAnalyzer
 
@@ -59,6 +68,26 @@ def _tests_request(request: GenerationRequest, drafts: Drafts, settings: ModelCh
     if settings.form == CONTINUATION:
         return continuation_request(request, drafts.program(0), settings)
     return tests_request(request, settings)
+
+
+def _either(should_stop, watch: Settled | None):
+    """The engine's should_stop: the run's own, or the settled rule's."""
+    if watch is None:
+        return should_stop
+    return lambda: watch.should_stop() or bool(should_stop and should_stop())
+
+
+def _both(on_update, watch: Settled | None):
+    """The engine's on_update: the settled rule hears the rows first, then the run's own listener."""
+    if watch is None:
+        return on_update
+
+    def hear(partial: GenerationResult) -> None:
+        watch.hear(partial)
+        if on_update is not None:
+            on_update(partial)
+
+    return hear
 
 
 def _stopped(control: RunControl | None) -> bool:
@@ -91,6 +120,7 @@ class Pipeline:
     searching: SearchSettings = field(default_factory=SearchSettings)  # when more rounds are drawn (app/search.py)
     model_tests: ModelCheckSettings | None = None  # tests the model writes where a prompt has no checks; None: off
     stated_checks: bool = True  # rank by the checks the answers state themselves where the prompt has none
+    settle: bool = True  # stop the growing rows once the answer is settled (app/settled.py)
     example_reader: ExampleReaderSettings | None = None  # the model reads the examples the patterns miss; None: off
     update_interval_s: float = 0.5  # streaming: at most one partial result per interval
     busy_timeout_s: float = 30.0  # how long a run waits for the engine before "busy, retry"
@@ -145,7 +175,8 @@ class Pipeline:
         """The first round's k rows, analyzed; the examples read (by the patterns, then the model's reader while
         time is left); the checks run on the rows unless the run was stopped meanwhile."""
         should_stop = control.should_stop if control else None
-        result = self._generate(engine, request, None, should_stop, on_update, spent)
+        watch = self._settled(request, checks)
+        result = self._generate(engine, request, None, _either(should_stop, watch), _both(on_update, watch), spent)
         drafts = Drafts.of(request, result)
         reports = self._analyze(drafts, [c.cut for c in result.candidates], spent)
         reading, examples = time.perf_counter(), drafts.checks()
@@ -155,10 +186,27 @@ class Pipeline:
         read_s = time.perf_counter() - reading  # not part of a round: the rounds to come need none
         asked = checks if not _stopped(control) else CheckRequest(run=False)
         info, outcomes, check_notes = self._check(drafts, examples, asked, spent)
+        settled_note = watch.note(result) if watch else None
+        check_notes += [settled_note] if settled_note else []
         round_s = time.perf_counter() - started - read_s
         return _Drawn(
             result, drafts, reports, info, outcomes, check_notes, 1, round_s, spent.analysis_s + spent.checks_s
         )
+
+    def _settled(self, request: GenerationRequest, checks: CheckRequest) -> Settled | None:
+        """The settled rule's watcher for a first round of several rows whose checks run here, else None."""
+        if not (self.settle and checks.run and request.k > 1 and self.checker is not None):
+            return None
+        if self.checker.reason_for(request.language) is not None:
+            return None
+        found = Drafts.of(request, GenerationResult([], GenerationStats())).checks() + list(checks.user)
+        if not found:
+            return None
+
+        def run(programs: list[str]) -> list[int]:
+            return [o.passed for o in self.checker.run(programs, found, request.language)]
+
+        return Settled(request, found, run, lambda partial, row: Drafts.of(request, partial).program(row))
 
     def _search(self, engine, request, control, on_update, checks, on_round, spent, drawn: _Drawn, started) -> str:
         """Further rounds of k rows while no row passes every check and the budget allows (app/search.py), each

@@ -118,6 +118,9 @@ def main(argv=None) -> dict:
         choices=MODEL_TEST_FORMS,
         help="a third run per prompt: k rows with the model's tests in this form (app/model_checks.py)",
     )
+    parser.add_argument(
+        "--unsettled", action="store_true", help="a third run per prompt: k rows without the settled rule"
+    )
     args = parser.parse_args(argv)
     if args.k < 2:
         parser.error(f"--k {args.k}: give 2 or more (k=1 greedy is always measured beside it)")
@@ -127,6 +130,8 @@ def main(argv=None) -> dict:
     pipeline = Pipeline(analyzer=analyzer, checker=CheckRunner.create(), example_reader=ExampleReaderSettings())
     problems = load_problems(args.problems, start=args.first, end=args.first + args.prompts + 1)
     arms = {"1": (pipeline, 1), str(args.k): (pipeline, args.k)}
+    if args.unsettled:
+        arms[f"{args.k} unsettled"] = (replace(pipeline, settle=False), args.k)
     if args.model_tests:
         arms[f"{args.k} {args.model_tests}"] = (replace(pipeline, model_tests=model_tests(args.model_tests)), args.k)
     for each, k in arms.values():  # untimed: a running app has paid its first calls

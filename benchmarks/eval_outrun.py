@@ -13,6 +13,9 @@ shipped scoring to compare the ranked first draft:
     python -m benchmarks.eval_humaneval --static --greedy-row --checks --rankers gsc/ngram_overlap/1-4/bin \\
         --samples /tmp/outrun.jsonl.gz
 
+With --settled N the rule is the app's (app/settled.py) instead: once the greedy row has ended and N rows that ended
+by themselves pass every example of the prompt (run confined here), every row still growing is cut there.
+
 Steps: the longest row's tokens per problem, summed (what a request waits for, to first order: a step of a batch
 of 1-2 rows costs nearly what one of 8 does on a CPU, benchmarks/bench_roofline.py). Prints a line per setting and,
 as its last line, one JSON object.
@@ -72,6 +75,37 @@ def cut_record(record: dict, rule: OutrunRule, spare_greedy: bool) -> tuple[dict
     return {**record, "candidates": cut, **greedy}, max(lengths), max(kept), changed
 
 
+def settled_lengths(lengths: list[int], ended: list[bool], passes: list[bool], enough: int, spared=None) -> list[int]:
+    """Each row's tokens under the settled rule: at the first step where `enough` rows have ended by themselves and
+    pass every example of the prompt (`passes`), and the row `spared` (the greedy one) has ended, every row still
+    growing is cut there."""
+    first = lengths[spared] if spared is not None else 0
+    for step in range(max(first, 1), max(lengths, default=0) + 1):
+        settled = sum(1 for n, by_itself, ok in zip(lengths, ended, passes) if by_itself and ok and n <= step)
+        if settled >= enough:
+            return [min(n, step) for n in lengths]
+    return list(lengths)
+
+
+def settled_record(record: dict, runner, enough: int, spare_greedy: bool) -> tuple[dict, int, int, int]:
+    """cut_record's tuple under the settled rule; the prompt's examples run confined on each row (a prompt without
+    examples is never settled)."""
+    from benchmarks.eval_humaneval import example_passes
+    from checks import checks_for_prompt
+
+    record = with_greedy_row(record)
+    rows, examples = record["candidates"], checks_for_prompt(record["prompt"])
+    lengths = [len(c["token_ids"]) for c in rows]
+    passed = example_passes(runner, record["prompt"], [c["text"] for c in rows], examples) if examples else []
+    passes = [bool(examples) and n == len(examples) for n in passed] or [False] * len(rows)
+    spared = 0 if spare_greedy and record.get("greedy") else None
+    ended = [c["finish_reason"] == FINISH_STOP for c in rows]
+    kept = settled_lengths(lengths, ended, passes, enough, spared)
+    cut = [_cut(c, n) if n < len(c["token_ids"]) else c for c, n in zip(rows, kept)]
+    greedy = {"greedy": cut[0]} if record.get("greedy") else {}
+    return {**record, "candidates": cut, **greedy}, max(lengths), max(kept), sum(n < m for n, m in zip(kept, lengths))
+
+
 def _cut(candidate: dict, tokens: int) -> dict:
     """The candidate's first `tokens` tokens (its text the texts of those tokens), cut ("length")."""
     texts = candidate["token_texts"][:tokens]
@@ -93,8 +127,15 @@ def main(argv=None) -> dict:
     parser.add_argument("--factor", type=float, default=OutrunRule.factor)
     parser.add_argument("--sweep", action="store_true", help="also print steps and rows cut for other settings")
     parser.add_argument("--cut-greedy", action="store_true", help="the greedy row may be cut too (spared by default)")
+    parser.add_argument(
+        "--settled",
+        type=int,
+        help="instead: once this many rows have ended and pass every example of the prompt, cut the growing rows",
+    )
     args = parser.parse_args(argv)
     records = list(read_samples(args.samples).values())
+    if args.settled:
+        return settled_main(args, records)
     settings = [(args.quorum, args.factor)]
     if args.sweep:
         settings += [(q, f) for q in (0.5, 0.75) for f in (1.25, 1.5, 2.0) if (q, f) != settings[0]]
@@ -113,6 +154,25 @@ def main(argv=None) -> dict:
                 for record, *_ in results:
                     out.write(json.dumps(record) + "\n")
     result = {"benchmark": "eval_outrun", "samples": args.samples, "settings": table}
+    print(json.dumps(result))
+    return result
+
+
+def settled_main(args, records: list[dict]) -> dict:
+    """The settled rule's steps and rows cut (and its cut samples with --out)."""
+    from checks import CheckRunner
+
+    runner = CheckRunner.create()
+    results = [settled_record(r, runner, args.settled, not args.cut_greedy) for r in records]
+    before, after = sum(r[1] for r in results), sum(r[2] for r in results)
+    rows, cut = sum(len(r[0]["candidates"]) for r in results), sum(r[3] for r in results)
+    print(f"settled at {args.settled} rows: steps {after} of {before} ({after / before:.0%}), {cut} of {rows} rows cut")
+    if args.out:
+        with gzip.open(args.out, "wt") as out:
+            for record, *_ in results:
+                out.write(json.dumps(record) + "\n")
+    result = {"benchmark": "eval_outrun", "samples": args.samples, "settled": args.settled,
+              "steps_before": before, "steps_after": after, "rows_cut": cut, "rows": rows}  # fmt: skip
     print(json.dumps(result))
     return result
 
