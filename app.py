@@ -148,6 +148,13 @@ def _evidence_options(parser: argparse.ArgumentParser) -> None:
         "prompt states its call and then its value; app/model_examples.py)",
     )
     group.add_argument(
+        "--no-settle",
+        action="store_true",
+        help="let every row of a Python request with examples grow to its own end (by default, once the greedy row "
+        "has ended and two finished rows pass every check, the rows still growing stop: app/settled.py; on "
+        "HumanEval 25%% fewer steps, the first draft 79.3%% against 78.0%%)",
+    )
+    group.add_argument(
         "--no-stated-checks",
         action="store_true",
         help="where a request carries no example, do not rank by the checks the answers state themselves (by "
@@ -281,6 +288,7 @@ def build(args: argparse.Namespace) -> Built:
         model_tests=model_tests(args.model_tests),
         example_reader=None if args.no_read_examples else ExampleReaderSettings(),
         stated_checks=not args.no_stated_checks,
+        settle=not args.no_settle,
     )
     service = Service(hub, pipeline, limits)
     return Built(build_demo(service, queue_size=args.queue_size), analyzer, service)

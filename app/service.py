@@ -56,18 +56,26 @@ from engine import (
     answer_skips,
     split_answer,
 )
+from engine.types import FINISH_STOP
 from rerank import dual_agreement
 from static_eval import StaticAnalyzer
 
 log = logging.getLogger(__name__)
 
 
-def _tests_request(request: GenerationRequest, drafts: Drafts, settings: ModelCheckSettings):
-    """The request for the model's tests in the settings' form (the continuation goes on past row 0, the greedy
-    answer), or None where the prompt has no function to test."""
-    if settings.form == CONTINUATION:
-        return continuation_request(request, drafts.program(0), settings)
-    return tests_request(request, settings)
+def _tests_request(request: GenerationRequest, program: str | None, settings: ModelCheckSettings):
+    """The request for the model's tests in the settings' form (the continuation goes on past `program`), or None
+    where the prompt has no function to test or there is no program to go on from."""
+    if settings.form != CONTINUATION:
+        return tests_request(request, settings)
+    return continuation_request(request, program, settings) if program is not None else None
+
+
+def _ended_program(result: GenerationResult, drafts: Drafts) -> str | None:
+    """The program of the first row that ended by itself (the greedy row where it did), else None: a row cut by
+    its limit leaves code the tests after it could not be read with."""
+    ended = [i for i, row in enumerate(result.candidates) if row.finish_reason == FINISH_STOP]
+    return drafts.program(ended[0]) if ended else None
 
 
 def _either(should_stop, watch: Settled | None):
@@ -176,7 +184,11 @@ class Pipeline:
         time is left); the checks run on the rows unless the run was stopped meanwhile."""
         should_stop = control.should_stop if control else None
         watch = self._settled(request, checks)
-        result = self._generate(engine, request, None, _either(should_stop, watch), _both(on_update, watch), spent)
+        try:
+            result = self._generate(engine, request, None, _either(should_stop, watch), _both(on_update, watch), spent)
+        finally:
+            if watch is not None:
+                watch.close()
         drafts = Drafts.of(request, result)
         reports = self._analyze(drafts, [c.cut for c in result.candidates], spent)
         reading, examples = time.perf_counter(), drafts.checks()
@@ -194,13 +206,16 @@ class Pipeline:
         )
 
     def _settled(self, request: GenerationRequest, checks: CheckRequest) -> Settled | None:
-        """The settled rule's watcher for a first round of several rows whose checks run here, else None."""
-        if not (self.settle and checks.run and request.k > 1 and self.checker is not None):
-            return None
-        if self.checker.reason_for(request.language) is not None:
+        """The settled rule's watcher for a first round of several rows of Python code (measured there; a build
+        step per row would outlast the steps it saves) whose checks run here, else None; none either where the
+        model's reader will add examples after the round (the rows would be judged on fewer checks than the
+        ranking's)."""
+        python = request.language is languages.PYTHON and not request.in_words
+        if not (self.settle and python and checks.run and request.k > 1 and self._runs_language(request.language)):
             return None
         found = Drafts.of(request, GenerationResult([], GenerationStats())).checks() + list(checks.user)
-        if not found:
+        name = tested_function(request)
+        if not found or (self.example_reader is not None and name and unread_calls(request.prompt, name, found)):
             return None
 
         def run(programs: list[str]) -> list[int]:
@@ -258,7 +273,7 @@ class Pipeline:
         should_stop = control.should_stop if control else None
         if not _stopped(control):
             left = request.budget_s - (time.perf_counter() - started)
-            tests, agreement = self._model_tests(engine, request, drawn.drafts, left, should_stop, spent)
+            tests, agreement = self._model_tests(engine, request, drawn, left, should_stop, spent)
         if not _stopped(control) and time.perf_counter() - started < request.budget_s:
             own = self._stated_checks(drawn.drafts, spent)
         return tests, agreement, own
@@ -322,7 +337,10 @@ class Pipeline:
 
     def _runs_checks(self, drafts: Drafts) -> bool:
         """Whether this pipeline's sandbox runs checks on the drafts' language."""
-        return self.checker is not None and self.checker.reason_for(drafts.language) is None
+        return self._runs_language(drafts.language)
+
+    def _runs_language(self, language: languages.Language) -> bool:
+        return self.checker is not None and self.checker.reason_for(language) is None
 
     def _read_examples(self, engine, request, drafts, found, left_s: float, should_stop, spent: Timings) -> list[Check]:
         """Where this pipeline has a reader and the prompt's Python function calls itself in its docstring more often
@@ -344,12 +362,13 @@ class Pipeline:
             return []
         return read_examples(asked, result, request.prompt, name, found)
 
-    def _model_tests(self, engine, request, drafts, left_s: float, should_stop, spent: Timings):
+    def _model_tests(self, engine, request, drawn: _Drawn, left_s: float, should_stop, spent: Timings):
         """Where this pipeline asks for them and the prompt is a Python function with time left: the tests the model
         writes for it (app/model_checks.py) and each row's dual agreement on them; else (None, None)."""
-        settings = self.model_tests
+        settings, drafts = self.model_tests, drawn.drafts
         usable = settings is not None and self._runs_checks(drafts) and request.temperature > 0 and request.k > 1
-        asked = _tests_request(request, drafts, settings) if usable else None
+        program = _ended_program(drawn.result, drafts) if usable else None
+        asked = _tests_request(request, program, settings) if usable else None
         if asked is None or left_s < settings.min_left_s:
             return None, None
         result = self._generate(
@@ -357,7 +376,7 @@ class Pipeline:
         )
         name = tested_function(request)
         if settings.form == CONTINUATION:
-            found = continued_checks(result, drafts.program(0), name)
+            found = continued_checks(result, program, name)
         else:
             found = model_checks(asked, result, name)
         if not found:

@@ -274,3 +274,26 @@ def test_the_bundled_model_goes_on_past_its_greedy_answer_into_asserts_the_candi
     items = result.model_tests.items
     assert items and all(c.expression.startswith("is_palindrome(") and c.origin == "model" for c in items)
     assert all("agreement" in c.score_parts for c in result.candidates)
+
+
+class CutFirst(Continues):
+    """As Continues, but the first round's row 0 is cut by its limit mid-statement."""
+
+    def generate(self, request, on_update=None, should_stop=None):
+        result = super().generate(request, on_update, should_stop)
+        if not request.prompt.endswith("assert add("):
+            result.candidates[0].finish_reason = "length"
+        return result
+
+
+def test_the_continuation_goes_on_past_the_first_row_that_ended_when_the_greedy_one_was_cut(checker):
+    from app.model_checks import CONTINUED
+
+    prompt = 'def add(a, b):\n    """Add two numbers."""\n'
+    source = CutFirst(["    x = [a,\n", RIGHT, RIGHT])
+    request = build_request(
+        prompt, k=3, budget_s=20.0, temperature=0.8, max_new_tokens=16, seed=1, limits=Limits(max_k=8)
+    )
+    result = Pipeline(checker=checker, model_tests=CONTINUED).run(source, request)
+    assert source.requests[-1].prompt == prompt + RIGHT.rstrip() + "\n\n\nassert add("
+    assert [c.label() for c in result.model_tests.items] == ["add(2, 3) == 5", "add(1, 1) == 2", "add(0, 0) == 1"]

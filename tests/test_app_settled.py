@@ -4,6 +4,8 @@ step heard through on_update, should_stop asked before the next) and the real sa
 
 from __future__ import annotations
 
+import time
+
 from app.requests import Limits, build_checks, build_request
 from app.service import Pipeline
 from engine import Candidate, GenerationResult, GenerationStats
@@ -11,12 +13,14 @@ from engine.types import FINISH_BUDGET, FINISH_STOP
 
 PROMPT = 'def add(a, b):\n    """Add two numbers.\n    >>> add(2, 3)\n    5\n    """\n'
 RIGHT, ALSO_RIGHT, WRONG = "    return a + b\n", "    return b + a\n", "    return a - b\n"
-LONG = ["    total = a\n", "    total += b\n", "    total += 0\n", "    return total\n"]  # ends at its 4th step
+LONG = ["    total = a\n"] + ["    total += 0\n"] * 10 + ["    return total + b\n"]  # ends at its 12th step
+STEP_S = 0.2  # a step's seconds: the sandbox's verdicts come back on the watcher's thread meanwhile
 
 
 class Growing:
-    """Rows that end at the step given (row i ends after steps[i] steps, its text whole then); the rows still growing
-    at a step that should_stop answers True for end there, unfinished ("budget"), as the engine's do."""
+    """Rows that end at the step given (row i ends after steps[i] steps, its text whole then), a step every STEP_S;
+    the rows still growing at a step that should_stop answers True for end there, unfinished ("budget"), as the
+    engine's do."""
 
     def __init__(self, texts: list[str], steps: list[int]):
         self.texts, self.steps, self.ran = texts, steps, 0
@@ -26,6 +30,7 @@ class Growing:
         for step in range(1, max(self.steps) + 1):
             if should_stop is not None and should_stop():
                 break
+            time.sleep(STEP_S)
             self.ran = step
             finish = [FINISH_STOP if step >= n else None for n in self.steps]
             if on_update is not None:
@@ -45,27 +50,72 @@ def _request(k: int):
 
 
 def test_two_passing_rows_and_the_greedy_one_ended_stop_the_row_still_growing(checker):
-    source = Growing([RIGHT, ALSO_RIGHT, "LONG"], [1, 2, 4])
+    source = Growing([RIGHT, ALSO_RIGHT, "LONG"], [1, 2, 12])
     result = Pipeline(checker=checker).run(source, _request(3), checks=build_checks())
-    assert source.ran == 2  # the long row's last two steps were not taken
+    assert 2 <= source.ran < 12  # the long row's last steps were not taken
     assert [c.finish_reason for c in sorted(result.candidates, key=lambda c: c.indices[0])] == [
         "stop",
         "stop",
         "budget",
     ]
-    assert any(n.startswith("settled: 2 finished candidates passed every check") for n in result.notes)
+    assert "settled: 2 finished rows passed every check, so the 1 row still growing was stopped there" in result.notes
 
 
 def test_rows_that_fail_the_examples_settle_nothing(checker):
-    source = Growing([WRONG, WRONG.replace("a - b", "b - a"), "LONG"], [1, 2, 4])
+    source = Growing([WRONG, WRONG.replace("a - b", "b - a"), "LONG"], [1, 2, 12])
     result = Pipeline(checker=checker).run(source, _request(3), checks=build_checks())
-    assert source.ran == 4 and not any(n.startswith("settled") for n in result.notes)
+    assert source.ran == 12 and not any(n.startswith("settled") for n in result.notes)
 
 
 def test_without_checks_or_with_the_rule_off_every_row_runs_to_its_end(checker):
-    source = Growing([RIGHT, ALSO_RIGHT, "LONG"], [1, 2, 4])
+    source = Growing([RIGHT, ALSO_RIGHT, "LONG"], [1, 2, 12])
     Pipeline(checker=checker, settle=False).run(source, _request(3), checks=build_checks())
-    assert source.ran == 4
-    source = Growing([RIGHT, ALSO_RIGHT, "LONG"], [1, 2, 4])
+    assert source.ran == 12
+    source = Growing([RIGHT, ALSO_RIGHT, "LONG"], [1, 2, 12])
     Pipeline(checker=checker).run(source, _request(3), checks=build_checks(run=False))
-    assert source.ran == 4
+    assert source.ran == 12
+
+
+def test_a_failure_of_the_sandbox_while_rows_grow_lets_them_grow_and_the_run_goes_on(checker):
+    """The rule is a help to the request: checks that cannot run leave every row to its own end (logged)."""
+
+    class Broken:
+        def __init__(self, runner):
+            self.runner, self.calls = runner, 0
+
+        def __getattr__(self, name):
+            return getattr(self.runner, name)
+
+        def run(self, programs, checks, language=None):
+            self.calls += 1
+            if self.calls == 1:  # the watcher's first run
+                raise OSError("bwrap: cannot start")
+            return self.runner.run(programs, checks, language)
+
+    source = Growing([RIGHT, ALSO_RIGHT, "LONG"], [1, 2, 12])
+    result = Pipeline(checker=Broken(checker)).run(source, _request(3), checks=build_checks())
+    assert source.ran == 12 and result.candidates[0].code in (RIGHT, ALSO_RIGHT)
+
+
+def test_while_the_greedy_row_grows_nothing_stops_and_a_row_cut_by_its_limit_does_not_count(checker):
+    """Row 0 (greedy) is the long one: two passing rows do not stop it. A passing text that ended at its token limit
+    ("length") is not a finished row."""
+    source = Growing(["LONG", RIGHT, ALSO_RIGHT], [12, 1, 2])
+    Pipeline(checker=checker).run(source, _request(3), checks=build_checks())
+    assert source.ran == 12
+
+    class Limited(Growing):
+        def _result(self, finish, step):
+            result = super()._result(finish, step)
+            row = result.candidates[1]  # ALSO_RIGHT's text, but cut by its limit
+            row.finish_reason = "length" if row.finish_reason else None
+            return result
+
+    source = Limited([RIGHT, ALSO_RIGHT, "LONG"], [1, 2, 12])
+    Pipeline(checker=checker).run(source, _request(3), checks=build_checks())
+    assert source.ran == 12
+
+
+def test_the_rule_is_on_by_default_and_the_command_line_turns_it_off(entry_point):
+    assert entry_point.parse_args([]).no_settle is False
+    assert entry_point.parse_args(["--no-settle"]).no_settle is True
