@@ -8,7 +8,6 @@ This module builds the request for the tests and reads the asserts of its answer
 
 from __future__ import annotations
 
-import ast
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
@@ -129,28 +128,29 @@ def continued(program: str, name: str, text: str) -> str:
 
 
 def continued_checks(result: GenerationResult, program: str, name: str) -> list[Check]:
-    """The distinct checks the rows of a continuation_request state (read as a candidate's own: checks/stated.py,
-    each row's whole statements after `program`) that call `name`, origin "model"."""
+    """The distinct checks the rows of a continuation_request state (each row, one line, read after `program` as a
+    candidate's own: checks/stated.py; a row cut mid-line does not parse and states none) that call `name`, origin
+    "model"."""
     found = []
     for row in result.candidates:
-        code = _whole_statements(continued(program, name, row.text))
-        found.extend(c for c in stated_checks(code) if f"{name}(" in c.expression)
+        found.extend(c for c in stated_checks(continued(program, name, row.text)) if f"{name}(" in c.expression)
     return _distinct(found)
 
 
-def _whole_statements(code: str) -> str:
-    """`code` less the lines at its end that do not parse (a row cut by its token limit), or "" if none parses."""
-    lines = code.split("\n")
-    for end in range(len(lines), max(len(lines) - MAX_CUT_LINES, 0), -1):
-        try:
-            ast.parse("\n".join(lines[:end]))
-        except (SyntaxError, ValueError):
-            continue
-        return "\n".join(lines[:end])
-    return ""
+def tests_asked(request: GenerationRequest, program: str | None, settings: ModelCheckSettings):
+    """The request for the model's tests in the settings' form (the continuation goes on past `program`: the prompt
+    and a candidate that ended by itself), or None where the prompt has no function to test or the continuation has
+    no program to go on from."""
+    if settings.form == CHAT:
+        return tests_request(request, settings)
+    return continuation_request(request, program, settings) if program is not None else None
 
 
-MAX_CUT_LINES = 24  # a continuation's last lines tried off until it parses
+def tests_written(asked: GenerationRequest, result: GenerationResult, name: str, program: str | None, settings):
+    """The checks the answers to `tests_asked`'s request hold, read as its form writes them."""
+    if settings.form == CONTINUATION:
+        return continued_checks(result, program, name)
+    return model_checks(asked, result, name)
 
 
 _ASSERT = re.compile(r"^\s*assert\b.*$", re.MULTILINE)

@@ -17,15 +17,7 @@ import languages
 import rerank
 from app import search, stated
 from app.evidence import AGREEMENT, CHECKS_PASSED, STATED_AGREEMENT, evidence_for
-from app.model_checks import (
-    CONTINUATION,
-    ModelCheckSettings,
-    continuation_request,
-    continued_checks,
-    model_checks,
-    tested_function,
-    tests_request,
-)
+from app.model_checks import ModelCheckSettings, tested_function, tests_asked, tests_written
 from app.model_examples import ExampleReaderSettings, examples_request, read_examples, unread_calls
 from app.requests import CheckRequest
 from app.results import (
@@ -61,14 +53,6 @@ from rerank import dual_agreement
 from static_eval import StaticAnalyzer
 
 log = logging.getLogger(__name__)
-
-
-def _tests_request(request: GenerationRequest, program: str | None, settings: ModelCheckSettings):
-    """The request for the model's tests in the settings' form (the continuation goes on past `program`), or None
-    where the prompt has no function to test or there is no program to go on from."""
-    if settings.form != CONTINUATION:
-        return tests_request(request, settings)
-    return continuation_request(request, program, settings) if program is not None else None
 
 
 def _ended_program(result: GenerationResult, drafts: Drafts) -> str | None:
@@ -368,17 +352,13 @@ class Pipeline:
         settings, drafts = self.model_tests, drawn.drafts
         usable = settings is not None and self._runs_checks(drafts) and request.temperature > 0 and request.k > 1
         program = _ended_program(drawn.result, drafts) if usable else None
-        asked = _tests_request(request, program, settings) if usable else None
+        asked = tests_asked(request, program, settings) if usable else None
         if asked is None or left_s < settings.min_left_s:
             return None, None
         result = self._generate(
             engine, replace(asked, budget_s=min(asked.budget_s, left_s)), None, should_stop, None, spent
         )
-        name = tested_function(request)
-        if settings.form == CONTINUATION:
-            found = continued_checks(result, program, name)
-        else:
-            found = model_checks(asked, result, name)
+        found = tests_written(asked, result, tested_function(request), program, settings)
         if not found:
             return ModelTests(()), None
         outcomes = self._run_checks(drafts, found, spent)

@@ -13,6 +13,7 @@ the rule (a long sampled row that outruns two passing siblings is seldom the one
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -32,8 +33,8 @@ class Settled:
 
     request: GenerationRequest
     checks: list[Check]
-    run: object  # Callable[[list[str]], list[int]]: checks passed per program
-    program: object  # Callable[[GenerationResult, int], str]
+    run: Callable[[list[str]], list[int]]  # checks passed per program
+    program: Callable[[GenerationResult, int], str]
     enough: int = ENOUGH
     passing: set[int] = field(default_factory=set)  # rows that ended and pass every check
     heard: set[int] = field(default_factory=set)  # rows that ended and were sent to run

@@ -31,11 +31,10 @@ import numpy as np
 from app.model_checks import (
     CONTINUED,
     ModelCheckSettings,
-    continuation_request,
     continued_checks,
-    model_checks,
     tested_function,
-    tests_request,
+    tests_asked,
+    tests_written,
 )
 from benchmarks.eval_humaneval import (
     SHIPPED_ENGINE,
@@ -73,15 +72,11 @@ def generate_tests(
             continue
         engine = engine or load_our_engine(gen)
         request = GenerationRequest(problem["prompt"], budget_s=gen.budget_s, max_new_tokens=gen.max_new_tokens)
-        name = tested_function(request)
-        if greedy is None:
-            asked = tests_request(request, settings)
-        else:
-            program = problem["prompt"] + greedy[problem["task_id"]]
-            asked = continuation_request(request, program, settings)
+        program = problem["prompt"] + greedy[problem["task_id"]] if greedy is not None else None
+        asked = tests_asked(request, program, settings)
         start = time.monotonic()
         result = engine.generate(asked)
-        found = model_checks(asked, result, name) if greedy is None else continued_checks(result, program, name)
+        found = tests_written(asked, result, tested_function(request), program, settings)
         append_sample(
             out,
             {

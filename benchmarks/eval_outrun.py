@@ -69,7 +69,12 @@ def cut_record(record: dict, rule: OutrunRule, spare_greedy: bool) -> tuple[dict
     lengths = [len(c["token_ids"]) for c in rows]
     spared = 0 if spare_greedy and record.get("greedy") else None
     kept = cut_lengths(lengths, [c["finish_reason"] == FINISH_STOP for c in rows], rule, spared)
-    cut = [_cut(c, n) if n < len(c["token_ids"]) else c for c, n in zip(rows, kept)]
+    return _kept(record, lengths, kept)
+
+
+def _kept(record: dict, lengths: list[int], kept: list[int]) -> tuple[dict, int, int, int]:
+    """cut_record's tuple for a record (its greedy row as row 0) whose rows keep `kept` of their `lengths` tokens."""
+    cut = [_cut(c, n) if n < m else c for c, n, m in zip(record["candidates"], kept, lengths)]
     changed = sum(n < m for n, m in zip(kept, lengths))
     greedy = {"greedy": cut[0]} if record.get("greedy") else {}  # with_greedy_row made it row 0
     return {**record, "candidates": cut, **greedy}, max(lengths), max(kept), changed
@@ -100,10 +105,7 @@ def settled_record(record: dict, runner, enough: int, spare_greedy: bool) -> tup
     passes = [bool(examples) and n == len(examples) for n in passed] or [False] * len(rows)
     spared = 0 if spare_greedy and record.get("greedy") else None
     ended = [c["finish_reason"] == FINISH_STOP for c in rows]
-    kept = settled_lengths(lengths, ended, passes, enough, spared)
-    cut = [_cut(c, n) if n < len(c["token_ids"]) else c for c, n in zip(rows, kept)]
-    greedy = {"greedy": cut[0]} if record.get("greedy") else {}
-    return {**record, "candidates": cut, **greedy}, max(lengths), max(kept), sum(n < m for n, m in zip(kept, lengths))
+    return _kept(record, lengths, settled_lengths(lengths, ended, passes, enough, spared))
 
 
 def _cut(candidate: dict, tokens: int) -> dict:
