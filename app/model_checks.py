@@ -127,6 +127,22 @@ def continued(program: str, name: str, text: str) -> str:
     return f"{program.rstrip()}\n\n\nassert {name}({text}"
 
 
+def with_tails(request: GenerationRequest, settings: ModelCheckSettings | None) -> GenerationRequest:
+    """The request whose rows each go on past their own code into an assert line (the engine's tails: the
+    continuation form's tests written in the same batch, no second request), where `settings` ask for the
+    continuation and the prompt has a function; else the request as it is."""
+    name = tested_function(request)
+    if settings is None or settings.form != CONTINUATION or name is None:
+        return request
+    return replace(request, tail=continued("", name, ""))
+
+
+def tail_checks(result: GenerationResult, name: str) -> list[Check]:
+    """The distinct checks the rows' tails state (each an assert line that calls `name`; a tail cut mid-line does
+    not parse and states none), origin "model"."""
+    return _distinct(c for row in result.candidates if row.tail for c in _asserts(f"assert {name}({row.tail}", name))
+
+
 def continued_checks(result: GenerationResult, program: str, name: str) -> list[Check]:
     """The distinct checks the rows of a continuation_request state (each row, one line, read after `program` as a
     candidate's own: checks/stated.py; a row cut mid-line does not parse and states none) that call `name`, origin

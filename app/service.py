@@ -17,7 +17,15 @@ import languages
 import rerank
 from app import search, stated
 from app.evidence import AGREEMENT, CHECKS_PASSED, STATED_AGREEMENT, evidence_for
-from app.model_checks import ModelCheckSettings, tested_function, tests_asked, tests_written
+from app.model_checks import (
+    CONTINUATION,
+    ModelCheckSettings,
+    tail_checks,
+    tested_function,
+    tests_asked,
+    tests_written,
+    with_tails,
+)
 from app.model_examples import ExampleReaderSettings, examples_request, read_examples, unread_calls
 from app.requests import CheckRequest
 from app.results import (
@@ -168,8 +176,9 @@ class Pipeline:
         time is left); the checks run on the rows unless the run was stopped meanwhile."""
         should_stop = control.should_stop if control else None
         watch = self._settled(request, checks)
+        asked = self._tailed(request, checks)
         try:
-            result = self._generate(engine, request, None, _either(should_stop, watch), _both(on_update, watch), spent)
+            result = self._generate(engine, asked, None, _either(should_stop, watch), _both(on_update, watch), spent)
         finally:
             if watch is not None:
                 watch.close()
@@ -188,6 +197,15 @@ class Pipeline:
         return _Drawn(
             result, drafts, reports, info, outcomes, check_notes, 1, round_s, spent.analysis_s + spent.checks_s
         )
+
+    def _tailed(self, request: GenerationRequest, checks: CheckRequest) -> GenerationRequest:
+        """The first round's request: its rows go on past their own code into an assert line each (the engine's
+        tails, model_checks.with_tails) where the model's tests are asked in the continuation form, the request has
+        no checks of its own (the prompt's examples, the user's) and its checks run here; else as it is."""
+        usable = checks.run and request.k > 1 and request.temperature > 0 and self._runs_language(request.language)
+        if not usable or checks.user or Drafts.of(request, GenerationResult([], GenerationStats())).checks():
+            return request
+        return with_tails(request, self.model_tests)
 
     def _settled(self, request: GenerationRequest, checks: CheckRequest) -> Settled | None:
         """The settled rule's watcher for a first round of several rows of Python code (measured there; a build
@@ -347,24 +365,40 @@ class Pipeline:
         return read_examples(asked, result, request.prompt, name, found)
 
     def _model_tests(self, engine, request, drawn: _Drawn, left_s: float, should_stop, spent: Timings):
-        """Where this pipeline asks for them and the prompt is a Python function with time left: the tests the model
-        writes for it (app/model_checks.py) and each row's dual agreement on them; else (None, None)."""
+        """Where this pipeline asks for them and the prompt is a Python function: the tests the model wrote for it
+        (app/model_checks.py: in the continuation form, the asserts the round's rows wrote in their tails; else, or
+        where the engine wrote none, in a request of their own while time is left) and each row's dual agreement on
+        them; else (None, None)."""
         settings, drafts = self.model_tests, drawn.drafts
         usable = settings is not None and self._runs_checks(drafts) and request.temperature > 0 and request.k > 1
-        program = _ended_program(drawn.result, drafts) if usable else None
-        asked = tests_asked(request, program, settings) if usable else None
-        if asked is None or left_s < settings.min_left_s:
+        if not usable:
             return None, None
-        result = self._generate(
-            engine, replace(asked, budget_s=min(asked.budget_s, left_s)), None, should_stop, None, spent
-        )
-        found = tests_written(asked, result, tested_function(request), program, settings)
+        if settings.form == CONTINUATION and any(row.tail is not None for row in drawn.result.candidates):
+            found = tail_checks(drawn.result, tested_function(request))  # written in the round's own batch
+        else:
+            found = self._tests_asked(engine, request, drafts, drawn.result, left_s, should_stop, spent)
+            if found is None:
+                return None, None
         if not found:
             return ModelTests(()), None
         outcomes = self._run_checks(drafts, found, spent)
         return ModelTests(tuple(found)), dual_agreement(
             [tuple(o.status == PASSED for o in c.outcomes) for c in outcomes]
         )
+
+    def _tests_asked(self, engine, request, drafts: Drafts, result, left_s: float, should_stop, spent: Timings):
+        """The tests the model writes in a request of their own (CodeT's in words, or the continuation past the first
+        row that ended by itself, where the round's rows wrote no tails), or None where none is asked (no function,
+        no such row, too little time left)."""
+        settings = self.model_tests
+        program = _ended_program(result, drafts)
+        asked = tests_asked(request, program, settings)
+        if asked is None or left_s < settings.min_left_s:
+            return None
+        written = self._generate(
+            engine, replace(asked, budget_s=min(asked.budget_s, left_s)), None, should_stop, None, spent
+        )
+        return tests_written(asked, written, tested_function(request), program, settings)
 
     def _stated_checks(self, drafts: Drafts, spent: Timings):
         """Where this pipeline reads them and the drafts are in a language they are read in (Python, JavaScript,

@@ -32,6 +32,7 @@ from app.model_checks import (
     CONTINUED,
     ModelCheckSettings,
     continued_checks,
+    tail_checks,
     tested_function,
     tests_asked,
     tests_written,
@@ -57,7 +58,9 @@ from engine import Candidate, GenerationRequest, GenerationResult, GenerationSta
 from engine.quant.cpu import cpu_description
 from rerank import Evidence, dual_agreement, rank
 
-FORMS = ("chat", "continuation")  # the tests asked for in words (CodeT), or written on past the greedy candidate
+# the tests asked for in words (CodeT), written on past the greedy candidate, or each candidate's own tail (the samples
+# generated with `eval_humaneval --tails`: the app's continuation form)
+FORMS = ("chat", "continuation", "tails")
 
 
 def generate_tests(
@@ -104,6 +107,16 @@ def first_rows(tests: dict, stripped: dict, records: dict, rows: int) -> dict:
     return again
 
 
+def tails_read(records: dict, stripped: dict) -> dict:
+    """The tests each problem's candidates wrote in their tails (app/model_checks.tail_checks)."""
+    tests = {}
+    for task_id, record in records.items():
+        rows = [Candidate(c["text"], tail=c.get("tail")) for c in record["candidates"]]
+        found = tail_checks(GenerationResult(rows, GenerationStats()), stripped[task_id]["entry_point"])
+        tests[task_id] = {"checks": [c.as_dict() for c in found], "wall_s": 0.0}
+    return tests
+
+
 def picks(problems, records, tests, runner, with_examples: bool, reports) -> tuple[dict, dict, dict]:
     """Per problem: the first pick without checks, with the model's tests, and the test-running seconds."""
     plain, codet, seconds = {}, {}, {}
@@ -135,7 +148,7 @@ def score(problems, records, outcomes, chosen: dict) -> list[float]:
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--problems", required=True, help="JSONL of the prompts the tests are written from")
-    parser.add_argument("--tests-out", required=True, help="the model's tests (appended; resumable)")
+    parser.add_argument("--tests-out", help="the model's tests (appended; resumable); not with --form tails")
     parser.add_argument("--samples", help="candidates to rank (their own prompts: --problems, or --examples)")
     parser.add_argument("--examples", action="store_true", help="the samples are of the original prompts")
     parser.add_argument("--plus", help="HumanEvalPlus-OriginFmt.jsonl.gz: score on HumanEval+ too")
@@ -153,12 +166,15 @@ def main(argv: list[str] | None = None) -> dict:
         choices=FORMS,
         default="chat",
         help="chat: the tests asked for in words (CodeT, the app's --model-tests); continuation: the model goes on "
-        "past the greedy candidate of --samples into assert lines",
+        "past the greedy candidate of --samples into assert lines; tails: the assert line each candidate of --samples "
+        "wrote past its own code (eval_humaneval --tails), no --tests-out",
     )
     args = parser.parse_args(argv)
     gen = SHIPPED_ENGINE
     stripped = load_problems(args.problems)
-    if not args.no_generate:
+    if args.form != "tails" and not args.tests_out:
+        parser.error(f"--form {args.form} needs --tests-out")
+    if not args.no_generate and args.form != "tails":
         if args.form == "chat":
             generate_tests(stripped, gen, args.tests_out, ModelCheckSettings())
         else:
@@ -174,10 +190,11 @@ def main(argv: list[str] | None = None) -> dict:
         raise SystemExit(runner.reason)
     problems = load_problems() if args.examples else stripped
     records = {t: with_greedy_row(r) for t, r in read_samples(args.samples).items()}
-    tests = read_samples(args.tests_out)
+    stripped_by_id = {p["task_id"]: p for p in stripped}
+    tests = read_samples(args.tests_out) if args.form != "tails" else tails_read(records, stripped_by_id)
     problems = [p for p in problems if p["task_id"] in records and p["task_id"] in tests]
     if args.rows:
-        tests = first_rows(tests, {p["task_id"]: p for p in stripped}, records, args.rows)
+        tests = first_rows(tests, stripped_by_id, records, args.rows)
     reports = static_reports(problems, records)
     plain, codet, seconds = picks(problems, records, tests, runner, args.examples, reports)
     summary = {"benchmark": "eval_codet", "n_problems": len(problems), "examples": args.examples}

@@ -55,6 +55,8 @@ class GenerationSettings:
     weights: str = "native"  # native, int8, int4 or w8a8 linear layers (engine/quant/weights.py)
     stop_at_body_end: bool = True  # a candidate ends where it leaves the function (engine/text/blocks.py)
     prompt_form: str = "auto"  # EngineSettings.prompt_form: auto, raw, chat (engine/text/chat.py)
+    tails: bool = False  # each row that ends by itself writes an assert line past its code (the engine's tails, as
+    # `app.py --model-tests continuation` asks): the candidates' records carry it as "tail"
 
 
 # the engine of the committed k=12 samples (their records' settings), for what the benchmarks ask it besides them
@@ -145,6 +147,8 @@ def _candidate_record(candidate, tokenizer) -> dict:
         "logprobs": [round(float(x), 5) for x in candidate.logprobs],
         "finish_reason": candidate.finish_reason,
     }
+    if candidate.tail is not None:
+        record["tail"] = candidate.tail
     if tokenizer is not None:  # lets rerank place log-probabilities on code tokens exactly
         record["token_texts"] = [tokenizer.decode([token_id]) for token_id in candidate.token_ids]
     return record
@@ -175,9 +179,10 @@ def load_our_engine(gen: GenerationSettings, loaded=None):
 
 
 def _request(problem: dict, gen: GenerationSettings, index: int):
+    from app.model_checks import CONTINUED, with_tails
     from engine.types import GenerationRequest
 
-    return GenerationRequest(
+    request = GenerationRequest(
         prompt=problem["prompt"],
         k=gen.k,
         max_new_tokens=gen.max_new_tokens,
@@ -187,6 +192,7 @@ def _request(problem: dict, gen: GenerationSettings, index: int):
         seed=gen.seed + index,
         stop_at_body_end=gen.stop_at_body_end,
     )
+    return with_tails(request, CONTINUED) if gen.tails else request
 
 
 def _problem_record(problem: dict, result, gen: GenerationSettings, version: str, tokenizer) -> dict:
@@ -763,6 +769,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "code as the model's answer begun), auto (chat for an instruct model)",
     )
     gen.add_argument("--generate-only", action="store_true", help="generate, do not evaluate")
+    gen.add_argument(
+        "--tails", action="store_true", help="each row that ends by itself writes an assert line past its code"
+    )
     gen.add_argument("--budget-curve", help="comma-separated budgets (s), e.g. 5,10,20,40: generate and score each")
     gen.add_argument("--curve-drafters", default="none,auto", help="drafters compared on the budget curve")
     ev = parser.add_argument_group("evaluation")
@@ -838,6 +847,7 @@ def main(argv: list[str] | None = None) -> dict:
         dtype=args.dtype,
         weights=args.weights,
         prompt_form=args.prompt_form,
+        tails=args.tails,
     )
     sandbox = SandboxSettings(timeout_s=args.timeout, memory_mb=args.memory_mb, workers=args.workers)
     settings = EvalSettings(

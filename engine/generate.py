@@ -29,10 +29,12 @@ from engine.speculation.drafters import (
     prompt_lookup_drafter,
     sibling_drafter,
 )
+from engine.tails import TAIL_READ_TOKENS, forced_draft, start_tail
 from engine.text.prompting import PreparedPrompt, PromptPreparer, end_of_text_ids
-from engine.text.stopping import RowState, StopRules, line_end_after
+from engine.text.stopping import TAIL_TOKENS, RowState, StopRules, line_end_after
 from engine.types import (
     FINISH_BUDGET,
+    FINISH_STOP,
     GenerationRequest,
     GenerationResult,
     GenerationStats,
@@ -187,6 +189,8 @@ class Engine:
             self._notify(run, on_update)
         for row in run.rows:
             row.finish_reason = row.finish_reason or FINISH_BUDGET
+            if row.tail is not None:
+                row.tail.done = True  # a tail cut by the deadline or a stop keeps what it wrote
         run.stats.drafter_choices = dict(controller.choices)
         return self._result(run)
 
@@ -195,7 +199,7 @@ class Engine:
         prompt = self.prompts.prepare(request)
         self._check_room(request, len(prompt.ids))
         seed = request.seed if request.seed is not None else random.SystemRandom().randrange(2**63)
-        capacity = len(prompt.ids) + request.max_new_tokens + self.settings.controller.max_length + 1  # per row
+        capacity = len(prompt.ids) + self._new_room(request) + self.settings.controller.max_length + 1  # per row
         started = time.perf_counter()
         return _Run(
             request=request,
@@ -213,13 +217,18 @@ class Engine:
 
     def _check_room(self, request: GenerationRequest, prompt_tokens: int) -> None:
         """Refuse a prompt that is empty or leaves the context no room for max_new_tokens and a draft."""
-        room = self.context_limit - request.max_new_tokens - self.settings.controller.max_length - 1
+        room = self.context_limit - self._new_room(request) - self.settings.controller.max_length - 1
         if not prompt_tokens or prompt_tokens > room:
             raise InvalidRequest(
                 f"prompt is {prompt_tokens} tokens: with max_new_tokens={request.max_new_tokens} "
                 f"it must be 1..{max(room, 0)} tokens for this model's context of "
                 f"{self.context_limit}"
             )
+
+    @staticmethod
+    def _new_room(request: GenerationRequest) -> int:
+        """The positions a row may add to the prompt: its tokens, and its tail's where it has one."""
+        return request.max_new_tokens + (TAIL_READ_TOKENS + TAIL_TOKENS if request.tail else 0)
 
     def _drafters(self, run: _Run) -> dict[str, Drafter]:
         choice = self.settings.drafter
@@ -298,7 +307,7 @@ class Engine:
         step_started = time.perf_counter()
         context = DraftContext(
             run.prompt.ids,
-            [r.token_ids for r in run.rows],
+            [r.history for r in run.rows],
             list(run.active),
             self.settings.controller.max_lookup_length,
             run.deadline,
@@ -311,31 +320,39 @@ class Engine:
         if time.perf_counter() >= run.deadline:
             run.stats.draft_passes += step.draft_passes  # drafted but never verified: the forwards were still spent
             return
+        forced = forced_draft(run.rows, run.active, self.device)  # tails' texts to read: taken whole
+        if forced is not None:
+            draft = merge_drafts(forced, draft)
+            step.proposed = [0 if n else p for n, p in zip(forced.lengths.tolist(), step.proposed)]
         # 2-3. verify every row's draft in one target forward and accept exactly; 4. commit what was accepted
-        verified = self._verify(run, draft, step)
+        verified = self._verify(run, draft, step, forced)
         self._commit(run, verified)
+        self._start_tails(run)
         # 5. adapt: costs and acceptance feed the next plan; the step's cost is all of it but the draft model's work
         step.accepted = verified.n_accepted.tolist()
+        if forced is not None:  # read, not drafted: the controller learns nothing from them
+            step.accepted = [0 if n else a for n, a in zip(forced.lengths.tolist(), step.accepted)]
         step.verify_s = time.perf_counter() - step_started - step.draft_s - step.setup_s
         controller.observe(step)
         self._count(run, step)
         run.round_number += 1
         self._drop_finished(run)
 
-    def _verify(self, run: _Run, draft: Draft, step: StepRecord) -> _Verified:
+    def _verify(self, run: _Run, draft: Draft, step: StepRecord, forced: Draft | None = None) -> _Verified:
         """[pending, draft tokens] of every row in one target forward, each row only its own tokens; then exact
         speculative sampling, each row its own number of tokens, with distributions and samples only at the N
-        verified positions (a top-p warp and a cumulative sum over the vocabulary each)."""
+        verified positions (a top-p warp and a cumulative sum over the vocabulary each). The rows `forced` reads
+        (tails' texts) take their draft whole and the target's sample after it."""
         batch = len(run.active)
         draft_lengths = draft.lengths.to(self.device)
         width = int(draft_lengths.max())  # no wider than the longest row's draft
         draft_tokens = draft.tokens[:, :width].to(self.device)  # [B, K]
         draft_probs = None if draft.probs is None else draft.probs[:, :width]
-        pending = torch.tensor([run.rows[r].token_ids[-1] for r in run.active], device=self.device)  # [B]
+        pending = torch.tensor([run.rows[r].history[-1] for r in run.active], device=self.device)  # [B]
         verify_input = torch.cat([pending[:, None], draft_tokens], dim=1)  # [B, K+1]
         logits, packed, step.token_rows = forward_ragged(self.model, run.cache, verify_input, draft_lengths + 1)
         target_probs = _target_probs(run.request, logits, [run.active[b] for b in packed.rows.tolist()])  # [N, V]
-        positions = [len(run.rows[r].token_ids) for r in run.active]  # where each row's draft begins
+        positions = [len(run.rows[r].history) for r in run.active]  # where each row's draft begins
         sample_uniform = run.uniforms.at(run.active, positions, width + 1)  # [B, K+1]
         target_samples = inverse_cdf(target_probs, packed.pack(sample_uniform.to(self.device)))  # [N]
         n_accepted, next_tokens = speculative_accept(
@@ -347,6 +364,11 @@ class Engine:
             sample_uniform,
             packed.pad(target_samples, batch, width + 1),
         )  # [B], [B]
+        if forced is not None:
+            taken = forced.lengths.to(self.device) > 0  # [B]
+            after = packed.pad(target_samples, batch, width + 1)[torch.arange(batch), draft_lengths]  # [B]
+            n_accepted = torch.where(taken, draft_lengths, n_accepted)
+            next_tokens = torch.where(taken, after, next_tokens)
         return _Verified(draft_tokens, logits, packed, n_accepted, next_tokens)
 
     def _commit(self, run: _Run, verified: _Verified) -> None:
@@ -359,12 +381,29 @@ class Engine:
         kept = packed.offsets <= n_accepted[packed.rows]  # [N]: the positions each row commits
         kept_logprobs = token_logprobs(verified.logits[kept], packed.pack(committed)[kept])  # [sum(n + 1)]
         for i, (row_index, logprobs) in enumerate(zip(run.active, kept_logprobs.split((n_accepted + 1).tolist()))):
-            run.rules.extend(
-                run.rows[row_index],
-                committed[i, : len(logprobs)].tolist(),
-                logprobs.tolist(),
-                functools.partial(run.decode, self._decode),
-            )
+            row, tokens = run.rows[row_index], committed[i, : len(logprobs)].tolist()
+            if row.tail is not None:
+                row.tail.queue = []  # read in this round
+                run.rules.extend_tail(row.tail, tokens, self._decode)
+                continue
+            run.rules.extend(row, tokens, logprobs.tolist(), functools.partial(run.decode, self._decode))
+
+    def _start_tails(self, run: _Run) -> None:
+        """Where the request asks for tails: each row that ended by itself in this round begins its tail (its cache cut
+        back to the tokens the tail goes on from; tails.start_tail)."""
+        if not run.request.tail:
+            return
+        lengths = run.cache.lengths.clone()
+        decode = functools.partial(run.decode, self._decode)
+        for b, r in enumerate(run.active):
+            row = run.rows[r]
+            if row.finish_reason != FINISH_STOP or row.tail is not None:
+                continue
+            cached = int(lengths[b]) - len(run.prompt.ids)
+            row.tail = start_tail(row, run.request.tail, cached, decode, self._encode)
+            if row.tail is not None:
+                lengths[b] = len(run.prompt.ids) + row.tail.kept
+        run.cache.set_lengths(lengths)
 
     def _draft(
         self, run: _Run, drafters, lookups: dict[str, Draft], plan: StepPlan, context: DraftContext
@@ -416,6 +455,8 @@ class Engine:
         t_max_predict_ms, which stops "upon another new line"): its text ends with whole lines."""
         for r in run.active:
             row = run.rows[r]
+            if row.tail is not None:
+                continue  # a tail ends with its line anyway
             end = line_end_after(row.text, run.line_marks[r])
             if end is not None:
                 StopRules.end_row_at(row, end, functools.partial(run.decode, self._decode))
@@ -424,7 +465,7 @@ class Engine:
 
     def _drop_finished(self, run: _Run) -> None:
         """Finished rows leave the batch: their cache rows are dropped so they stop costing compute."""
-        keep = [i for i, r in enumerate(run.active) if run.rows[r].finish_reason is None]
+        keep = [i for i, r in enumerate(run.active) if run.rows[r].growing]
         if len(keep) == len(run.active):
             return
         run.active = [run.active[i] for i in keep]
@@ -434,6 +475,9 @@ class Engine:
     # --- output -------------------------------------------------------------------------------------
     def _decode(self, token_ids: list[int]) -> str:
         return self.tokenizer.decode(token_ids, skip_special_tokens=True)
+
+    def _encode(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text, add_special_tokens=False)
 
     def _result(self, run: _Run) -> GenerationResult:
         run.stats.wall_s = time.perf_counter() - run.started

@@ -92,10 +92,14 @@ def make_engine(target, tokenizer):
 
 @pytest.fixture(scope="session")
 def hf_greedy(tokenizer):
-    """Reference: transformers' own greedy generate, cut before the first EOS. Returns new token ids."""
+    """Reference: transformers' own greedy generate, cut before the first EOS. Returns new token ids. The prompt is a
+    text or its token ids."""
 
-    def greedy(model, prompt: str, max_new_tokens: int) -> list[int]:
-        ids = tokenizer(prompt, add_special_tokens=False, return_tensors="pt").input_ids
+    def greedy(model, prompt: str | list[int], max_new_tokens: int) -> list[int]:
+        if isinstance(prompt, list):
+            ids = torch.tensor([prompt])
+        else:
+            ids = tokenizer(prompt, add_special_tokens=False, return_tensors="pt").input_ids
         with torch.inference_mode():
             out = model.generate(
                 ids,

@@ -253,6 +253,58 @@ def test_the_continuation_form_reads_the_asserts_the_model_writes_past_the_greed
     assert result.candidates[0].code == RIGHT and result.candidates[0].score_parts["agreement"] == 2.0
 
 
+class Tails(Rounds):
+    """A local engine's answer where the request asks for tails: each row that ended by itself wrote an assert line
+    past its code (one cut mid-line, one the same as another's)."""
+
+    TAILS = ["2, 3) == 5", "1, 1) == 2", "0,"]
+
+    def generate(self, request, on_update=None, should_stop=None):
+        result = super().generate(request, on_update, should_stop)
+        if request.tail:
+            for row, tail in zip(result.candidates, self.TAILS):
+                row.tail = tail
+        return result
+
+
+def test_the_continuation_form_reads_the_tails_the_rows_wrote_in_their_own_batch(checker):
+    """Where the engine writes tails, the first round asks for them (`assert add(` past each row's code) and the
+    model's tests are the tails' asserts: no second request, the cut tail left out, the right candidate first."""
+    from app.model_checks import CONTINUED
+
+    prompt = 'def add(a, b):\n    """Add two numbers."""\n'
+    wrong = "    return a * b + 0\n"
+    source = Tails([wrong, wrong.replace("+ 0", "+ 0 "), RIGHT])
+    request = build_request(
+        prompt, k=3, budget_s=20.0, temperature=0.8, max_new_tokens=16, seed=1, limits=Limits(max_k=8)
+    )
+    result = Pipeline(checker=checker, model_tests=CONTINUED).run(source, request)
+    assert [r.tail for r in source.requests] == ["\n\n\nassert add("]
+    assert [c.label() for c in result.model_tests.items] == ["add(2, 3) == 5", "add(1, 1) == 2"]
+    assert result.candidates[0].code == RIGHT and result.candidates[0].score_parts["agreement"] == 2.0
+
+
+@pytest.mark.parametrize(
+    ("prompt", "user", "settings", "k"),
+    [
+        ('def add(a, b):\n    """Add two numbers.\n    >>> add(2, 3)\n    5\n    """\n', "", "continuation", 3),
+        ('def add(a, b):\n    """Add two numbers."""\n', "assert add(2, 3) == 5", "continuation", 3),
+        ('def add(a, b):\n    """Add two numbers."""\n', "", "chat", 3),
+        ('def add(a, b):\n    """Add two numbers."""\n', "", None, 3),
+        ('def add(a, b):\n    """Add two numbers."""\n', "", "continuation", 1),
+    ],
+    ids=["prompt-examples", "user-checks", "chat-form", "off", "k1"],
+)
+def test_tails_are_asked_only_where_the_continuations_tests_would_be(checker, prompt, user, settings, k):
+    from app.model_checks import model_tests
+
+    source = Tails([RIGHT] * k)
+    request = build_request(prompt, k=k, budget_s=20.0, temperature=0.8, max_new_tokens=16, seed=1, limits=Limits())
+    checks = build_checks(user)
+    Pipeline(checker=checker, model_tests=model_tests(settings)).run(source, request, checks=checks)
+    assert source.requests[0].tail == ""
+
+
 def test_model_check_settings_name_a_bad_form():
     from app.model_checks import ModelCheckSettings
 
@@ -261,19 +313,33 @@ def test_model_check_settings_name_a_bad_form():
 
 
 @pytest.mark.bundled
-def test_the_bundled_model_goes_on_past_its_greedy_answer_into_asserts_the_candidates_run(checker):
-    """The real 0.5B, a prompt without examples: the continuation's rows are assert lines that call the function,
-    read as the model's tests (origin "model"), and every candidate ran on them."""
+def test_the_bundled_models_rows_go_on_past_their_code_into_tails_the_candidates_run(checker):
+    """The real 0.5B, a prompt without examples: each row goes on past its code into an assert line that calls the
+    function (its tail, in the same batch), read as the model's tests (origin "model"), and every candidate ran on
+    them."""
     from app.model_checks import CONTINUED
 
     prompt = 'def is_palindrome(s: str) -> bool:\n    """Return whether s reads the same forwards and backwards."""\n'
     request = build_request(
         prompt, k=4, budget_s=60.0, temperature=0.8, max_new_tokens=64, seed=1, limits=Limits(max_k=8)
     )
-    result = Pipeline(checker=checker, model_tests=CONTINUED).run(load_engine("bundled:qwen2.5-coder-0.5b"), request)
+    engine = Counted(load_engine("bundled:qwen2.5-coder-0.5b"))
+    result = Pipeline(checker=checker, model_tests=CONTINUED).run(engine, request)
     items = result.model_tests.items
     assert items and all(c.expression.startswith("is_palindrome(") and c.origin == "model" for c in items)
     assert all("agreement" in c.score_parts for c in result.candidates)
+    assert engine.calls == 1  # the asserts were the rows' tails, written in the round's own batch
+
+
+class Counted:
+    """The real engine, its generate calls counted."""
+
+    def __init__(self, engine):
+        self.engine, self.calls = engine, 0
+
+    def generate(self, request, on_update=None, should_stop=None):
+        self.calls += 1
+        return self.engine.generate(request, on_update=on_update, should_stop=should_stop)
 
 
 class CutFirst(Continues):

@@ -18,17 +18,50 @@ def earliest_stop(text: str, stops: tuple[str, ...], search_from: int = 0) -> in
     return min(hits) if hits else None
 
 
+TAIL_TOKENS = 32  # a tail's line, at most (one assert line: measured in docs/MEASUREMENTS.md)
+
+
+@dataclass
+class Tail:
+    """What a row writes past its own end (GenerationRequest.tail): it goes on from its first `kept` tokens, reads the
+    tail's text (`ids[:read]`, forced: the first is the row's pending token, `queue` the rest, read in the next
+    round as a draft taken whole) and writes one line after it (`text`)."""
+
+    kept: int  # the row's tokens it goes on from (its code, without trailing blanks)
+    ids: list[int]  # the tail's tokens held or pending: the forced ones first, then the written ones
+    read: int  # how many of ids (and queue) are forced
+    queue: list[int] = field(default_factory=list)  # forced tokens not read yet
+    text: str = ""  # the line written after the forced text
+    done: bool = False
+
+
 @dataclass
 class RowState:
-    """One candidate as it grows: committed tokens, their log-probabilities, its text and whether it is done."""
+    """One candidate as it grows: committed tokens, their log-probabilities, its text and whether it is done; past
+    its end, the tail it writes (where the request asks for one)."""
 
     token_ids: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
     text: str = ""
     finish_reason: str | None = None
+    tail: Tail | None = None
+
+    @property
+    def history(self) -> list[int]:
+        """The tokens the model has read or will read next for this row: its own, or those its tail goes on from
+        and the tail's (the last one pending, not yet cached)."""
+        if self.tail is None:
+            return self.token_ids
+        return self.token_ids[: self.tail.kept] + self.tail.ids
+
+    @property
+    def growing(self) -> bool:
+        """Whether the row still takes part in the batch: unfinished, or writing its tail."""
+        return self.finish_reason is None or (self.tail is not None and not self.tail.done)
 
     def as_candidate(self) -> Candidate:
-        return Candidate(self.text, list(self.token_ids), list(self.logprobs), self.finish_reason)
+        tail = self.tail.text if self.tail is not None else None
+        return Candidate(self.text, list(self.token_ids), list(self.logprobs), self.finish_reason, tail)
 
 
 @dataclass(frozen=True)
@@ -149,6 +182,20 @@ class StopRules:
         end = self.ends_at(row.text, old_text_len, final=row.finish_reason == FINISH_STOP)
         if end is not None:
             self.end_row_at(row, end, decode)
+
+    def extend_tail(self, tail: Tail, tokens: list[int], decode) -> None:
+        """Append newly committed tokens to a row's tail (the forced ones come back as accepted drafts); the tail
+        ends at its first newline, an end-of-text token or TAIL_TOKENS written."""
+        for position, token in enumerate(tokens):
+            if token in self.eos_ids:
+                tokens, tail.done = tokens[:position], True
+                break
+        tail.ids.extend(tokens)
+        written = tail.ids[tail.read :]
+        text = decode(written)
+        line_end = text.find("\n")
+        tail.text = text if line_end < 0 else text[:line_end]
+        tail.done = tail.done or line_end >= 0 or len(written) >= TAIL_TOKENS
 
     def ends_at(self, text: str, old_text_len: int = 0, final: bool = False) -> int | None:
         """Where a text must end by a stop string, the end of the function body or the suffix's echo (the
