@@ -122,25 +122,40 @@ def continuation_request(request: GenerationRequest, program: str, settings: Mod
     )
 
 
+ASSERT_AFTER = "\n\n\nassert "  # where the model goes on past a candidate's code into a test of it
+
+
 def continued(program: str, name: str, text: str) -> str:
     """`program` with a row of a continuation_request after it."""
-    return f"{program.rstrip()}\n\n\nassert {name}({text}"
+    return f"{program.rstrip()}{ASSERT_AFTER}{name}({text}"
 
 
 def with_tails(request: GenerationRequest, settings: ModelCheckSettings | None) -> GenerationRequest:
     """The request whose rows each go on past their own code into an assert line (the engine's tails: the
     continuation form's tests written in the same batch, no second request), where `settings` ask for the
-    continuation and the prompt has a function; else the request as it is."""
-    name = tested_function(request)
-    if settings is None or settings.form != CONTINUATION or name is None:
+    continuation: `assert name(` after a Python prompt's function, `assert ` inside a Python answer's code block
+    (the answer names its function); else the request as it is."""
+    if settings is None or settings.form != CONTINUATION or request.language is not languages.PYTHON:
         return request
-    return replace(request, tail=continued("", name, ""))
+    if request.in_words:
+        return replace(request, tail=ASSERT_AFTER)
+    name = tested_function(request)
+    return replace(request, tail=f"{ASSERT_AFTER}{name}(") if name is not None else request
 
 
-def tail_checks(result: GenerationResult, name: str) -> list[Check]:
-    """The distinct checks the rows' tails state (each an assert line that calls `name`; a tail cut mid-line does
-    not parse and states none), origin "model"."""
-    return _distinct(c for row in result.candidates if row.tail for c in _asserts(f"assert {name}({row.tail}", name))
+def tail_checks(result: GenerationResult, name: str | None, codes: list[str] | None = None) -> list[Check]:
+    """The distinct checks the rows' tails state, origin "model": each an assert line that calls `name` (a tail
+    after `assert name(`), or where `name` is None (a tail after `assert `) a function its row's code (`codes`)
+    defines; a tail cut mid-line does not parse and states none."""
+    found = []
+    for row, code in zip(result.candidates, codes or [""] * len(result.candidates)):
+        if not row.tail:
+            continue
+        if name is not None:
+            found.extend(_asserts(f"assert {name}({row.tail}", name))
+            continue
+        found.extend(c for defined in top_level_functions(code) for c in _asserts(f"assert {row.tail}", defined))
+    return _distinct(found)
 
 
 def continued_checks(result: GenerationResult, program: str, name: str) -> list[Check]:

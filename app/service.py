@@ -374,7 +374,7 @@ class Pipeline:
         if not usable:
             return None, None
         if settings.form == CONTINUATION and any(row.tail is not None for row in drawn.result.candidates):
-            found = tail_checks(drawn.result, tested_function(request))  # written in the round's own batch
+            found = tail_checks(drawn.result, tested_function(request), drafts.codes)  # written in the round's batch
         else:
             found = self._tests_asked(engine, request, drafts, drawn.result, left_s, should_stop, spent)
             if found is None:

@@ -114,7 +114,8 @@ class GenerationRequest:
     # the model's chat template; each row is an answer, its code in a fenced block. Empty: `prompt` is code
     tail: str = ""  # where set, a row that ends by itself goes on past its code (blanks at its end dropped): the
     # model reads this text and writes one more line (Candidate.tail), e.g. "\n\n\nassert f(" for a test of the
-    # row's own (local engine; the row's text, tokens and finish stay as they were). Empty: rows end at their end
+    # row's own (local engine; the row's text, tokens and finish stay as they were; an answer in words goes on inside
+    # its code block). Empty: rows end at their end
 
     @property
     def in_words(self) -> bool:
@@ -150,8 +151,8 @@ class GenerationRequest:
         _check_int("min_indent", self.min_indent, 0, 1000)
         if self.extra_tokens is not None:
             _check_int("extra_tokens", self.extra_tokens, 0, 1_000_000)
-        if not isinstance(self.tail, str) or (self.tail and (self.is_infill or self.in_words)):
-            raise InvalidRequest(f"tail={self.tail!r} is invalid: it must be text, and only for code to continue")
+        if not isinstance(self.tail, str) or (self.tail and self.is_infill):
+            raise InvalidRequest(f"tail={self.tail!r} is invalid: it must be text, and a middle has none")
         if not isinstance(self.greedy_first, bool):
             raise InvalidRequest(f"greedy_first={self.greedy_first!r} is invalid: it must be true or false")
         if not isinstance(self.stop_at_body_end, bool):

@@ -284,6 +284,37 @@ def test_the_continuation_form_reads_the_tails_the_rows_wrote_in_their_own_batch
     assert result.candidates[0].code == RIGHT and result.candidates[0].score_parts["agreement"] == 2.0
 
 
+class WordsTails(Rounds):
+    """Answers in words whose rows wrote tails past their code (inside the block, after `assert `)."""
+
+    TAILS = ["is_even(4) == True", "is_even(3) == False", "print(1)", "other(2) == 1"]
+
+    def generate(self, request, on_update=None, should_stop=None):
+        result = super().generate(request, on_update, should_stop)
+        if request.tail:
+            for row, tail in zip(result.candidates, self.TAILS):
+                row.tail = tail
+        return result
+
+
+def test_answers_in_words_write_tails_that_call_their_own_function(checker):
+    """A request in words without asserts: each answer goes on inside its code block after `assert `; the asserts
+    that call a function the row's code defines are the model's tests (a print and a call of another name are
+    not), and the answer that keeps them ranks first."""
+    from app.model_checks import CONTINUED
+
+    odd = "Here:\n\n```python\ndef is_even(n):\n    return n % 2 == 1\n```\n"
+    right = "Here:\n\n```python\ndef is_even(n):\n    return n % 2 == 0\n```\n"
+    source = WordsTails([odd, odd.replace("== 1", "== 1 "), right, right])
+    request = build_request(
+        "Write a Python function is_even(n).", k=4, budget_s=20.0, temperature=0.8, max_new_tokens=64, mode="words"
+    )
+    result = Pipeline(checker=checker, model_tests=CONTINUED).run(source, request)
+    assert [r.tail for r in source.requests] == ["\n\n\nassert "]
+    assert [c.label() for c in result.model_tests.items] == ["is_even(4) == True", "is_even(3) == False"]
+    assert "% 2 == 0" in result.candidates[0].code and result.candidates[0].score_parts["agreement"] > 0
+
+
 @pytest.mark.parametrize(
     ("prompt", "user", "settings", "k"),
     [
@@ -329,6 +360,28 @@ def test_the_bundled_models_rows_go_on_past_their_code_into_tails_the_candidates
     assert items and all(c.expression.startswith("is_palindrome(") and c.origin == "model" for c in items)
     assert all("agreement" in c.score_parts for c in result.candidates)
     assert engine.calls == 1  # the asserts were the rows' tails, written in the round's own batch
+
+
+@pytest.mark.bundled
+def test_the_bundled_models_answers_in_words_write_tails_that_test_their_function(checker):
+    """The real 0.5B, a request in words without an example: the answers' tails are asserts on the function they
+    define, read as the model's tests, in one call."""
+    from app.model_checks import CONTINUED
+
+    request = build_request(
+        "Write a Python function is_palindrome(s) that tells whether a string reads the same backwards.",
+        k=4,
+        budget_s=60.0,
+        temperature=0.8,
+        max_new_tokens=160,
+        seed=1,
+        mode="words",
+    )
+    engine = Counted(load_engine("bundled:qwen2.5-coder-0.5b"))
+    result = Pipeline(checker=checker, model_tests=CONTINUED).run(engine, request)
+    items = result.model_tests.items
+    assert items and all("is_palindrome(" in c.expression and c.origin == "model" for c in items)
+    assert engine.calls == 1
 
 
 class Counted:

@@ -60,10 +60,6 @@ def test_a_greedy_rows_tail_is_what_greedy_decoding_writes_after_its_tokens_and_
     assert rows[0].tail == rows[1].tail == expected.split("\n")[0]
 
 
-def test_a_tail_is_refused_for_a_middle_or_a_request_in_words(make_engine):
-    from engine import ChatTurn
-
+def test_a_tail_is_refused_for_a_middle(make_engine):
     with pytest.raises(InvalidRequest, match="tail="):
         make_engine().generate(_request(tail=TAIL, suffix="x = 1\n"))
-    with pytest.raises(InvalidRequest, match="tail="):
-        make_engine().generate(_request(tail=TAIL, turns=(ChatTurn("user", "write f"),)))
