@@ -1,8 +1,9 @@
 """What the answers' own checks did in a bench_words run, read from its --out file (no server is started):
 
-- ours_ranked as served, and the same samples ranked without the stated-agreement tier (each task's answers
-  reordered by what the ranking weighs after it: the static demotion, the score, the mean log-probability, as
-  rerank.rank orders them), so the difference is the stated checks' alone;
+- ours_ranked as served, and the same samples ranked without the stated-agreement tier, or without the model's
+  tests' agreement tier (the tails of `--model-tests continuation`): each task's answers reordered by the other tiers
+  and what the ranking weighs after them (the static demotion, the score, the mean log-probability, as rerank.rank
+  orders them), so the difference is that tier's alone;
 - how many of our answers state checks of their own (checks/stated.py on each distinct answer's code and its example
   usage), and in how many tasks at least one answer does;
 - llama_greedy's answers judged as given (their code block whole) and with their example usage apart, as our answers
@@ -40,8 +41,11 @@ def _number(value) -> float:
     return float(value) if value is not None and math.isfinite(value) else -math.inf
 
 
-def without_stated(line: dict) -> bool:
-    """Whether the first answer passes when the answers are ordered without the stated-agreement tier."""
+TIERS = ("checks_passed", "agreement", "stated_agreement")  # the evidence's tiers, in the ranking's order
+
+
+def without(line: dict, left_out: str) -> bool:
+    """Whether the first answer passes when the answers are ordered without the tier `left_out` (one of TIERS)."""
     groups = _groups(line)
     if not groups:
         return bool(line.get("passed"))
@@ -50,7 +54,7 @@ def without_stated(line: dict) -> bool:
         ranked = group["ranked"]
         demoted = ranked.get("parses") is False or any(f.get("kind") == EMPTY_KIND for f in ranked.get("findings", []))
         parts = ranked.get("score_parts") or {}
-        tiers = [-_number(parts.get(name)) for name in ("checks_passed", "agreement")]  # the tiers before it
+        tiers = [-_number(parts.get(name)) for name in TIERS if name != left_out]
         score = -_number(ranked.get("score"))
         return (*tiers, demoted, score, -_number(parts.get("mean_logprob")), ranked.get("rank"))
 
@@ -83,7 +87,10 @@ def main(argv: list[str] | None = None) -> dict:
     ranked = lines.get("ours_ranked", {})
     if ranked:
         rows["ours_ranked without the stated checks (same samples)"] = percent(
-            [without_stated(line) for line in ranked.values()]
+            [without(line, "stated_agreement") for line in ranked.values()]
+        )
+        rows["ours_ranked without the model's tests (same samples)"] = percent(
+            [without(line, "agreement") for line in ranked.values()]
         )
     if "llama_greedy" in lines:
         rows["llama_greedy, its example usage apart"] = percent(

@@ -99,7 +99,22 @@ def test_words_evidence_reorders_the_same_samples_without_the_stated_tier():
             choice(2, wrong, False, 0.9, 0.0),
         ],
     }
-    assert evidence.without_stated(line) is False  # agreement alone puts the two copies of the wrong one first
+    assert (
+        evidence.without(line, "stated_agreement") is False
+    )  # agreement alone puts the two copies of the wrong one first
     assert evidence.stating(line) == (1, 2)  # of two distinct answers, one states a check (in its example usage)
     line["candidates"][0]["ranked_drafts"]["score"] = 1.0
-    assert evidence.without_stated(line) is True
+    assert evidence.without(line, "stated_agreement") is True
+
+
+def test_words_evidence_reorders_the_same_samples_without_the_model_tests_tier():
+    from benchmarks import words_evidence as evidence
+
+    def choice(rank, passed, score, agreement):
+        parts = {"agreement": agreement, "stated_agreement": 0.0, "mean_logprob": -0.1}
+        ranked = {"rank": rank, "score": score, "score_parts": parts, "parses": True, "findings": []}
+        return {"code": f"def f():\n    return {rank}\n", "passed": passed, "ranked_drafts": ranked}
+
+    line = {"passed": True, "candidates": [choice(1, True, 0.2, 3.0), choice(2, False, 0.9, 1.0)]}
+    assert evidence.without(line, "stated_agreement") is True  # the model's tests' agreement puts the right one first
+    assert evidence.without(line, "agreement") is False  # without them the higher score wins
