@@ -3,7 +3,13 @@ assert lines that test the function the prompt begins; the candidates are run on
 candidates that agree with many others on many of them (rerank.dual_agreement), which holds up when some of the
 tests are wrong.
 
-This module builds the request for the tests and reads the asserts of its answers; app/service.py runs it.
+The tests come in one of two forms (FORMS): asked in words (CHAT, CodeT's request), or written by the model going
+on past code into an assert line (CONTINUATION). In the continuation form, where the engine writes tails, each row of
+the request's own round goes on past its code into one assert line in the same batch (`with_tails`, read by
+`tail_checks`; engine/tails.py); a source without tails gets a second request that goes on past the first row that
+ended by itself (`continuation_request`).
+
+This module builds the requests for the tests and reads the asserts of their answers; app/service.py runs it.
 """
 
 from __future__ import annotations

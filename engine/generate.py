@@ -29,7 +29,7 @@ from engine.speculation.drafters import (
     prompt_lookup_drafter,
     sibling_drafter,
 )
-from engine.tails import TAIL_GRACE_ROUNDS, TAIL_READ_TOKENS, forced_draft, start_tail
+from engine.tails import TAIL_READ_TOKENS, forced_draft, start_tail
 from engine.text.prompting import PreparedPrompt, PromptPreparer, end_of_text_ids
 from engine.text.stopping import TAIL_TOKENS, RowState, StopRules, line_end_after
 from engine.types import (
@@ -123,7 +123,6 @@ class _Run:
     round_number: int = 1  # the draft/verify round under way (1: the first after the prompt's prefill)
     line_marks: dict[int, int] | None = None  # past the budget (Deadline.waits_for_line): each row's text length
     # at the deadline; a newline after it ends the row
-    texts_ended: int | None = None  # the round by which every row's own text had ended (only tails grow after it)
 
     def decode(self, decode: Callable[[list[int]], str], token_ids: list[int]) -> str:
         """A row's text: its tokens decoded, less the typed text a healed first token repeats."""
@@ -176,7 +175,7 @@ class Engine:
         if request.deadline.after_prompt:
             run.deadline = time.perf_counter() + request.budget_s
         self._notify(run, on_update)
-        while run.active and not (should_stop and should_stop()) and not self._tails_overdue(run):
+        while run.active and not (should_stop and should_stop()):
             if time.perf_counter() >= run.deadline:
                 if not request.deadline.waits_for_line:
                     break
@@ -388,14 +387,6 @@ class Engine:
                 run.rules.extend_tail(row.tail, tokens, self._decode)
                 continue
             run.rules.extend(row, tokens, logprobs.tolist(), functools.partial(run.decode, self._decode))
-
-    @staticmethod
-    def _tails_overdue(run: _Run) -> bool:
-        """Whether only tails grow and they have had TAIL_GRACE_ROUNDS rounds since every row's own text ended."""
-        if any(run.rows[r].finish_reason is None for r in run.active):
-            return False
-        run.texts_ended = run.round_number if run.texts_ended is None else run.texts_ended
-        return run.round_number - run.texts_ended >= TAIL_GRACE_ROUNDS
 
     def _start_tails(self, run: _Run) -> None:
         """Where the request asks for tails: each row that ended by itself in this round begins its tail (its cache cut

@@ -7,8 +7,7 @@ How, exactly: the row's cache is cut back to its code (trailing blanks and whate
 tail's text is tokenized and read as a draft that is taken whole in the next round (its positions get the target's
 distributions like any draft's; only the acceptance test is skipped), and the token after it is the target's sample
 there, as any bonus token. The row's own text, tokens and finish stay as they were; the line goes to Candidate.tail.
-The written line ends at its newline (TAIL_TOKENS at most), or once every row's own text has ended and the tails
-have had TAIL_GRACE_ROUNDS more rounds.
+The written line ends at its newline (TAIL_TOKENS at most).
 """
 
 from __future__ import annotations
@@ -21,12 +20,6 @@ from engine.speculation.drafters import Draft
 from engine.text.stopping import RowState, Tail
 
 TAIL_READ_TOKENS = 32  # a tail's text (with the row's own trailing remainder) is read only if it is this short
-# rounds the tails still growing get once every row's own text has ended (then the run ends; a tail cut mid-line
-# states nothing): tails ride along while rows write their code and the request does not wait for them. On the
-# page's path (HumanEval prompts without examples, k=8) tails without an end cost 1.22x the request, with 8 rounds
-# 1.25x, with none 1.14x (noisy runs); the tests' gain, estimated from the samples' token counts: 71.3% with 8
-# rounds, 70.7% with none (docs/MEASUREMENTS.md)
-TAIL_GRACE_ROUNDS = 0
 
 
 def start_tail(row: RowState, tail: str, cached: int, decode: Callable, encode: Callable) -> Tail | None:
