@@ -134,11 +134,12 @@ def _evidence_options(parser: argparse.ArgumentParser) -> None:
         nargs="?",
         choices=MODEL_TEST_FORMS,
         const=CONTINUATION,
-        help="where a Python prompt has no examples and no checks are given, have the model write tests and rank "
-        "by agreement on them (CodeT; app/model_checks.py). 'continuation' (the default form): the model goes on "
-        "past the greedy answer into one assert line a row, measured on HumanEval without its examples at +5.4 "
-        "points over greedy (+3.0 over the ranking alone) for about 2 s more per request (1.3x a k=8 request); "
-        "'chat': it is asked for them in words, +6.1 over greedy for about 18 s. Off unless given",
+        help="where a Python prompt or request in words has no examples and no checks are given, have the model "
+        "write tests and rank by agreement on them (CodeT; app/model_checks.py). 'continuation' (the default form): "
+        "each row goes on past its own code into one assert line in the same batch (engine/tails.py), measured on "
+        "HumanEval without its examples at +5.4 points over greedy (+6.1 over the ranking alone) for 1.2x a k=8 "
+        "request's time; 'chat': the model is asked for them in words, +6.1 over greedy for about 18 s. Off unless "
+        "given",
     )
     group.add_argument(
         "--no-read-examples",

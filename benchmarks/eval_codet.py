@@ -16,6 +16,11 @@ The committed continuation tests were written with --write-rows 8; the app's 4 r
     python -m benchmarks.eval_codet --form continuation --rows 4 --no-generate --problems stripped.jsonl \\
         --tests-out benchmarks/data/humaneval_stripped_continued_tests_qwen2.5-coder-1.5b.jsonl.gz \\
         --samples benchmarks/data/humaneval_stripped_qwen2.5-coder-1.5b_k12_t0.8.jsonl.gz
+
+With --form tails the tests are the assert lines the candidates of --samples wrote past their own code in their own
+batch (samples from `eval_humaneval --tails`, as the app's continuation form writes them now); nothing is generated:
+
+    python -m benchmarks.eval_codet --form tails --problems stripped.jsonl --samples TAILS
 """
 
 from __future__ import annotations
