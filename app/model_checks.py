@@ -139,19 +139,19 @@ def continued(program: str, name: str, text: str) -> str:
 def with_tails(request: GenerationRequest, settings: ModelCheckSettings | None) -> GenerationRequest:
     """The request whose rows each go on past their own code into an assert line (the engine's tails: the
     continuation form's tests written in the same batch, no second request), where `settings` ask for the
-    continuation: `assert name(` after a Python prompt's function, `assert ` inside a Python answer's code block
+    continuation: `assert name(` after a Python prompt's function, `assert` inside a Python answer's code block
     (the answer names its function); else the request as it is."""
     if settings is None or settings.form != CONTINUATION or request.language is not languages.PYTHON:
         return request
-    if request.in_words:
-        return replace(request, tail=ASSERT_AFTER)
+    if request.in_words:  # the model writes the space and the name as one token, as it would
+        return replace(request, tail=ASSERT_AFTER.rstrip())
     name = tested_function(request)
     return replace(request, tail=f"{ASSERT_AFTER}{name}(") if name is not None else request
 
 
 def tail_checks(result: GenerationResult, name: str | None, codes: list[str] | None = None) -> list[Check]:
     """The distinct checks the rows' tails state, origin "model": each an assert line that calls `name` (a tail
-    after `assert name(`), or where `name` is None (a tail after `assert `) a function its row's code (`codes`)
+    after `assert name(`), or where `name` is None (a tail after `assert`) a function its row's code (`codes`)
     defines; a tail cut mid-line does not parse and states none."""
     found = []
     for row, code in zip(result.candidates, codes or [""] * len(result.candidates)):
@@ -160,7 +160,7 @@ def tail_checks(result: GenerationResult, name: str | None, codes: list[str] | N
         if name is not None:
             found.extend(_asserts(f"assert {name}({row.tail}", name))
             continue
-        found.extend(c for defined in top_level_functions(code) for c in _asserts(f"assert {row.tail}", defined))
+        found.extend(c for defined in top_level_functions(code) for c in _asserts(f"assert{row.tail}", defined))
     return _distinct(found)
 
 
@@ -195,7 +195,7 @@ _ASSERT = re.compile(r"^\s*assert\b.*$", re.MULTILINE)
 
 def _asserts(code: str, name: str) -> Iterator[Check]:
     for line in _ASSERT.findall(code):
-        if f"{name}(" not in line:
+        if not re.search(rf"\b{re.escape(name)}\(", line):
             continue
         try:
             (check,) = parse_user_checks(line.strip())

@@ -365,7 +365,8 @@ class Pipeline:
         return read_examples(asked, result, request.prompt, name, found)
 
     def _model_tests(self, engine, request, drawn: _Drawn, left_s: float, should_stop, spent: Timings):
-        """Where this pipeline asks for them and the prompt is a Python function: the tests the model wrote for it
+        """Where this pipeline asks for them and the request is a Python function or a request in words for one: the
+        tests the model wrote for it
         (app/model_checks.py: in the continuation form, the asserts the round's rows wrote in their tails; else, or
         where the engine wrote none, in a request of their own while time is left) and each row's dual agreement on
         them; else (None, None)."""

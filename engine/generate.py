@@ -119,7 +119,7 @@ class _Run:
     deadline: float
     started: float
     stats: GenerationStats
-    active: list[int]  # original indices of unfinished rows, in batch order
+    active: list[int]  # original indices of the rows still growing (their text, or their tail), in batch order
     round_number: int = 1  # the draft/verify round under way (1: the first after the prompt's prefill)
     line_marks: dict[int, int] | None = None  # past the budget (Deadline.waits_for_line): each row's text length
     # at the deadline; a newline after it ends the row
@@ -391,7 +391,7 @@ class Engine:
     def _start_tails(self, run: _Run) -> None:
         """Where the request asks for tails: each row that ended by itself in this round begins its tail (its cache cut
         back to the tokens the tail goes on from; tails.start_tail)."""
-        if not run.request.tail:
+        if not run.request.tail or run.line_marks is not None:  # past an editor's deadline no new line is begun
             return
         lengths = run.cache.lengths.clone()
         decode = functools.partial(run.decode, self._decode)
@@ -400,7 +400,7 @@ class Engine:
             if row.finish_reason != FINISH_STOP or row.tail is not None:
                 continue
             cached = int(lengths[b]) - len(run.prompt.ids)
-            row.tail = start_tail(row, run.request.tail, cached, decode, self._encode)
+            row.tail = start_tail(row, run.request.tail, cached, decode, self.prompts.encode)
             if row.tail is not None:
                 lengths[b] = len(run.prompt.ids) + row.tail.kept
         run.cache.set_lengths(lengths)
@@ -464,7 +464,8 @@ class Engine:
         self._drop_finished(run)
 
     def _drop_finished(self, run: _Run) -> None:
-        """Finished rows leave the batch: their cache rows are dropped so they stop costing compute."""
+        """Finished rows leave the batch (a row writing its tail stays): their cache rows are dropped so they stop
+        costing compute."""
         keep = [i for i, r in enumerate(run.active) if run.rows[r].growing]
         if len(keep) == len(run.active):
             return
@@ -475,9 +476,6 @@ class Engine:
     # --- output -------------------------------------------------------------------------------------
     def _decode(self, token_ids: list[int]) -> str:
         return self.tokenizer.decode(token_ids, skip_special_tokens=True)
-
-    def _encode(self, text: str) -> list[int]:
-        return self.tokenizer.encode(text, add_special_tokens=False)
 
     def _result(self, run: _Run) -> GenerationResult:
         run.stats.wall_s = time.perf_counter() - run.started

@@ -23,7 +23,8 @@ TAIL_READ_TOKENS = 32  # a tail's text (with the row's own trailing remainder) i
 
 
 def start_tail(row: RowState, tail: str, cached: int, decode: Callable, encode: Callable) -> Tail | None:
-    """The tail a row that ended by itself begins, or None (an empty row, or a text too long to read): it goes on from
+    """The tail a row that ended by itself begins, or None (an empty row, one whose first token is not its code's, or a
+    text too long to read): it goes on from
     the row's longest run of cached tokens that its code (its text without trailing blanks) begins with, and reads
     the rest of the code and `tail`. `cached`: the row's tokens its cache holds; decode/encode: the row's tokens to
     its text, a text to tokens."""
@@ -33,6 +34,8 @@ def start_tail(row: RowState, tail: str, cached: int, decode: Callable, encode: 
     kept = min(len(row.token_ids), cached)
     while kept > 0 and not code.startswith(decode(row.token_ids[:kept])):
         kept -= 1
+    if not kept:  # not even its first token is its code's (a healed first token): nothing to go on from
+        return None
     forced = encode(code[len(decode(row.token_ids[:kept])) :] + tail)
     if not forced or len(forced) > TAIL_READ_TOKENS:
         return None

@@ -191,7 +191,8 @@ class Candidate:
     token_ids: list[int] = field(default_factory=list)  # generated token ids (kept ones)
     logprobs: list[float] = field(default_factory=list)  # log p_target(token) per token, at temperature 1
     finish_reason: str | None = None  # one of FINISH_REASONS; None while growing
-    tail: str | None = None  # the line written past the row's end after GenerationRequest.tail; None: no tail
+    tail: str | None = None  # the line written past the row's end after GenerationRequest.tail; None: no tail, or
+    # one cut before its line ended (its limit, the deadline, a stop)
 
     @property
     def finished(self) -> bool:

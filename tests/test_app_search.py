@@ -284,21 +284,14 @@ def test_the_continuation_form_reads_the_tails_the_rows_wrote_in_their_own_batch
     assert result.candidates[0].code == RIGHT and result.candidates[0].score_parts["agreement"] == 2.0
 
 
-class WordsTails(Rounds):
-    """Answers in words whose rows wrote tails past their code (inside the block, after `assert `)."""
+class WordsTails(Tails):
+    """Answers in words whose rows wrote tails past their code (inside the block, after `assert`)."""
 
-    TAILS = ["is_even(4) == True", "is_even(3) == False", "print(1)", "other(2) == 1"]
-
-    def generate(self, request, on_update=None, should_stop=None):
-        result = super().generate(request, on_update, should_stop)
-        if request.tail:
-            for row, tail in zip(result.candidates, self.TAILS):
-                row.tail = tail
-        return result
+    TAILS = [" is_even(4) == True", " is_even(3) == False", " print(1)", " other(2) == 1"]
 
 
 def test_answers_in_words_write_tails_that_call_their_own_function(checker):
-    """A request in words without asserts: each answer goes on inside its code block after `assert `; the asserts
+    """A request in words without asserts: each answer goes on inside its code block after `assert`; the asserts
     that call a function the row's code defines are the model's tests (a print and a call of another name are
     not), and the answer that keeps them ranks first."""
     from app.model_checks import CONTINUED
@@ -310,7 +303,7 @@ def test_answers_in_words_write_tails_that_call_their_own_function(checker):
         "Write a Python function is_even(n).", k=4, budget_s=20.0, temperature=0.8, max_new_tokens=64, mode="words"
     )
     result = Pipeline(checker=checker, model_tests=CONTINUED).run(source, request)
-    assert [r.tail for r in source.requests] == ["\n\n\nassert "]
+    assert [r.tail for r in source.requests] == ["\n\n\nassert"]
     assert [c.label() for c in result.model_tests.items] == ["is_even(4) == True", "is_even(3) == False"]
     assert "% 2 == 0" in result.candidates[0].code and result.candidates[0].score_parts["agreement"] > 0
 

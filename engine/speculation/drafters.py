@@ -270,7 +270,7 @@ def _common_prefix(fed: list[int], history: list[int]) -> int:
     """How many leading tokens agree (the cache entries that are still valid); at most len(history) - 1, so
     the newest token is always fed."""
     limit = min(len(fed), len(history) - 1)
-    for i in range(limit - 1, -1, -1):  # histories only grow: mismatches sit near the end
+    for i in range(limit - 1, -1, -1):  # histories grow (or are cut back for a tail): mismatches sit near the end
         if fed[i] == history[i] and fed[: i + 1] == history[: i + 1]:
             return i + 1
     return 0
@@ -290,6 +290,7 @@ class LookupDrafter:
         # n -> n-gram -> [(source, end)] where source -1 is the prompt, r >= 0 is row r's generated tokens
         self._index: dict[int, dict[tuple, list[tuple[int, int]]]] = defaultdict(lambda: defaultdict(list))
         self._indexed: dict[int, int] = {}  # source -> tokens indexed so far
+        self._last: dict[int, int | None] = {}  # source -> the last token indexed (a changed one: it was cut back)
 
     def propose(self, context: DraftContext) -> Draft:
         self._index_new_tokens(context)
@@ -308,10 +309,20 @@ class LookupDrafter:
         for source in sources:
             tokens = self._source_tokens(context, source)
             start = self._indexed.get(source, 0)
+            if start and (start > len(tokens) or tokens[start - 1] != self._last[source]):
+                start = self._forget(source)  # its history was cut back (a row's tail): indexed again
             for end in range(start + 1, len(tokens) + 1):  # n-grams ending at start are indexed
                 for n in range(1, min(self.max_ngram, end) + 1):
                     self._index[n][tuple(tokens[end - n : end])].append((source, end))
             self._indexed[source] = len(tokens)
+            self._last[source] = tokens[-1] if tokens else None
+
+    def _forget(self, source: int) -> int:
+        """Drop every n-gram of `source` from the index; 0, where its indexing starts again."""
+        for grams in self._index.values():
+            for key in list(grams):
+                grams[key] = [hit for hit in grams[key] if hit[0] != source]
+        return 0
 
     def _allowed(self, source: int, row: int) -> bool:
         if source < 0:

@@ -84,16 +84,16 @@ class PromptPreparer:
         if request.is_infill:
             return self._middle_ids(request)
         if self.in_chat_form(request):
-            return self.chat.prompt_ids(request.prompt, self._encode, self._encode_special, request.language)
-        return self._encode(request.prompt)
+            return self.chat.prompt_ids(request.prompt, self.encode, self._encode_special, request.language)
+        return self.encode(request.prompt)
 
     def _conversation_ids(self, request: GenerationRequest) -> list[int]:
         """A request in words: its turns in the tokenizer's chat template, the answer next; a model without one
         reads the turns' text as it is."""
         parts = conversation_parts(self.tokenizer, request.turns)
         if parts is None:
-            return self._encode("\n\n".join(turn.content for turn in request.turns) + "\n")
-        return read_parts(parts, self._encode, self._encode_special)
+            return self.encode("\n\n".join(turn.content for turn in request.turns) + "\n")
+        return read_parts(parts, self.encode, self._encode_special)
 
     def _middle_ids(self, request: GenerationRequest) -> list[int]:
         """A middle's prompt in the FIM format: other files within the room the context leaves them, an editor's
@@ -101,7 +101,7 @@ class PromptPreparer:
         if request.extra_tokens is not None:  # other files get what the context leaves (llama.cpp's n_extra_take)
             request = replace(request, extra_tokens=max(0, min(request.extra_tokens, self._room_for_files(request))))
         starts = self._window_starts() if request.context_tokens is not None else frozenset()
-        return require_fim(self.fim, self.model_name).prompt_ids(request, self._encode, starts)
+        return require_fim(self.fim, self.model_name).prompt_ids(request, self.encode, starts)
 
     def _room_for_files(self, request: GenerationRequest) -> int:
         """Tokens the context leaves other files: less the window, twice the new tokens, a draft and a margin."""
@@ -189,7 +189,7 @@ class PromptPreparer:
         ids = [i for i in answer_enders(self.tokenizer, self.eos_ids) if 0 <= i < self.vocab_size]
         return torch.tensor(ids, dtype=torch.long, device=self.device) if ids else None
 
-    def _encode(self, text: str) -> list[int]:
+    def encode(self, text: str) -> list[int]:
         """Token ids of text read as text: a special token's spelling typed in the code stays characters."""
         if not text:
             return []

@@ -32,7 +32,8 @@ class Tail:
     read: int  # how many of ids (and queue) are forced
     queue: list[int] = field(default_factory=list)  # forced tokens not read yet
     text: str = ""  # the line written after the forced text
-    done: bool = False
+    done: bool = False  # it takes no more tokens (its line ended, or it was cut)
+    ended: bool = False  # its line ended by itself (a newline or an end-of-text token): not cut
 
 
 @dataclass
@@ -60,7 +61,8 @@ class RowState:
         return self.finish_reason is None or (self.tail is not None and not self.tail.done)
 
     def as_candidate(self) -> Candidate:
-        tail = self.tail.text if self.tail is not None else None
+        ended = self.tail is not None and self.tail.ended
+        tail = self.tail.text if ended else None  # a line cut by its limit, the deadline or a stop may mislead
         return Candidate(self.text, list(self.token_ids), list(self.logprobs), self.finish_reason, tail)
 
 
@@ -184,18 +186,19 @@ class StopRules:
             self.end_row_at(row, end, decode)
 
     def extend_tail(self, tail: Tail, tokens: list[int], decode) -> None:
-        """Append newly committed tokens to a row's tail (the forced ones come back as accepted drafts); the tail
-        ends at its first newline, an end-of-text token or TAIL_TOKENS written."""
+        """Append newly committed tokens to a row's tail (the forced ones come back as accepted drafts); its line
+        ends at its first newline or an end-of-text token, and is cut at TAIL_TOKENS written."""
         for position, token in enumerate(tokens):
             if token in self.eos_ids:
-                tokens, tail.done = tokens[:position], True
+                tokens, tail.ended = tokens[:position], True
                 break
         tail.ids.extend(tokens)
         written = tail.ids[tail.read :]
         text = decode(written)
         line_end = text.find("\n")
         tail.text = text if line_end < 0 else text[:line_end]
-        tail.done = tail.done or line_end >= 0 or len(written) >= TAIL_TOKENS
+        tail.ended = tail.ended or line_end >= 0
+        tail.done = tail.ended or len(written) >= TAIL_TOKENS
 
     def ends_at(self, text: str, old_text_len: int = 0, final: bool = False) -> int | None:
         """Where a text must end by a stop string, the end of the function body or the suffix's echo (the
