@@ -191,6 +191,16 @@ def test_search_settings_name_a_bad_value():
         SearchSettings(min_left_share=float("nan"))
 
 
+ADD_PROMPT = 'def add(a, b):\n    """Add two numbers."""\n'  # no example: the model's tests are asked
+ADD_WRONG = "    return a * b + 0\n"
+
+
+def _add_request():
+    return build_request(
+        ADD_PROMPT, k=3, budget_s=20.0, temperature=0.8, max_new_tokens=16, seed=1, limits=Limits(max_k=8)
+    )
+
+
 class Answers(Rounds):
     """Candidates for the code request, then the model's answer to the request for tests."""
 
@@ -207,12 +217,9 @@ def test_where_the_prompt_has_no_examples_the_models_tests_rank_by_agreement(che
     first: it passes two of them, and dual agreement weighs that above the wrong pair's zero."""
     from app.model_checks import ModelCheckSettings
 
-    prompt = 'def add(a, b):\n    """Add two numbers."""\n'
-    wrong = "    return a * b + 0\n"
+    wrong = ADD_WRONG
     source = Answers([wrong, wrong.replace("+ 0", "+ 0 "), RIGHT])
-    request = build_request(
-        prompt, k=3, budget_s=20.0, temperature=0.8, max_new_tokens=16, seed=1, limits=Limits(max_k=8)
-    )
+    request = _add_request()
     plain = Pipeline(checker=checker).run(source, request)
     assert plain.candidates[0].code != RIGHT and plain.model_tests is None
     result = Pipeline(checker=checker, model_tests=ModelCheckSettings()).run(Answers(source.rounds[0]), request)
@@ -239,12 +246,9 @@ def test_the_continuation_form_reads_the_asserts_the_model_writes_past_the_greed
     row is left out, the same assert twice is one check, and the right candidate ranks first by agreement on them."""
     from app.model_checks import CONTINUED
 
-    prompt = 'def add(a, b):\n    """Add two numbers."""\n'
-    wrong = "    return a * b + 0\n"
+    prompt, wrong = ADD_PROMPT, ADD_WRONG
     source = Continues([wrong, wrong.replace("+ 0", "+ 0 "), RIGHT])
-    request = build_request(
-        prompt, k=3, budget_s=20.0, temperature=0.8, max_new_tokens=16, seed=1, limits=Limits(max_k=8)
-    )
+    request = _add_request()
     result = Pipeline(checker=checker, model_tests=CONTINUED).run(source, request)
     asked = source.requests[-1]
     assert asked.prompt == prompt + wrong.rstrip() + "\n\n\nassert add(" and not asked.stop_at_body_end
@@ -272,12 +276,9 @@ def test_the_continuation_form_reads_the_tails_the_rows_wrote_in_their_own_batch
     model's tests are the tails' asserts: no second request, the cut tail left out, the right candidate first."""
     from app.model_checks import CONTINUED
 
-    prompt = 'def add(a, b):\n    """Add two numbers."""\n'
-    wrong = "    return a * b + 0\n"
+    wrong = ADD_WRONG
     source = Tails([wrong, wrong.replace("+ 0", "+ 0 "), RIGHT])
-    request = build_request(
-        prompt, k=3, budget_s=20.0, temperature=0.8, max_new_tokens=16, seed=1, limits=Limits(max_k=8)
-    )
+    request = _add_request()
     result = Pipeline(checker=checker, model_tests=CONTINUED).run(source, request)
     assert [r.tail for r in source.requests] == ["\n\n\nassert add("]
     assert [c.label() for c in result.model_tests.items] == ["add(2, 3) == 5", "add(1, 1) == 2"]
@@ -401,11 +402,9 @@ class CutFirst(Continues):
 def test_the_continuation_goes_on_past_the_first_row_that_ended_when_the_greedy_one_was_cut(checker):
     from app.model_checks import CONTINUED
 
-    prompt = 'def add(a, b):\n    """Add two numbers."""\n'
+    prompt = ADD_PROMPT
     source = CutFirst(["    x = [a,\n", RIGHT, RIGHT])
-    request = build_request(
-        prompt, k=3, budget_s=20.0, temperature=0.8, max_new_tokens=16, seed=1, limits=Limits(max_k=8)
-    )
+    request = _add_request()
     result = Pipeline(checker=checker, model_tests=CONTINUED).run(source, request)
     assert source.requests[-1].prompt == prompt + RIGHT.rstrip() + "\n\n\nassert add("
     assert [c.label() for c in result.model_tests.items] == ["add(2, 3) == 5", "add(1, 1) == 2", "add(0, 0) == 1"]

@@ -133,6 +133,7 @@ class _FakeCandidate:
     token_ids: list = field(default_factory=lambda: [1, 2])
     logprobs: list = field(default_factory=lambda: [-0.1, -0.2])
     finish_reason: str = "stop"
+    tail: str | None = None
 
 
 @dataclass
