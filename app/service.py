@@ -70,6 +70,12 @@ def _ended_program(result: GenerationResult, drafts: Drafts) -> str | None:
     return drafts.program(ended[0]) if ended else None
 
 
+def _own_checks(request: GenerationRequest, checks: CheckRequest) -> list[Check]:
+    """The checks a request carries before any row is drawn: its examples (in the prompt's code, or the asserts of a
+    request in words), then the user's own."""
+    return Drafts.of(request, GenerationResult([], GenerationStats())).checks() + list(checks.user)
+
+
 def _either(should_stop, watch: Settled | None):
     """The engine's should_stop: the run's own, or the settled rule's."""
     if watch is None:
@@ -203,7 +209,7 @@ class Pipeline:
         tails, model_checks.with_tails) where the model's tests are asked in the continuation form, the request has
         no checks of its own (the prompt's examples, the user's) and its checks run here; else as it is."""
         usable = checks.run and request.k > 1 and request.temperature > 0 and self._runs_language(request.language)
-        if not usable or checks.user or Drafts.of(request, GenerationResult([], GenerationStats())).checks():
+        if not usable or _own_checks(request, checks):
             return request
         return with_tails(request, self.model_tests)
 
@@ -215,7 +221,7 @@ class Pipeline:
         python = request.language is languages.PYTHON and not request.in_words
         if not (self.settle and python and checks.run and request.k > 1 and self._runs_language(request.language)):
             return None
-        found = Drafts.of(request, GenerationResult([], GenerationStats())).checks() + list(checks.user)
+        found = _own_checks(request, checks)
         name = tested_function(request)
         if not found or (self.example_reader is not None and name and unread_calls(request.prompt, name, found)):
             return None
@@ -337,11 +343,8 @@ class Pipeline:
         spent.checks_s = round(spent.checks_s + time.perf_counter() - started, 4)
         return list(outcomes)
 
-    def _runs_checks(self, drafts: Drafts) -> bool:
-        """Whether this pipeline's sandbox runs checks on the drafts' language."""
-        return self._runs_language(drafts.language)
-
     def _runs_language(self, language: languages.Language) -> bool:
+        """Whether this pipeline's sandbox runs checks on code in `language`."""
         return self.checker is not None and self.checker.reason_for(language) is None
 
     def _read_examples(self, engine, request, drafts, found, left_s: float, should_stop, spent: Timings) -> list[Check]:
@@ -349,7 +352,7 @@ class Pipeline:
         than the examples `found` by the patterns: the examples the model reads there (app/model_examples.py);
         else none."""
         settings, name = self.example_reader, tested_function(request)
-        usable = settings is not None and self._runs_checks(drafts)
+        usable = settings is not None and self._runs_language(drafts.language)
         if not usable or name is None or request.suffix or left_s < settings.min_left_s:
             return []
         if not unread_calls(request.prompt, name, found):
@@ -366,12 +369,12 @@ class Pipeline:
 
     def _model_tests(self, engine, request, drawn: _Drawn, left_s: float, should_stop, spent: Timings):
         """Where this pipeline asks for them and the request is a Python function or a request in words for one: the
-        tests the model wrote for it
-        (app/model_checks.py: in the continuation form, the asserts the round's rows wrote in their tails; else, or
-        where the engine wrote none, in a request of their own while time is left) and each row's dual agreement on
-        them; else (None, None)."""
+        tests the model wrote for it (app/model_checks.py: in the continuation form, the asserts the round's rows
+        wrote in their tails; else, or where the engine wrote none, in a request of their own while time is left)
+        and each row's dual agreement on them; else (None, None)."""
         settings, drafts = self.model_tests, drawn.drafts
-        usable = settings is not None and self._runs_checks(drafts) and request.temperature > 0 and request.k > 1
+        runs = self._runs_language(drafts.language)
+        usable = settings is not None and runs and request.temperature > 0 and request.k > 1
         if not usable:
             return None, None
         if settings.form == CONTINUATION and any(row.tail is not None for row in drawn.result.candidates):
@@ -405,7 +408,7 @@ class Pipeline:
         """Where this pipeline reads them and the drafts are in a language they are read in (Python, JavaScript,
         TypeScript) that the sandbox runs: the checks the rows state themselves and every row's outcomes on all of
         them (app/stated.py); else None."""
-        if not self.stated_checks or not self._runs_checks(drafts) or not reads_stated(drafts.language.name):
+        if not self.stated_checks or not self._runs_language(drafts.language) or not reads_stated(drafts.language.name):
             return None
         programs = drafts.programs()
         found = stated.gather(programs, drafts.language.name)

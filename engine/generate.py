@@ -189,8 +189,6 @@ class Engine:
             self._notify(run, on_update)
         for row in run.rows:
             row.finish_reason = row.finish_reason or FINISH_BUDGET
-            if row.tail is not None:
-                row.tail.done = True  # a tail cut by the deadline or a stop keeps what it wrote
         run.stats.drafter_choices = dict(controller.choices)
         return self._result(run)
 
@@ -393,12 +391,14 @@ class Engine:
         back to the tokens the tail goes on from; tails.start_tail)."""
         if not run.request.tail or run.line_marks is not None:  # past an editor's deadline no new line is begun
             return
+        rows = [run.rows[r] for r in run.active]
+        starting = [b for b, row in enumerate(rows) if row.finish_reason == FINISH_STOP and row.tail is None]
+        if not starting:
+            return
         lengths = run.cache.lengths.clone()
         decode = functools.partial(run.decode, self._decode)
-        for b, r in enumerate(run.active):
-            row = run.rows[r]
-            if row.finish_reason != FINISH_STOP or row.tail is not None:
-                continue
+        for b in starting:
+            row = rows[b]
             cached = int(lengths[b]) - len(run.prompt.ids)
             row.tail = start_tail(row, run.request.tail, cached, decode, self.prompts.encode)
             if row.tail is not None:
