@@ -158,6 +158,14 @@ GGUF_TO_HF = {
 }
 
 
+def projections_of(name: str) -> list[str]:
+    """The projections a layer computes: a stacked one's parts (lean layers: `self_attn.q_k_v_proj` is q, k and v)."""
+    owner, _, last = name.rpartition(".")
+    if not last.endswith("_proj"):
+        return [name]
+    return [f"{owner}.{stem}_proj" for stem in last.removesuffix("_proj").split("_")]
+
+
 def test_int4_weights_go_exactly_to_the_layers_the_gguf_stores_in_4_bits():
     """--weights int4 on the bundled 0.5B: Int4Linear for each tensor the GGUF holds as Q4_K (and no other), each
     computing its layer as the loaded weights do; the rest (Q5_0, Q6_K, Q8_0) int8."""
@@ -173,8 +181,8 @@ def test_int4_weights_go_exactly_to_the_layers_the_gguf_stores_in_4_bits():
         if tensor.tensor_type.name == "Q4_K" and parts[0] == "blk" and parts[2] in GGUF_TO_HF:
             four_bit.add(f"model.layers.{parts[1]}.{GGUF_TO_HF[parts[2]]}")
     model = quantize_int4(engine.load_any("bundled:qwen2.5-coder-0.5b", progress=False)[0])
-    int4 = {name for name, module in model.named_modules() if isinstance(module, Int4Linear)}
-    int8 = {name for name, module in model.named_modules() if isinstance(module, Int8Linear)}
+    names = {kind: [n for n, m in model.named_modules() if isinstance(m, kind)] for kind in (Int4Linear, Int8Linear)}
+    int4, int8 = ({part for name in names[kind] for part in projections_of(name)} for kind in (Int4Linear, Int8Linear))
     assert four_bit and int4 == four_bit  # 12 of the 24 ffn_down tensors
     assert len(int4) + len(int8) == 24 * 7 + 1
     torch.manual_seed(0)

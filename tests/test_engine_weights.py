@@ -245,13 +245,13 @@ def test_int4_grids_are_saved_once_and_reused_and_a_damaged_cache_is_refitted(tm
         refitted = quantize_int4(snapped_to_a_4bit_grid(tiny_model(0, hidden=128)), cache_dir=tmp_path)
     assert "ignoring the int4 grid cache" in caplog.text
     assert torch.equal(
-        refitted.model.layers[0].mlp.up_proj.four_bit.weight_int4,
-        first.model.layers[0].mlp.up_proj.four_bit.weight_int4,
+        refitted.model.layers[0].mlp.gate_up_proj.four_bit.weight_int4,
+        first.model.layers[0].mlp.gate_up_proj.four_bit.weight_int4,
     )
     # grids of another model's shapes (same layer names) are refitted, not used
     other = quantize_int4(snapped_to_a_4bit_grid(tiny_model(0, hidden=64)), cache_dir=tmp_path)
-    assert other.model.layers[0].mlp.up_proj.weight_dense.shape == (128, 64)
-    assert isinstance(other.model.layers[0].mlp.up_proj, Int4Linear)
+    assert other.model.layers[0].mlp.gate_up_proj.weight_dense.shape == (256, 64)  # gate and up stacked (lean)
+    assert isinstance(other.model.layers[0].mlp.gate_up_proj, Int4Linear)
 
 
 def test_a_grid_cache_that_cannot_be_written_costs_a_warning_not_the_model(tmp_path, caplog):
@@ -378,7 +378,7 @@ def test_w8a8_swaps_every_linear_splits_outliers_in_down_projections_and_counts_
     apply_weight_format(model, "w8a8")
     assert model.weight_format == "w8a8" and not any(isinstance(m, nn.Linear) for m in model.modules())
     layers = {name: m for name, m in model.named_modules() if isinstance(m, DynamicInt8Linear)}
-    assert len(layers) == 2 * 7 + 1  # 2 decoder layers of 7, and the head
+    assert len(layers) == 2 * 4 + 1  # 2 decoder layers of 7 projections, 4 calls (lean: q/k/v, gate/up stacked), head
     split = {name for name, m in layers.items() if m.outlier_threshold is not None}
     assert split == {"model.layers.0.mlp.down_proj", "model.layers.1.mlp.down_proj"}
     assert 0.45 * before < weight_bytes(model) < 0.6 * before  # fbgemm's packed int8 weights
@@ -480,9 +480,9 @@ def test_the_engines_one_row_steps_on_int4_w8a8_read_the_codes_and_its_verify_pa
         stop_at_body_end=False,
     )
     mixed = apply_weight_format(snapped_to_a_4bit_grid(tiny_model(0, hidden=128)), "int4-w8a8")
-    assert sum(m.four_bit is not None for m in mixed.modules() if isinstance(m, DynamicInt8Linear)) == 2 * 7
+    assert sum(m.four_bit is not None for m in mixed.modules() if isinstance(m, DynamicInt8Linear)) == 2 * 4  # lean
     calls = {"codes": 0, "all": 0}
-    up = mixed.model.layers[0].mlp.up_proj
+    up = mixed.model.layers[0].mlp.gate_up_proj
     up.four_bit.register_forward_hook(lambda *_: calls.__setitem__("codes", calls["codes"] + 1))
     up.register_forward_hook(lambda *_: calls.__setitem__("all", calls["all"] + 1))
     plain = Engine(mixed, tokenizer, settings=EngineSettings(drafter="none")).generate(request)

@@ -50,6 +50,19 @@ class FourBitGrid:
         shape = (out_features, in_features // group)
         return cls(codes.reshape(out_features, in_features), step.reshape(shape), low.reshape(shape), group, distance)
 
+    @classmethod
+    def stack(cls, grids: list[FourBitGrid]) -> FourBitGrid:
+        """The grid of the layers' weights stacked along `out` (as engine/models/lean.py stacks projections)."""
+        if len({grid.group for grid in grids}) != 1:
+            raise ValueError(f"grids of groups {[grid.group for grid in grids]} cannot be stacked")
+        return cls(
+            torch.cat([grid.codes for grid in grids]),
+            torch.cat([grid.step for grid in grids]),
+            torch.cat([grid.low for grid in grids]),
+            grids[0].group,
+            max(grid.distance for grid in grids),
+        )
+
 
 def _fit_groups(groups: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """(codes [R, G] uint8, step [R], low [R], error [R]) of the best grid per group (fp32 [R, G]); error is the

@@ -42,6 +42,7 @@ import torch
 from torch import nn
 
 from engine.converted import owned_model_dir
+from engine.models.lean import fuse_projections
 from engine.quant.grid_cache import grid_cache_file, grid_fits, load_grids, save_grids
 from engine.quant.grids import GRID_TOLERANCE, INT4_GROUP, FourBitGrid
 from engine.quant.kernels import (
@@ -94,6 +95,7 @@ logger = logging.getLogger(__name__)
 
 def quantize_int8(model: nn.Module, max_rows: int | None = INT8_MAX_ROWS) -> nn.Module:
     """Swap every nn.Linear of the model (decoder layers and output head) for an Int8Linear, in place."""
+    _stack_projections(model, {})
     return _swap_linears(model, "int8", lambda linear: Int8Linear(linear, max_rows))
 
 
@@ -108,7 +110,7 @@ def quantize_int4(
     GRID_TOLERANCE), else for an Int8Linear, in place; logs how many of each. With `cache_dir`, the grids are read
     from there when an earlier call saved them (fitting the bundled 1.5B takes one to two minutes here) and saved.
     `grids` given (as four_bit_grids returns them): no fit at all."""
-    grids = four_bit_grids(model, cache_dir) if grids is None else grids
+    grids = _stack_projections(model, four_bit_grids(model, cache_dir) if grids is None else grids)
     names = {id(module): name for name, module in model.named_modules()}
     _swap_linears(
         model,
@@ -127,7 +129,7 @@ def quantize_int4_dyn(
 ) -> nn.Module:
     """Swap every nn.Linear of the model for an Int4DynLinear where its weights lie on a 4-bit grid, else for an
     Int8Linear, in place (the int4-dyn format; grids as quantize_int4 finds or is given them)."""
-    grids = four_bit_grids(model, cache_dir) if grids is None else grids
+    grids = _stack_projections(model, four_bit_grids(model, cache_dir) if grids is None else grids)
     names = {id(module): name for name, module in model.named_modules()}
 
     def make(linear: nn.Linear) -> nn.Module:
@@ -168,6 +170,8 @@ def quantize_w8a8(model: nn.Module, grids: dict[str, FourBitGrid | None] | None 
     """Swap every nn.Linear of the model for a DynamicInt8Linear, in place; those named in W8A8_OUTLIER_LAYERS
     split their outlier channels off (W8A8_OUTLIER_THRESHOLD). With `grids` (four_bit_grids), the layers on a
     4-bit grid read their codes for one-row calls (the int4-w8a8 format)."""
+    weight_format = "w8a8" if grids is None else "int4-w8a8"
+    grids = _stack_projections(model, grids or {})
     full_names = {id(module): name for name, module in model.named_modules()}
     names = {key: name.rsplit(".", 1)[-1] for key, name in full_names.items()}
     split = sum(names[id(m)] in W8A8_OUTLIER_LAYERS for m in model.modules() if isinstance(m, nn.Linear))
@@ -177,8 +181,6 @@ def quantize_w8a8(model: nn.Module, grids: dict[str, FourBitGrid | None] | None 
             "no layer splits outlier channels off",
             "/".join(W8A8_OUTLIER_LAYERS),
         )
-    weight_format = "w8a8" if grids is None else "int4-w8a8"
-    grids = grids or {}
     _swap_linears(
         model,
         weight_format,
@@ -196,6 +198,24 @@ def quantize_w8a8(model: nn.Module, grids: dict[str, FourBitGrid | None] | None 
         sum(grid is not None for grid in grids.values()),
     )
     return model
+
+
+def _stack_projections(model: nn.Module, grids: dict[str, FourBitGrid | None]) -> dict[str, FourBitGrid | None]:
+    """A Llama/Qwen2 model's layers made lean, their same-input projections stacked where they are of one kind
+    (engine/models/lean.py: here, on a 4-bit grid or not); returns the grids by name, a stacked layer's the stack of
+    its parts'. Any other model stays as it is."""
+    grids = dict(grids)
+    stacked = fuse_projections(model, lambda name: grids.get(name) is not None)
+    for name, parts in stacked.items():
+        part_grids = [grids.pop(part, None) for part in parts]
+        grids[name] = None if None in part_grids else FourBitGrid.stack(part_grids)
+    if stacked:
+        logger.info(
+            "lean layers: %d same-input projections stacked into %d layers",
+            sum(map(len, stacked.values())),
+            len(stacked),
+        )
+    return grids
 
 
 def _swap_linears(model: nn.Module, weight_format: str, make) -> nn.Module:
