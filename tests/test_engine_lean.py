@@ -50,12 +50,10 @@ def test_lean_stacked_layers_give_transformers_logits_and_greedy_tokens(build):
         assert torch.equal(lean.generate(ids[:1], max_new_tokens=12, do_sample=False, pad_token_id=256), expected)
 
 
-def test_stacked_int8_layers_compute_exactly_what_the_separate_ones_do(monkeypatch):
+def test_stacked_int8_layers_compute_exactly_what_the_separate_ones_do():
     """Each output feature of a stacked call is its own weight row's products: the same numbers, bit for bit,
     through the engine's ragged cache and packed verify passes (a draft model: several tokens a row)."""
-    lean = weights.quantize_int8(tiny_model(0))
-    monkeypatch.setattr(weights, "fuse_projections", lambda model, kind: {})
-    separate = weights.quantize_int8(tiny_model(0))
+    lean, separate = weights.quantize_int8(tiny_model(0)), weights.quantize_int8(tiny_model(0), lean=False)
     assert isinstance(lean.model.layers[0], LeanDecoderLayer)
     assert not isinstance(separate.model.layers[0], LeanDecoderLayer)
     ids = torch.randint(0, 256, (2, 9))
@@ -73,7 +71,7 @@ def test_stacked_int8_layers_compute_exactly_what_the_separate_ones_do(monkeypat
     assert [c.token_ids for c in results[0].candidates] == [c.token_ids for c in results[1].candidates]
 
 
-def test_only_neighbours_of_one_kind_are_stacked_so_a_4bit_q_and_k_keep_their_codes(monkeypatch):
+def test_only_neighbours_of_one_kind_are_stacked_so_a_4bit_q_and_k_keep_their_codes():
     """int4-w8a8: a GGUF keeps some v projections in 6 bits. q and k (on a 4-bit grid) are stacked and read their
     codes at one row; v (on none) stays a layer of its own; gate and up (on none here) are stacked. The numbers are
     those of the same format without stacking, at one row (codes) and at three (integer products)."""
@@ -91,8 +89,7 @@ def test_only_neighbours_of_one_kind_are_stacked_so_a_4bit_q_and_k_keep_their_co
     assert attention.q_k_proj.four_bit is not None and attention.v_proj.four_bit is None
     assert mlp.gate_up_proj.four_bit is None
     assert lean.model.layers[0].attention_inputs.calls == (("q_k_proj", (128, 64)), ("v_proj", (64,)))
-    monkeypatch.setattr(weights, "fuse_projections", lambda model, kind: {})
-    weights.quantize_w8a8(separate, weights.four_bit_grids(separate, None))
+    weights.quantize_w8a8(separate, weights.four_bit_grids(separate, None), lean=False)
     assert separate.model.layers[0].self_attn.q_proj.four_bit is not None
     for rows in (1, 3):
         ids = torch.randint(0, 256, (1, rows))

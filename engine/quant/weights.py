@@ -93,9 +93,10 @@ W8A8_OUTLIER_THRESHOLD = 4.0
 logger = logging.getLogger(__name__)
 
 
-def quantize_int8(model: nn.Module, max_rows: int | None = INT8_MAX_ROWS) -> nn.Module:
-    """Swap every nn.Linear of the model (decoder layers and output head) for an Int8Linear, in place."""
-    _stack_projections(model, {})
+def quantize_int8(model: nn.Module, max_rows: int | None = INT8_MAX_ROWS, lean: bool = True) -> nn.Module:
+    """Swap every nn.Linear of the model (decoder layers and output head) for an Int8Linear, in place (`lean`: the
+    layers made lean first, their same-input projections stacked: _stack_projections)."""
+    _stack_projections(model, {}, lean)
     return _swap_linears(model, "int8", lambda linear: Int8Linear(linear, max_rows))
 
 
@@ -105,12 +106,13 @@ def quantize_int4(
     int8_max_rows: int | None = INT8_MAX_ROWS,
     cache_dir: Path | None = None,
     grids: dict[str, FourBitGrid | None] | None = None,
+    lean: bool = True,
 ) -> nn.Module:
     """Swap every nn.Linear of the model for an Int4Linear where its weights lie on a 4-bit grid already (within
     GRID_TOLERANCE), else for an Int8Linear, in place; logs how many of each. With `cache_dir`, the grids are read
     from there when an earlier call saved them (fitting the bundled 1.5B takes one to two minutes here) and saved.
-    `grids` given (as four_bit_grids returns them): no fit at all."""
-    grids = _stack_projections(model, four_bit_grids(model, cache_dir) if grids is None else grids)
+    `grids` given (as four_bit_grids returns them): no fit at all. `lean` as quantize_int8's."""
+    grids = _stack_projections(model, four_bit_grids(model, cache_dir) if grids is None else grids, lean)
     names = {id(module): name for name, module in model.named_modules()}
     _swap_linears(
         model,
@@ -125,11 +127,15 @@ def quantize_int4(
 
 
 def quantize_int4_dyn(
-    model: nn.Module, cache_dir: Path | None = None, grids: dict[str, FourBitGrid | None] | None = None
+    model: nn.Module,
+    cache_dir: Path | None = None,
+    grids: dict[str, FourBitGrid | None] | None = None,
+    lean: bool = True,
 ) -> nn.Module:
     """Swap every nn.Linear of the model for an Int4DynLinear where its weights lie on a 4-bit grid, else for an
-    Int8Linear, in place (the int4-dyn format; grids as quantize_int4 finds or is given them)."""
-    grids = _stack_projections(model, four_bit_grids(model, cache_dir) if grids is None else grids)
+    Int8Linear, in place (the int4-dyn format; grids as quantize_int4 finds or is given them; `lean` as
+    quantize_int8's)."""
+    grids = _stack_projections(model, four_bit_grids(model, cache_dir) if grids is None else grids, lean)
     names = {id(module): name for name, module in model.named_modules()}
 
     def make(linear: nn.Linear) -> nn.Module:
@@ -166,12 +172,12 @@ def four_bit_grids(model: nn.Module, cache_dir: Path | None) -> dict[str, FourBi
     return grids
 
 
-def quantize_w8a8(model: nn.Module, grids: dict[str, FourBitGrid | None] | None = None) -> nn.Module:
+def quantize_w8a8(model: nn.Module, grids: dict[str, FourBitGrid | None] | None = None, lean: bool = True) -> nn.Module:
     """Swap every nn.Linear of the model for a DynamicInt8Linear, in place; those named in W8A8_OUTLIER_LAYERS
     split their outlier channels off (W8A8_OUTLIER_THRESHOLD). With `grids` (four_bit_grids), the layers on a
-    4-bit grid read their codes for one-row calls (the int4-w8a8 format)."""
+    4-bit grid read their codes for one-row calls (the int4-w8a8 format). `lean` as quantize_int8's."""
     weight_format = "w8a8" if grids is None else "int4-w8a8"
-    grids = _stack_projections(model, grids or {})
+    grids = _stack_projections(model, grids or {}, lean)
     full_names = {id(module): name for name, module in model.named_modules()}
     names = {key: name.rsplit(".", 1)[-1] for key, name in full_names.items()}
     split = sum(names[id(m)] in W8A8_OUTLIER_LAYERS for m in model.modules() if isinstance(m, nn.Linear))
@@ -200,11 +206,15 @@ def quantize_w8a8(model: nn.Module, grids: dict[str, FourBitGrid | None] | None 
     return model
 
 
-def _stack_projections(model: nn.Module, grids: dict[str, FourBitGrid | None]) -> dict[str, FourBitGrid | None]:
+def _stack_projections(
+    model: nn.Module, grids: dict[str, FourBitGrid | None], lean: bool = True
+) -> dict[str, FourBitGrid | None]:
     """A Llama/Qwen2 model's layers made lean, their same-input projections stacked where they are of one kind
     (engine/models/lean.py: here, on a 4-bit grid or not); returns the grids by name, a stacked layer's the stack of
-    its parts'. Any other model stays as it is."""
+    its parts'. Any other model, or lean=False (transformers' own layers, for comparisons), stays as it is."""
     grids = dict(grids)
+    if not lean:
+        return grids
     stacked = fuse_projections(model, lambda name: grids.get(name) is not None)
     for name, parts in stacked.items():
         part_grids = [grids.pop(part, None) for part in parts]
@@ -246,8 +256,10 @@ def check_weight_format(weights: str) -> None:
         raise ValueError(f"weights={weights!r} is unknown: choose one of {', '.join(WEIGHT_FORMATS)}")
 
 
-def apply_weight_format(model: nn.Module | None, weights: str) -> nn.Module | None:
-    """The model in the named weight format (see WEIGHT_FORMATS); None stays None."""
+def apply_weight_format(model: nn.Module | None, weights: str, lean: bool = True) -> nn.Module | None:
+    """The model in the named weight format (see WEIGHT_FORMATS); None stays None. `lean`: a Llama/Qwen2 model's
+    layers made lean and their same-input projections stacked (engine/models/lean.py); False keeps transformers'
+    own layers (the same numbers, slower: benchmarks/bench_lean.py)."""
     check_weight_format(weights)
     if weights == "auto":
         weights = auto_weight_format(model)
@@ -263,14 +275,14 @@ def apply_weight_format(model: nn.Module | None, weights: str) -> nn.Module | No
             f"model is on {device}: use weights='native'"
         )
     if weights == "int8":
-        return quantize_int8(model)
+        return quantize_int8(model, lean=lean)
     if weights == "w8a8":
-        return quantize_w8a8(model)
+        return quantize_w8a8(model, lean=lean)
     if weights == "int4-w8a8":
-        return quantize_w8a8(model, four_bit_grids(model, owned_model_dir(model)))
+        return quantize_w8a8(model, four_bit_grids(model, owned_model_dir(model)), lean)
     if weights == "int4-dyn":
-        return quantize_int4_dyn(model, cache_dir=owned_model_dir(model))
-    return quantize_int4(model, cache_dir=owned_model_dir(model))
+        return quantize_int4_dyn(model, cache_dir=owned_model_dir(model), lean=lean)
+    return quantize_int4(model, cache_dir=owned_model_dir(model), lean=lean)
 
 
 def auto_weight_format(model: nn.Module | None) -> str:
