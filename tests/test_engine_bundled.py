@@ -186,7 +186,7 @@ def test_int4_weights_go_exactly_to_the_layers_the_gguf_stores_in_4_bits():
     assert four_bit and int4 == four_bit  # 12 of the 24 ffn_down tensors
     assert len(int4) + len(int8) == 24 * 7 + 1
     torch.manual_seed(0)
-    layer = dict(model.named_modules())[sorted(int4)[0]]
+    layer = dict(model.named_modules())[sorted(names[Int4Linear])[0]]
     x = torch.randn(4, layer.in_features, dtype=layer.dense_weight().dtype)
     with torch.inference_mode():
         dense, small = torch.nn.functional.linear(x, layer.dense_weight()).float(), layer._small(x).float()

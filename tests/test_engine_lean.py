@@ -4,7 +4,15 @@ read one input stacked; each test holds a reference model built apart and left a
 import pytest
 import torch
 from torch import nn
-from transformers import GPTNeoXConfig, GPTNeoXForCausalLM, LlamaConfig, LlamaForCausalLM
+from transformers import (
+    DynamicCache,
+    GPTNeoXConfig,
+    GPTNeoXForCausalLM,
+    LlamaConfig,
+    LlamaForCausalLM,
+    Qwen2Config,
+    Qwen2ForCausalLM,
+)
 
 import engine.quant.weights as weights
 from engine.generate import Engine
@@ -40,6 +48,7 @@ def test_lean_stacked_layers_give_transformers_logits_and_greedy_tokens(build):
     reference, lean = build(0), build(0)
     stacked = fuse_projections(lean, lambda name: None)
     assert all(isinstance(layer, LeanDecoderLayer) for layer in lean.model.layers)
+    assert all(isinstance(layer, type(reference.model.layers[0])) for layer in lean.model.layers)  # still one
     assert stacked["model.layers.0.self_attn.q_k_v_proj"] == tuple(f"model.layers.0.self_attn.{p}_proj" for p in "qkv")
     assert stacked["model.layers.1.mlp.gate_up_proj"] == ("model.layers.1.mlp.gate_proj", "model.layers.1.mlp.up_proj")
     assert not hasattr(lean.model.layers[0].self_attn, "q_proj")
@@ -111,3 +120,54 @@ def test_making_a_model_lean_twice_changes_nothing_more():
     layers = list(model.model.layers)
     assert fuse_projections(model, lambda name: None) == {} and list(model.model.layers) == layers
     assert len(first) == 4  # 2 layers x (q/k/v, gate/up)
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        # biases everywhere, another activation, heads wider than the hidden state, eager attention
+        LlamaConfig(
+            vocab_size=257,
+            hidden_size=64,
+            intermediate_size=96,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            head_dim=24,
+            attention_bias=True,
+            mlp_bias=True,
+            hidden_act="gelu",
+            max_position_embeddings=512,
+            attn_implementation="eager",
+        ),
+        # a sliding window on the layers past the first
+        Qwen2Config(
+            vocab_size=257,
+            hidden_size=64,
+            intermediate_size=128,
+            num_hidden_layers=3,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            use_sliding_window=True,
+            sliding_window=4,
+            max_window_layers=1,
+            max_position_embeddings=512,
+        ),
+    ],
+    ids=["llama-biases-gelu-wide-heads-eager", "qwen2-sliding-window"],
+)
+def test_lean_layers_follow_transformers_on_other_configurations(config):
+    models = []
+    for _ in range(2):
+        torch.manual_seed(0)
+        models.append((Qwen2ForCausalLM if isinstance(config, Qwen2Config) else LlamaForCausalLM)(config).eval())
+    reference, lean = models
+    assert fuse_projections(lean, lambda name: None)
+    ids = torch.randint(0, 256, (2, 12))
+    torch.testing.assert_close(logits(lean, ids), logits(reference, ids), rtol=1e-5, atol=1e-5)
+    with torch.inference_mode():  # the hidden states transformers records per layer, as before
+        expected = reference(ids, cache=DynamicCache(config=config), output_hidden_states=True)
+        got = lean(ids, cache=DynamicCache(config=config), output_hidden_states=True)
+    assert len(got.hidden_states) == config.num_hidden_layers + 1
+    for a, b in zip(got.hidden_states, expected.hidden_states):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)

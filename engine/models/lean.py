@@ -12,16 +12,19 @@ gate and up) are stacked into one linear layer, so a one-row step makes four ker
 and each call covers more output features. Only neighbours of the same kind are stacked (the same bias, dtype and,
 for int4-w8a8, whether their weights lie on a 4-bit grid: a GGUF keeps some v projections in 6 bits, and stacking
 them with q and k would take the 4-bit kernel from q and k). Each output feature's products are those of its own
-weight row, so a stacked call computes what the separate calls did.
+weight row: with the integer kernels a stacked call computes what the separate calls did, bit for bit (tested);
+a float GEMM may block a wider weight differently and round within float precision.
 
 The layer keeps transformers' keywords and cache interface (RaggedKVCache, DynamicCache, a packed call's rows), and
 calls the attention function the model's config names (engine/attention.py's packed SDPA while the engine runs).
-Not kept: transformers' hooks that record each attention module's weights (output_attentions); the engine never
-asks for them.
+Not kept: the attention weights transformers records from each attention module's own forward (output_attentions),
+which no longer runs; the engine never asks for them. Lean layers come with a weight format (the CPU's formats);
+a model in its native weights keeps transformers' layers.
 """
 
 from __future__ import annotations
 
+import functools
 import sys
 from dataclasses import dataclass
 
@@ -67,19 +70,18 @@ def rotate_half(x: torch.Tensor) -> torch.Tensor:
 
 
 class LeanDecoderLayer(nn.Module):
-    """A Llama/Qwen2 decoder layer's forward in one function, over the original layer's own modules (so the
-    weights and their names stay; a stacked projection is named after its parts, e.g. `q_k_v_proj`)."""
+    """A Llama/Qwen2 decoder layer's forward in one function, over the layer's own modules (the weights and their
+    names stay; a stacked projection is named after its parts, e.g. `q_k_v_proj`). Not made directly: make_lean
+    turns a layer into `Lean<its class>`, a subclass of both, so that it stays what transformers looks for (the
+    hidden states it records per layer, a layer counted by its class)."""
 
-    def __init__(self, layer: nn.Module):
-        super().__init__()
-        self.self_attn, self.mlp = layer.self_attn, layer.mlp
-        self.input_layernorm, self.post_attention_layernorm = layer.input_layernorm, layer.post_attention_layernorm
+    def _adopt(self) -> None:
+        """The lean forward's view of the layer's modules (called once the layer is of its lean class)."""
         self.attention_inputs = Projections.separate(self.self_attn, ATTENTION_INPUTS)
         self.mlp_inputs = Projections.separate(self.mlp, MLP_INPUTS)
         # the eager attention transformers falls back to for this model (its own module's)
         self.eager_attention = sys.modules[type(self.self_attn).__module__].eager_attention_forward
-        silu = getattr(self.self_attn.config, "hidden_act", None) == "silu"
-        self.activation = nn.functional.silu if silu else self.mlp.act_fn
+        self.silu = getattr(self.self_attn.config, "hidden_act", None) == "silu"  # else the MLP's own act_fn
         # Qwen2 hands its attention function the layer's sliding window (None where it has none); Llama does not
         window = getattr(self.self_attn, "sliding_window", None)
         self.attention_keywords = {"sliding_window": window} if hasattr(self.self_attn, "sliding_window") else {}
@@ -96,11 +98,13 @@ class LeanDecoderLayer(nn.Module):
         **kwargs,
     ) -> torch.Tensor:
         cache = cache if cache is not None else past_key_values
+        kwargs = {"position_ids": position_ids, "use_cache": use_cache, **kwargs}  # on to the cache and attention
         normed = rms_norm(hidden_states, self.input_layernorm)
         hidden_states = hidden_states + self._attend(normed, attention_mask, position_embeddings, cache, kwargs)
         normed = rms_norm(hidden_states, self.post_attention_layernorm)
         gate, up = self.mlp_inputs.apply(self.mlp, normed)
-        return hidden_states + self.mlp.down_proj(self.activation(gate) * up)
+        activated = nn.functional.silu(gate) if self.silu else self.mlp.act_fn(gate)
+        return hidden_states + self.mlp.down_proj(activated * up)
 
     def _attend(self, x, attention_mask, position_embeddings, cache, kwargs) -> torch.Tensor:
         """Self-attention of x [B, q, hidden] (a packed call: [1, N, hidden]) -> its output projection."""
@@ -135,20 +139,27 @@ def _decoder_layers(model: nn.Module) -> nn.ModuleList | None:
     if expected is None or not isinstance(layers, nn.ModuleList) or len(layers) == 0:
         return None
     for layer in layers:
-        if type(layer).__name__ not in (expected, LeanDecoderLayer.__name__):
+        if type(layer).__name__ != expected and not isinstance(layer, LeanDecoderLayer):
             return None
     return layers
 
 
+@functools.cache
+def _lean_class(layer_class: type) -> type:
+    """`Lean<layer_class>`: the lean forward first, the layer's own class behind it."""
+    return type(f"Lean{layer_class.__name__}", (LeanDecoderLayer, layer_class), {})
+
+
 def make_lean(model: nn.Module) -> list[tuple[str, LeanDecoderLayer]]:
-    """Replace a Llama/Qwen2 model's decoder layers by LeanDecoderLayers, in place (the same modules and weights);
-    returns (name, layer) for each, [] for any other model."""
+    """Make a Llama/Qwen2 model's decoder layers lean, in place: each becomes an instance of its lean class (the
+    same object, modules and weights); returns (name, layer) for each, [] for any other model."""
     layers = _decoder_layers(model)
     if layers is None:
         return []
-    for index, layer in enumerate(layers):
+    for layer in layers:
         if not isinstance(layer, LeanDecoderLayer):
-            layers[index] = LeanDecoderLayer(layer)
+            layer.__class__ = _lean_class(type(layer))
+            layer._adopt()
     prefix = next(name for name, module in model.named_modules() if module is layers)
     return [(f"{prefix}.{index}", layer) for index, layer in enumerate(layers)]
 

@@ -37,7 +37,9 @@ from engine.quant.weights import quantize_int4, quantize_int4_dyn, quantize_int8
 log = logging.getLogger(__name__)
 
 CALIBRATION_FILE = "calibration.json"
-CALIBRATION_VERSION = 1  # bump when what is timed changes (ROWS, CACHE_BYTES, the layer): older entries are not reused
+# bump when what is timed changes (ROWS, CACHE_BYTES, the layer): older entries are not reused; 2: the stacked
+# projections lean layers call (engine/models/lean.py)
+CALIBRATION_VERSION = 2
 ROWS = (1, 8)  # token rows of the timed calls: a plain one-row step and a batch (or verify pass) of eight
 CACHE_BYTES = 256 * 2**20  # fp32 weights streamed per timed pass, past any CPU's last-level cache
 ROUNDS = 5  # timed rounds per candidate and row count (after one to warm up); the median counts
@@ -184,8 +186,9 @@ def time_formats(shapes: Shapes, pairs: list[tuple[str, str]], rounds: int = ROU
 
 
 class _Layer(nn.Module):
-    """One decoder layer's linear layers, named as Qwen2's (so that w8a8 splits the MLP's down projection's
-    outlier channels as it does in the model)."""
+    """One decoder layer's linear layers as a lean layer calls them (engine/models/lean.py: q/k/v and gate/up
+    stacked), named as Qwen2's (so that w8a8 splits the MLP's down projection's outlier channels as it does in the
+    model)."""
 
     def __init__(self, shapes: Shapes, dtype: torch.dtype, seed: int, four_bit: bool):
         super().__init__()
@@ -195,12 +198,9 @@ class _Layer(nn.Module):
         generator = torch.Generator().manual_seed(seed)
         h, kv, ff = shapes.hidden, shapes.kv, shapes.ff
         for name, out_features, in_features in (
-            ("q_proj", h, h),
-            ("k_proj", kv, h),
-            ("v_proj", kv, h),
+            ("q_k_v_proj", h + 2 * kv, h),
             ("o_proj", h, h),
-            ("gate_proj", ff, h),
-            ("up_proj", ff, h),
+            ("gate_up_proj", 2 * ff, h),
             ("down_proj", h, ff),
         ):
             linear, grid = _on_grid(out_features, in_features, dtype, generator, four_bit)
@@ -250,7 +250,7 @@ def _block(shapes: Shapes, dtype: str, weights: str, seed: int) -> _Layer:
 
 def _time_pass(layers: list[_Layer], rows: int) -> float:
     """ms of one call of every linear layer of `layers` on `rows` token rows."""
-    x = torch.randn(rows, layers[0].q_proj.in_features, dtype=layers[0].dtype)
+    x = torch.randn(rows, layers[0].o_proj.in_features, dtype=layers[0].dtype)  # the hidden state's width
     wide = torch.randn(rows, layers[0].down_proj.in_features, dtype=layers[0].dtype)
     started = time.perf_counter()
     with torch.inference_mode():
