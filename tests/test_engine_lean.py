@@ -22,20 +22,26 @@ from engine.quant.grids import FourBitGrid
 from engine.settings import ControllerSettings, EngineSettings
 from engine.types import GenerationRequest
 
+SMALL = dict(
+    vocab_size=257,
+    hidden_size=64,
+    intermediate_size=128,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    max_position_embeddings=512,
+    eos_token_id=256,
+)
+
+
+def small(config_class, **overrides):
+    """A small config of the class: SMALL's sizes, `overrides` on top."""
+    return config_class(**{**SMALL, **overrides})
+
 
 def tiny_llama(seed: int = 0) -> nn.Module:
-    config = LlamaConfig(
-        vocab_size=257,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=512,
-        eos_token_id=256,
-    )
     torch.manual_seed(seed)
-    return LlamaForCausalLM(config).eval()
+    return LlamaForCausalLM(small(LlamaConfig)).eval()
 
 
 def logits(model: nn.Module, ids: torch.Tensor) -> torch.Tensor:
@@ -126,33 +132,17 @@ def test_making_a_model_lean_twice_changes_nothing_more():
     "config",
     [
         # biases everywhere, another activation, heads wider than the hidden state, eager attention
-        LlamaConfig(
-            vocab_size=257,
-            hidden_size=64,
+        small(
+            LlamaConfig,
             intermediate_size=96,
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            num_key_value_heads=2,
             head_dim=24,
             attention_bias=True,
             mlp_bias=True,
             hidden_act="gelu",
-            max_position_embeddings=512,
             attn_implementation="eager",
         ),
         # a sliding window on the layers past the first
-        Qwen2Config(
-            vocab_size=257,
-            hidden_size=64,
-            intermediate_size=128,
-            num_hidden_layers=3,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            use_sliding_window=True,
-            sliding_window=4,
-            max_window_layers=1,
-            max_position_embeddings=512,
-        ),
+        small(Qwen2Config, num_hidden_layers=3, use_sliding_window=True, sliding_window=4, max_window_layers=1),
     ],
     ids=["llama-biases-gelu-wide-heads-eager", "qwen2-sliding-window"],
 )
