@@ -170,7 +170,7 @@ def continued_checks(result: GenerationResult, program: str, name: str) -> list[
     "model"."""
     found = []
     for row in result.candidates:
-        found.extend(c for c in stated_checks(continued(program, name, row.text)) if f"{name}(" in c.expression)
+        found.extend(c for c in stated_checks(continued(program, name, row.text)) if _calls(c.expression, name))
     return _distinct(found)
 
 
@@ -193,9 +193,14 @@ def tests_written(asked: GenerationRequest, result: GenerationResult, name: str,
 _ASSERT = re.compile(r"^\s*assert\b.*$", re.MULTILINE)
 
 
+def _calls(code: str, name: str) -> bool:
+    """Whether `code` calls `name` (the name as a word: `my_add(` is not a call of `add`)."""
+    return re.search(rf"\b{re.escape(name)}\(", code) is not None
+
+
 def _asserts(code: str, name: str) -> Iterator[Check]:
     for line in _ASSERT.findall(code):
-        if not re.search(rf"\b{re.escape(name)}\(", line):
+        if not _calls(line, name):
             continue
         try:
             (check,) = parse_user_checks(line.strip())

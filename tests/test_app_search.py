@@ -408,3 +408,16 @@ def test_the_continuation_goes_on_past_the_first_row_that_ended_when_the_greedy_
     result = Pipeline(checker=checker, model_tests=CONTINUED).run(source, request)
     assert source.requests[-1].prompt == prompt + RIGHT.rstrip() + "\n\n\nassert add("
     assert [c.label() for c in result.model_tests.items] == ["add(2, 3) == 5", "add(1, 1) == 2", "add(0, 0) == 1"]
+
+
+def test_a_continued_row_states_only_the_asserts_that_call_the_function_by_its_name():
+    """The second-request form reads every assert a row writes past `assert add(`; one that calls the candidate's
+    helper `my_add` is not a test of `add` (a substring match counted it)."""
+    from app.model_checks import continued_checks
+
+    rows = GenerationResult(
+        [Candidate("2, 3) == 5\nassert my_add(1, 1) == 2\nassert add(0, 0) == 0\n")], GenerationStats()
+    )
+    program = "def my_add(a, b):\n    return a + b\n\n\ndef add(a, b):\n    return my_add(a, b)\n"
+    found = continued_checks(rows, program, "add")
+    assert [c.label() for c in found] == ["add(2, 3) == 5", "add(0, 0) == 0"]
