@@ -19,7 +19,7 @@ import statistics
 
 import torch
 
-from benchmarks.bench_roofline import MODEL, NEW_TOKENS, _request, profile_step
+from benchmarks.bench_roofline import MODEL, profile_step, step_ms
 from engine import EngineSettings
 from engine.generate import forward
 from engine.kv_cache import RaggedKVCache
@@ -48,12 +48,6 @@ def same_logits(engines: dict) -> bool:
         if not (torch.equal(a_prompt, b_prompt) and torch.equal(a_step, b_step)):
             return False
     return True
-
-
-def step_ms(engine, k: int, seed: int) -> float:
-    result = engine.generate(_request(k, NEW_TOKENS, seed))
-    steps = max(len(c.token_ids) for c in result.candidates)
-    return (result.stats.wall_s - result.stats.prefill_s) / steps * 1e3
 
 
 def main(argv=None) -> dict:

@@ -90,11 +90,18 @@ def measured_ms(engine, rounds: int) -> dict[str, float]:
     samples = {"1": [], "8": []}
     for round_ in range(rounds + 1):  # the first round warms up
         for k in (1, 8):
-            result = engine.generate(_request(k, NEW_TOKENS, round_))
-            steps = max(len(c.token_ids) for c in result.candidates)
+            ms = step_ms(engine, k, round_)
             if round_:
-                samples[str(k)].append((result.stats.wall_s - result.stats.prefill_s) / steps * 1e3)
+                samples[str(k)].append(ms)
     return {k: round(statistics.median(v), 1) for k, v in samples.items()}
+
+
+def step_ms(engine, k: int, seed: int) -> float:
+    """ms a decode step of one generation of NEW_TOKENS at k (k=1 greedy, else sampled): the wall time after the
+    prompt over the longest row's tokens."""
+    result = engine.generate(_request(k, NEW_TOKENS, seed))
+    steps = max(len(c.token_ids) for c in result.candidates)
+    return (result.stats.wall_s - result.stats.prefill_s) / steps * 1e3
 
 
 def _request(k: int, tokens: int, seed: int) -> GenerationRequest:

@@ -24,10 +24,9 @@ TAIL_READ_TOKENS = 32  # a tail's text (with the row's own trailing remainder) i
 
 def start_tail(row: RowState, tail: str, cached: int, decode: Callable, encode: Callable) -> Tail | None:
     """The tail a row that ended by itself begins, or None (an empty row, one whose first token is not its code's, or a
-    text too long to read): it goes on from
-    the row's longest run of cached tokens that its code (its text without trailing blanks) begins with, and reads
-    the rest of the code and `tail`. `cached`: the row's tokens its cache holds; decode/encode: the row's tokens to
-    its text, a text to tokens."""
+    text too long to read): it goes on from the row's longest run of cached tokens that its code (its text without
+    trailing blanks) begins with, and reads the rest of the code and `tail`. `cached`: the row's tokens its cache
+    holds; decode/encode: the row's tokens to its text, a text to tokens."""
     code = row.text.rstrip()
     if not code:
         return None

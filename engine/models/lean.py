@@ -170,11 +170,11 @@ def fuse_projections(model: nn.Module, kind) -> dict[str, tuple[str, ...]]:
     within a run (besides bias, dtype and device). Returns {stacked layer's full name: its parts' full names}."""
     stacked = {}
     for prefix, layer in make_lean(model):
-        for owner, names, attribute in (
-            (layer.self_attn, ATTENTION_INPUTS, "attention_inputs"),
-            (layer.mlp, MLP_INPUTS, "mlp_inputs"),
+        for part_of, names, attribute in (
+            ("self_attn", ATTENTION_INPUTS, "attention_inputs"),
+            ("mlp", MLP_INPUTS, "mlp_inputs"),
         ):
-            owner_name = f"{prefix}.{'self_attn' if owner is layer.self_attn else 'mlp'}"
+            owner, owner_name = getattr(layer, part_of), f"{prefix}.{part_of}"
             if tuple(name for name, _ in getattr(layer, attribute).calls) != names:
                 continue  # stacked already
             calls = []
