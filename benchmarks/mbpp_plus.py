@@ -1,7 +1,8 @@
 """MBPP+ (EvalPlus): 378 of MBPP sanitized's 427 tasks, each with its base inputs and about 100 more, every input's
 expected value the reference's, read from `MbppPlus-OriginFmt.jsonl.gz` of the public evalplus/mbppplus_release
-repository (v0.2.0, Apache-2.0). The file is not committed here (fetched data stays out of our history): give its
-path with `--plus`.
+repository (v0.2.0, Apache-2.0), or the same tests built by benchmarks/mbpp_plus_build.py from EvalPlus's own data
+file (evalplus/evalplus's MbppPlus.jsonl, where the release cannot be fetched). Neither file is committed here
+(fetched data stays out of our history): give its path with `--plus`.
 
 A task's MBPP+ test is the file's `test` program (EvalPlus's `assertion` helper, then every input and its expected
 value, each asserted on the task's function), run after the candidate's code: the task passes MBPP+ when that program
@@ -22,14 +23,21 @@ import argparse
 import gzip
 import json
 from collections import defaultdict
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 from benchmarks.sandbox import SandboxSettings, run_many
 from engine.quant.cpu import cpu_description
 
-SOURCE = "MBPP+ v0.2.0 (EvalPlus, Apache-2.0): MbppPlus-OriginFmt.jsonl.gz of evalplus/mbppplus_release"
+SOURCE = (
+    "MBPP+ v0.2.0 (EvalPlus, Apache-2.0): MbppPlus-OriginFmt.jsonl.gz of evalplus/mbppplus_release, or the same tests"
+    " built by benchmarks/mbpp_plus_build.py from evalplus/evalplus's MbppPlus.jsonl"
+)
 NUMPY_IMPORT = "import numpy as np\n"
+# Two tasks' extra inputs ask for about 1.7 million tuples (combinations_colors) or a large literal (get_coordinates):
+# their references need more than the sandbox's default 1 GB.
+PLUS_MEMORY_MB = 4096
 # np.allclose(out, exp, rtol, atol) for what MBPP+'s helper compares (numbers, and lists or tuples of them; a number
 # against a sequence is compared with every item, as numpy broadcasts it); what numpy would refuse is not close.
 PLAIN_NUMPY = '''
@@ -77,7 +85,10 @@ def plus_tests(path: str | Path) -> dict[int, str]:
     """MBPP+ tests (numpy-free) by MBPP task_id, from the OriginFmt JSONL(.gz)."""
     path = Path(path)
     if not path.exists():
-        raise SystemExit(f"--plus {path}: no such file (MbppPlus-OriginFmt.jsonl.gz from evalplus/mbppplus_release)")
+        raise SystemExit(
+            f"--plus {path}: no such file (MbppPlus-OriginFmt.jsonl.gz from evalplus/mbppplus_release, or what "
+            "python -m benchmarks.mbpp_plus_build writes)"
+        )
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rt", encoding="utf-8") as handle:
         rows = [json.loads(line) for line in handle if line.strip()]
@@ -89,13 +100,19 @@ def plus_program(code: str, test: str) -> str:
     return code.rstrip("\n") + "\n\n" + test
 
 
+def plus_settings(sandbox: SandboxSettings) -> SandboxSettings:
+    """The judge's limits for MBPP+: as given, with at least PLUS_MEMORY_MB of address space."""
+    return replace(sandbox, memory_mb=max(sandbox.memory_mb, PLUS_MEMORY_MB))
+
+
 def judge_plus(codes: dict[int, list[str]], tests: dict[int, str], sandbox: SandboxSettings) -> dict[int, list[bool]]:
-    """Whether each candidate of each task MBPP+ has passes its MBPP+ test; each distinct program runs once."""
+    """Whether each candidate of each task MBPP+ has passes its MBPP+ test (under plus_settings); each distinct
+    program runs once."""
     programs = {
         task_id: [plus_program(c, tests[task_id]) for c in cs] for task_id, cs in codes.items() if task_id in tests
     }
     distinct = list(dict.fromkeys(p for progs in programs.values() for p in progs))
-    results = dict(zip(distinct, run_many(distinct, sandbox))) if distinct else {}
+    results = dict(zip(distinct, run_many(distinct, plus_settings(sandbox)))) if distinct else {}
     return {task_id: [results[p].passed for p in progs] for task_id, progs in programs.items()}
 
 

@@ -5,8 +5,9 @@ import json
 
 import pytest
 
-from benchmarks import mbpp_plus
+from benchmarks import mbpp_plus, mbpp_plus_build
 from benchmarks.sandbox import SandboxSettings
+from checks.sandbox import SandboxLimits
 
 # The shape of MbppPlus-OriginFmt's `test` field (v0.2.0): numpy's tolerance helper, then every input with its value.
 TEST = """import numpy as np
@@ -68,3 +69,66 @@ def test_rescoring_reads_bench_words_lines_over_the_tasks_mbpp_plus_has():
     rows = mbpp_plus.rescore(answers, {7: mbpp_plus.without_numpy(TEST)}, SandboxSettings(timeout_s=20))
     assert rows["ours_ranked"] == {"n_tasks": 1, "pass@first": 100.0, "pass@first+": 0.0, "pass@all+": 100.0}
     assert rows["ours_greedy"] == {"n_tasks": 1, "pass@first": 0.0, "pass@first+": 100.0}
+
+
+def evalplus_task(number: int, entry_point: str, solution: str, inputs: list, atol: float = 0) -> dict:
+    """A task in EvalPlus's own MbppPlus.jsonl shape (inputs as JSON has them: tuples written as lists)."""
+    return {
+        "task_id": f"Mbpp/{number}",
+        "entry_point": entry_point,
+        "canonical_solution": solution,
+        "base_input": inputs[:1],
+        "plus_input": inputs[1:],
+        "atol": atol,
+    }
+
+
+def test_json_inputs_get_back_the_types_the_reference_expects():
+    assert mbpp_plus_build.task_args(2, [[1, 2], [3]]) == [(1, 2), (3,)]  # every argument a tuple
+    assert mbpp_plus_build.task_args(124, [1, "(1+2j)"]) == [1.0, 1 + 2j]
+    assert mbpp_plus_build.task_args(580, [[1, [2, [3]]]]) == [(1, (2, (3,)))]
+    assert mbpp_plus_build.task_args(9, [[1, 2]]) == [[1, 2]]  # a task not in the table: as JSON has it
+    task = evalplus_task(2, "f", "", [[[1], [2]], [[1], [2]], [[2], [1]]])
+    assert mbpp_plus_build.distinct_inputs(2, task) == [[(1,), (2,)], [(2,), (1,)]]
+
+
+def test_built_tests_hold_the_references_results_and_tell_right_from_wrong():
+    tasks = [
+        # MBPP+ compares this one's results as sets (EvalPlus's special oracle), its arguments tuples
+        evalplus_task(
+            2,
+            "similar_elements",
+            "def similar_elements(a, b):\n    return tuple(set(a) & set(b))\n",
+            [[[3, 4, 5], [5, 4, 9]], [[1], [2]]],
+        ),
+        # a Counter is no literal: the test runs the reference beside the candidate
+        evalplus_task(
+            88,
+            "freq_count",
+            "import collections\ndef freq_count(xs):\n    return collections.Counter(xs)\n",
+            [[[1, 1, 2]], [[]]],
+        ),
+        evalplus_task(7, "halves", "def halves(n):\n    return [n / 2, 3 * n / 2]\n", [[3], [0], [1e9]], atol=1e-4),
+        evalplus_task(9, "broken", "def broken(n):\n    return 1 // n\n", [[1], [0]]),  # its reference raises
+        evalplus_task(83, "removed", "def removed():\n    return 1\n", [[]]),  # one of v0.2.0's 21 removed tasks
+    ]
+    limits = SandboxLimits(wall_s=20, cpu_s=20, memory_mb=1024)
+    rows, failed = mbpp_plus_build.build(tasks, limits, SandboxSettings(timeout_s=20))
+    assert sorted(row["task_id"] for row in rows) == [2, 7, 88] and list(failed) == [9]
+    tests = {row["task_id"]: mbpp_plus.without_numpy(row["test"]) for row in rows}
+    assert "results = [" in tests[7] and "_reference" in tests[88]
+    codes = {
+        2: [
+            "def similar_elements(a, b):\n    return [x for x in b if x in a]\n",  # other order, a list: right
+            "def similar_elements(a, b):\n    return tuple(a)\n",
+        ],
+        88: [
+            "def freq_count(xs):\n    d = {}\n    for x in xs:\n        d[x] = d.get(x, 0) + 1\n    return d\n",
+            "def freq_count(xs):\n    return {x: 1 for x in xs}\n",
+        ],
+        7: [
+            "def halves(n):\n    return [n * 0.5, n * 1.5 + 1e-6]\n",  # within the task's atol
+            "def halves(n):\n    return [n // 2, 3 * n // 2]\n",
+        ],
+    }
+    assert mbpp_plus.judge_plus(codes, tests, SandboxSettings(timeout_s=20)) == {t: [True, False] for t in codes}
