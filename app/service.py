@@ -151,6 +151,7 @@ class Pipeline:
         hears of each, and `on_update` gets every round's growing rows after the earlier rounds' rows."""
         started = time.perf_counter()
         spent = Timings()
+        asked, request = request, stated.asking_examples(request) if self.stated_checks else request
         drawn = self._first_round(engine, request, control, on_update, checks, spent, started)
         reason = self._search(engine, request, control, on_update, checks, on_round, spent, drawn, started)
         tests, agreement, own = self._answers_evidence(engine, request, control, checks, reason, spent, drawn, started)
@@ -162,12 +163,12 @@ class Pipeline:
         drafts = drawn.drafts
         return RunResult(
             language=Language(drafts.language, drafts.found_from, request.in_words, self._analyses(drawn.reports)),
-            request=request,
+            request=asked,
             stopped=control.reason if _stopped(control) else None,  # read last: it may come late
             ranking_method=self.rank_settings.label(),
             static_analysis=self.analyzer is not None,
             checks=drawn.info,
-            notes=list(self.notes) + request_notes(request) + drawn.check_notes,
+            notes=list(self.notes) + request_notes(asked) + drawn.check_notes,
             candidates=candidates,
             similarity=matrix,
             engine_stats=drawn.result.stats,

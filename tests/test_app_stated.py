@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 import time
+from dataclasses import replace
 
 import pytest
 from test_app_checks import Replay  # a real candidate source that replays fixed texts
@@ -14,7 +15,8 @@ import languages
 from app.chat_api import answer_text
 from app.requests import Limits, build_request
 from app.service import Pipeline
-from app.stated import FAILS_OWN_CHECK, asks_for_usage
+from app.stated import FAILS_OWN_CHECK, STATE_EXAMPLES, asks_for_usage
+from engine.types import ChatTurn
 
 PROMPT = "def is_valid_ipv4(s):\n"
 REGEX = (
@@ -106,6 +108,37 @@ def test_an_answer_in_words_shows_its_example_usage_apart_from_the_code_to_copy(
         source, build_request(IPV4_WORDS + " Add unit tests.", k=3, budget_s=20.0, temperature=0.8, max_new_tokens=64)
     )
     assert "assert is_valid_ipv4(" in asked.candidates[0].code and asked.candidates[0].example_usage is None
+
+
+class Heard(Replay):
+    """Replay that keeps each request it is asked (what the rows were asked, as the engine reads it)."""
+
+    def __init__(self, texts: list[str]):
+        super().__init__(texts)
+        self.requests = []
+
+    def generate(self, request, on_update=None, should_stop=None):
+        self.requests.append(request)
+        return super().generate(request, on_update, should_stop)
+
+
+def test_ranked_rows_in_words_are_asked_to_state_examples_and_the_result_keeps_the_users_request(checker):
+    words = build_request(IPV4_WORDS, k=3, budget_s=20.0, temperature=0.8, max_new_tokens=64, mode="words")
+    source = Heard([_answer(SPLIT), _answer(REGEX)])
+    result = Pipeline(checker=checker).run(source, words)
+    assert source.requests[0].turns == (ChatTurn("system", STATE_EXAMPLES),) + words.turns
+    assert result.request == words  # the result shows the conversation as the user sent it
+    for request, asked_as_given in [
+        (replace(words, k=1), "one row: nothing to cross-check"),
+        (replace(words, turns=(ChatTurn("system", "Be brief."),) + words.turns), "own"),
+        (build_request(PROMPT, k=3, budget_s=5.0, temperature=0.8, max_new_tokens=16), "code, not words"),
+    ]:
+        source = Heard([_answer(SPLIT)] * request.k if request.in_words else [SPLIT_TOO])
+        Pipeline(checker=checker).run(source, request)
+        assert source.requests[0].turns == request.turns, asked_as_given
+    source = Heard([_answer(SPLIT), _answer(REGEX)])
+    Pipeline(checker=checker, stated_checks=False).run(source, words)
+    assert source.requests[0].turns == words.turns  # stated checks off: nothing is asked for them
 
 
 def test_which_requests_ask_for_their_test_code():
