@@ -151,7 +151,9 @@ class Pipeline:
         hears of each, and `on_update` gets every round's growing rows after the earlier rounds' rows."""
         started = time.perf_counter()
         spent = Timings()
-        asked, request = request, stated.asking_examples(request) if self.stated_checks else request
+        asked = request
+        if self.stated_checks and not _own_checks(request, checks):  # where the answers' checks will be read
+            request = stated.asking_examples(request)
         drawn = self._first_round(engine, request, control, on_update, checks, spent, started)
         reason = self._search(engine, request, control, on_update, checks, on_round, spent, drawn, started)
         tests, agreement, own = self._answers_evidence(engine, request, control, checks, reason, spent, drawn, started)

@@ -130,6 +130,13 @@ def test_ranked_rows_in_words_are_asked_to_state_examples_and_the_result_keeps_t
     assert result.request == words  # the result shows the conversation as the user sent it
     for request, asked_as_given in [
         (replace(words, k=1), "one row: nothing to cross-check"),
+        (
+            build_request(
+                IPV4_WORDS + " assert is_valid_ipv4('1.2.3.4') == True", k=3, budget_s=20.0, max_new_tokens=64,
+                temperature=0.8, mode="words",
+            ),
+            "the user's own check ranks them",
+        ),
         (replace(words, turns=(ChatTurn("system", "Be brief."),) + words.turns), "own"),
         (build_request(PROMPT, k=3, budget_s=5.0, temperature=0.8, max_new_tokens=16), "code, not words"),
     ]:
