@@ -12,9 +12,7 @@ beside the code, not in it, unless the request asks for tests, a usage example o
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from checks import CandidateChecks, Check
 from checks.check import MAX_CHECKS, TRUTHY
@@ -40,7 +38,7 @@ _ASKS_FOR_USAGE = re.compile(
 _UNREAD = re.compile(r"https?://\S+|`[^`\n]*`")  # links and inline code: not the user's words
 
 
-# Asked of the rows of a request in words that names no system turn of its own, so that every answer states checks:
+# Asked of the rows of a request in Python words that names no system turn of its own, so that every answer states checks:
 # without it 39 of 100 MBPP tasks asked in words had any answer that stated one (docs/MEASUREMENTS.md, "Requests in
 # words"). It takes the place of the template's default system turn.
 STATE_EXAMPLES = (
@@ -50,9 +48,12 @@ STATE_EXAMPLES = (
 
 
 def asking_examples(request: GenerationRequest) -> GenerationRequest:
-    """`request` as its rows are asked: a conversation of k >= 2 rows without a system turn begins with
-    STATE_EXAMPLES (the answers' stated checks then rank them); any other request as it is."""
-    if request.k < 2 or not request.turns or any(turn.role == "system" for turn in request.turns):
+    """`request` as its rows are asked: a conversation in Python (named, or no other language named; the hint is
+    written in Python) of k >= 2 rows without a system turn begins with STATE_EXAMPLES (the answers' stated checks
+    then rank them); any other request as it is."""
+    if request.k < 2 or not request.turns or request.language.name != "python":
+        return request
+    if any(turn.role == "system" for turn in request.turns):
         return request
     return replace(request, turns=(ChatTurn("system", STATE_EXAMPLES),) + tuple(request.turns))
 

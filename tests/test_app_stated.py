@@ -139,6 +139,13 @@ def test_ranked_rows_in_words_are_asked_to_state_examples_and_the_result_keeps_t
         ),
         (replace(words, turns=(ChatTurn("system", "Be brief."),) + words.turns), "own"),
         (build_request(PROMPT, k=3, budget_s=5.0, temperature=0.8, max_new_tokens=16), "code, not words"),
+        (
+            build_request(
+                "Write a JavaScript function that checks an IPv4 address.", k=3, budget_s=20.0, temperature=0.8,
+                max_new_tokens=64, mode="words",
+            ),
+            "the hint is written in Python",
+        ),
     ]:
         source = Heard([_answer(SPLIT)] * request.k if request.in_words else [SPLIT_TOO])
         Pipeline(checker=checker).run(source, request)
