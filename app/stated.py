@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
+import languages
 from checks import CandidateChecks, Check
 from checks.check import MAX_CHECKS, TRUTHY
 from checks.runner import PASSED
@@ -38,9 +39,9 @@ _ASKS_FOR_USAGE = re.compile(
 _UNREAD = re.compile(r"https?://\S+|`[^`\n]*`")  # links and inline code: not the user's words
 
 
-# Asked of the rows of a request in Python words that names no system turn of its own, so that every answer states checks:
-# without it 39 of 100 MBPP tasks asked in words had any answer that stated one (docs/MEASUREMENTS.md, "Requests in
-# words"). It takes the place of the template's default system turn.
+# Asked of the rows of a request in words, in Python, that names no system turn of its own, so that more answers state
+# checks: without it 91 of 800 answers to 100 MBPP tasks asked in words stated one, with it 648 (docs/MEASUREMENTS.md,
+# "Requests in words"). It takes the place of the template's default system turn.
 STATE_EXAMPLES = (
     "You are a helpful assistant. When you write a function, end its code block with three example calls, each on "
     "its own line as `print(call)  # Output: the expected value`."
@@ -51,7 +52,7 @@ def asking_examples(request: GenerationRequest) -> GenerationRequest:
     """`request` as its rows are asked: a conversation in Python (named, or no other language named; the hint is
     written in Python) of k >= 2 rows without a system turn begins with STATE_EXAMPLES (the answers' stated checks
     then rank them); any other request as it is."""
-    if request.k < 2 or not request.turns or request.language.name != "python":
+    if request.k < 2 or not request.turns or request.language is not languages.PYTHON:
         return request
     if any(turn.role == "system" for turn in request.turns):
         return request

@@ -122,30 +122,22 @@ class Heard(Replay):
         return super().generate(request, on_update, should_stop)
 
 
+def _words(text: str):
+    return build_request(text, k=3, budget_s=20.0, temperature=0.8, max_new_tokens=64, mode="words")
+
+
 def test_ranked_rows_in_words_are_asked_to_state_examples_and_the_result_keeps_the_users_request(checker):
-    words = build_request(IPV4_WORDS, k=3, budget_s=20.0, temperature=0.8, max_new_tokens=64, mode="words")
+    words = _words(IPV4_WORDS)
     source = Heard([_answer(SPLIT), _answer(REGEX)])
     result = Pipeline(checker=checker).run(source, words)
     assert source.requests[0].turns == (ChatTurn("system", STATE_EXAMPLES),) + words.turns
     assert result.request == words  # the result shows the conversation as the user sent it
     for request, asked_as_given in [
         (replace(words, k=1), "one row: nothing to cross-check"),
-        (
-            build_request(
-                IPV4_WORDS + " assert is_valid_ipv4('1.2.3.4') == True", k=3, budget_s=20.0, max_new_tokens=64,
-                temperature=0.8, mode="words",
-            ),
-            "the user's own check ranks them",
-        ),
+        (_words(IPV4_WORDS + " assert is_valid_ipv4('1.2.3.4') == True"), "the user's own check ranks them"),
         (replace(words, turns=(ChatTurn("system", "Be brief."),) + words.turns), "own"),
         (build_request(PROMPT, k=3, budget_s=5.0, temperature=0.8, max_new_tokens=16), "code, not words"),
-        (
-            build_request(
-                "Write a JavaScript function that checks an IPv4 address.", k=3, budget_s=20.0, temperature=0.8,
-                max_new_tokens=64, mode="words",
-            ),
-            "the hint is written in Python",
-        ),
+        (_words("Write a JavaScript function that checks an IPv4 address."), "the hint is written in Python"),
     ]:
         source = Heard([_answer(SPLIT)] * request.k if request.in_words else [SPLIT_TOO])
         Pipeline(checker=checker).run(source, request)
