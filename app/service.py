@@ -217,11 +217,11 @@ class Pipeline:
         return with_tails(request, self.model_tests)
 
     def _settled(self, request: GenerationRequest, checks: CheckRequest) -> Settled | None:
-        """The settled rule's watcher for a first round of several rows of Python code (measured there; a build
-        step per row would outlast the steps it saves) whose checks run here, else None; none either where the
-        model's reader will add examples after the round (the rows would be judged on fewer checks than the
+        """The settled rule's watcher for a first round of several rows of Python, code or answers in words (measured
+        there; a build step per row would outlast the steps it saves) whose checks run here, else None; none either
+        where the model's reader will add examples after the round (the rows would be judged on fewer checks than the
         ranking's)."""
-        python = request.language is languages.PYTHON and not request.in_words
+        python = request.language is languages.PYTHON
         if not (self.settle and python and checks.run and request.k > 1 and self._runs_language(request.language)):
             return None
         found = _own_checks(request, checks)

@@ -22,8 +22,8 @@ class Growing:
     the rows still growing at a step that should_stop answers True for end there, unfinished ("budget"), as the
     engine's do."""
 
-    def __init__(self, texts: list[str], steps: list[int]):
-        self.texts, self.steps, self.ran = texts, steps, 0
+    def __init__(self, texts: list[str], steps: list[int], long: list[str] = LONG):
+        self.texts, self.steps, self.long, self.ran = texts, steps, long, 0
 
     def generate(self, request, on_update=None, should_stop=None):
         finish = [None] * len(self.texts)
@@ -39,7 +39,7 @@ class Growing:
 
     def _result(self, finish, step) -> GenerationResult:
         rows = [
-            Candidate(text if f else "".join(LONG[:step]) if text == "LONG" else text[: 4 * step], [1], [-0.1], f)
+            Candidate(text if f else "".join(self.long[:step]) if text == "LONG" else text[: 4 * step], [1], [-0.1], f)
             for text, f in zip(self.texts, finish)
         ]
         return GenerationResult(rows, GenerationStats(wall_s=0.1 * step))
@@ -59,6 +59,27 @@ def test_two_passing_rows_and_the_greedy_one_ended_stop_the_row_still_growing(ch
         "budget",
     ]
     assert "settled: 2 finished rows passed every check, so the 1 row still growing was stopped there" in result.notes
+
+
+def test_answers_in_words_settle_on_the_asserts_the_request_carries(checker):
+    """A request in words with its assert: the answers' code blocks are what runs; two that pass and the greedy one
+    ended stop the answer still growing. Without the assert there is nothing to settle on."""
+    words = "Write a Python function add(a, b) that adds two numbers.\nassert add(2, 3) == 5"
+    source = Growing([_fenced(RIGHT), _fenced(ALSO_RIGHT), "LONG"], [1, 2, 12], [_fenced("")] + LONG + ["```\n"])
+    result = Pipeline(checker=checker).run(source, _words(words), checks=build_checks())
+    assert 2 <= source.ran < 12
+    assert "settled: 2 finished rows passed every check, so the 1 row still growing was stopped there" in result.notes
+    source = Growing([_fenced(RIGHT), _fenced(ALSO_RIGHT), "LONG"], [1, 2, 12], [_fenced("")] + LONG + ["```\n"])
+    Pipeline(checker=checker).run(source, _words(words.splitlines()[0]), checks=build_checks())
+    assert source.ran == 12
+
+
+def _fenced(body: str) -> str:
+    return "```python\ndef add(a, b):\n" + body + ("```\n" if body else "")
+
+
+def _words(text: str):
+    return build_request(text, k=3, budget_s=20.0, temperature=0.8, max_new_tokens=32, seed=1, mode="words")
 
 
 def test_rows_that_fail_the_examples_settle_nothing(checker):
