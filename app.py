@@ -151,9 +151,9 @@ def _evidence_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--no-settle",
         action="store_true",
-        help="let every row of a Python request with examples grow to its own end (by default, once the greedy row "
-        "has ended and two finished rows pass every check, the rows still growing stop: app/settled.py; on "
-        "HumanEval 25%% fewer steps, the first draft 79.3%% against 78.0%%)",
+        help="let every row of a Python request with examples (code, or words with asserts) grow to its own end (by "
+        "default, once the greedy row has ended and two finished rows pass every check, the rows still growing stop: "
+        "app/settled.py; on HumanEval 25%% fewer steps, the first draft 79.3%% against 78.0%%)",
     )
     group.add_argument(
         "--no-stated-checks",
