@@ -151,7 +151,7 @@ class Pipeline:
         hears of each, and `on_update` gets every round's growing rows after the earlier rounds' rows."""
         started = time.perf_counter()
         spent = Timings()
-        asked = request
+        given = request  # as the user sent it; `request` is how the rows are asked from here on
         if self.stated_checks and not _own_checks(request, checks):  # where the answers' checks will be read
             request = stated.asking_examples(request)
         drawn = self._first_round(engine, request, control, on_update, checks, spent, started)
@@ -165,12 +165,12 @@ class Pipeline:
         drafts = drawn.drafts
         return RunResult(
             language=Language(drafts.language, drafts.found_from, request.in_words, self._analyses(drawn.reports)),
-            request=asked,
+            request=given,
             stopped=control.reason if _stopped(control) else None,  # read last: it may come late
             ranking_method=self.rank_settings.label(),
             static_analysis=self.analyzer is not None,
             checks=drawn.info,
-            notes=list(self.notes) + request_notes(asked) + drawn.check_notes,
+            notes=list(self.notes) + request_notes(given) + drawn.check_notes,
             candidates=candidates,
             similarity=matrix,
             engine_stats=drawn.result.stats,

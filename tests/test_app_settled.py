@@ -14,6 +14,7 @@ from engine.types import FINISH_BUDGET, FINISH_STOP
 PROMPT = 'def add(a, b):\n    """Add two numbers.\n    >>> add(2, 3)\n    5\n    """\n'
 RIGHT, ALSO_RIGHT, WRONG = "    return a + b\n", "    return b + a\n", "    return a - b\n"
 LONG = ["    total = a\n"] + ["    total += 0\n"] * 10 + ["    return total + b\n"]  # ends at its 12th step
+LONG_ANSWER = ["```python\ndef add(a, b):\n", *LONG, "```\n"]  # the long row, as an answer in words
 STEP_S = 0.2  # a step's seconds: the sandbox's verdicts come back on the watcher's thread meanwhile
 
 
@@ -65,17 +66,17 @@ def test_answers_in_words_settle_on_the_asserts_the_request_carries(checker):
     """A request in words with its assert: the answers' code blocks are what runs; two that pass and the greedy one
     ended stop the answer still growing. Without the assert there is nothing to settle on."""
     words = "Write a Python function add(a, b) that adds two numbers.\nassert add(2, 3) == 5"
-    source = Growing([_fenced(RIGHT), _fenced(ALSO_RIGHT), "LONG"], [1, 2, 12], [_fenced("")] + LONG + ["```\n"])
+    source = Growing([_fenced(RIGHT), _fenced(ALSO_RIGHT), "LONG"], [1, 2, 12], LONG_ANSWER)
     result = Pipeline(checker=checker).run(source, _words(words), checks=build_checks())
     assert 2 <= source.ran < 12
     assert "settled: 2 finished rows passed every check, so the 1 row still growing was stopped there" in result.notes
-    source = Growing([_fenced(RIGHT), _fenced(ALSO_RIGHT), "LONG"], [1, 2, 12], [_fenced("")] + LONG + ["```\n"])
+    source = Growing([_fenced(RIGHT), _fenced(ALSO_RIGHT), "LONG"], [1, 2, 12], LONG_ANSWER)
     Pipeline(checker=checker).run(source, _words(words.splitlines()[0]), checks=build_checks())
     assert source.ran == 12
 
 
 def _fenced(body: str) -> str:
-    return "```python\ndef add(a, b):\n" + body + ("```\n" if body else "")
+    return "```python\ndef add(a, b):\n" + body + "```\n"
 
 
 def _words(text: str):
