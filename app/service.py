@@ -43,7 +43,7 @@ from app.results import (
 )
 from app.runs import BusyError, RunControl, as_reported
 from app.search import Search, SearchSettings, combined, round_request
-from app.settled import Settled
+from app.settled import Majority, Settled
 from checks import CandidateChecks, Check, CheckRunner, checks_for_infill, checks_for_prompt, checks_for_words
 from checks.runner import PASSED
 from checks.stated import reads_stated
@@ -76,14 +76,14 @@ def _own_checks(request: GenerationRequest, checks: CheckRequest) -> list[Check]
     return Drafts.of(request, GenerationResult([], GenerationStats())).checks() + list(checks.user)
 
 
-def _either(should_stop, watch: Settled | None):
+def _either(should_stop, watch: Settled | Majority | None):
     """The engine's should_stop: the run's own, or the settled rule's."""
     if watch is None:
         return should_stop
     return lambda: watch.should_stop() or bool(should_stop and should_stop())
 
 
-def _both(on_update, watch: Settled | None):
+def _both(on_update, watch: Settled | Majority | None):
     """The engine's on_update: the settled rule hears the rows first, then the run's own listener."""
     if watch is None:
         return on_update
@@ -216,17 +216,19 @@ class Pipeline:
             return request
         return with_tails(request, self.model_tests)
 
-    def _settled(self, request: GenerationRequest, checks: CheckRequest) -> Settled | None:
+    def _settled(self, request: GenerationRequest, checks: CheckRequest) -> Settled | Majority | None:
         """The settled rule's watcher for a first round of several rows of Python, code or answers in words (measured
         there; a build step per row would outlast the steps it saves) whose checks run here, else None; none either
         where the model's reader will add examples after the round (the rows would be judged on fewer checks than the
-        ranking's)."""
+        ranking's). Answers in words that carry no check get the majority rule (app/settled.py)."""
         python = request.language is languages.PYTHON
         if not (self.settle and python and checks.run and request.k > 1 and self._runs_language(request.language)):
             return None
         found = _own_checks(request, checks)
+        if not found:
+            return Majority(request) if request.in_words else None
         name = tested_function(request)
-        if not found or (self.example_reader is not None and name and unread_calls(request.prompt, name, found)):
+        if self.example_reader is not None and name and unread_calls(request.prompt, name, found):
             return None
 
         def run(programs: list[str]) -> list[int]:

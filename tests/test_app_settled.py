@@ -1,6 +1,7 @@
 """The settled rule (app/settled.py): a k-row request stops its growing rows once the greedy row has ended and two
-rows that ended pass every check; checked with a source that grows its rows step by step as the engine does (each
-step heard through on_update, should_stop asked before the next) and the real sandbox."""
+rows that ended pass every check (a request in words without a check: once more than half of the rows ended);
+checked with a source that grows its rows step by step as the engine does (each step heard through on_update,
+should_stop asked before the next) and the real sandbox."""
 
 from __future__ import annotations
 
@@ -70,8 +71,39 @@ def test_answers_in_words_settle_on_the_asserts_the_request_carries(checker):
     result = Pipeline(checker=checker).run(source, _words(words), checks=build_checks())
     assert 2 <= source.ran < 12
     assert "settled: 2 finished rows passed every check, so the 1 row still growing was stopped there" in result.notes
-    source = Growing([_fenced(RIGHT), _fenced(ALSO_RIGHT), "LONG"], [1, 2, 12], LONG_ANSWER)
-    Pipeline(checker=checker).run(source, _words(words.splitlines()[0]), checks=build_checks())
+
+
+WORDS = "Write a Python function add(a, b) that adds two numbers."  # no check to settle on
+
+
+def test_answers_in_words_without_a_check_stop_once_more_than_half_of_the_rows_ended(checker):
+    """The majority rule: the greedy row and 2 of 3 rows ended stop the third; 2 of 4 are not more than half."""
+    source = Growing([_fenced(RIGHT), _fenced(WRONG), "LONG"], [1, 2, 12], LONG_ANSWER)
+    result = Pipeline(checker=checker).run(source, _words(WORDS), checks=build_checks())
+    assert source.ran == 2
+    assert [c.finish_reason for c in sorted(result.candidates, key=lambda c: c.indices[0])] == [
+        "stop",
+        "stop",
+        "budget",
+    ]
+    expected = "settled: 2 of 3 rows had ended and the request carries no check, so the 1 row still growing was"
+    assert any(note.startswith(expected) for note in result.notes)
+    source = Growing([_fenced(RIGHT), _fenced(WRONG), "LONG", "LONG"], [1, 2, 12, 12], LONG_ANSWER)
+    Pipeline(checker=checker).run(source, _words(WORDS, k=4), checks=build_checks())
+    assert source.ran == 12
+
+
+def test_the_majority_rule_waits_for_the_greedy_row_and_leaves_code_and_the_rule_off_alone(checker):
+    answers = [_fenced(RIGHT), _fenced(WRONG), "LONG"]
+    source = Growing(["LONG", *answers[:2]], [12, 1, 2], LONG_ANSWER)  # row 0, the greedy one, is the long one
+    Pipeline(checker=checker).run(source, _words(WORDS), checks=build_checks())
+    assert source.ran == 12
+    source = Growing(answers, [1, 2, 12], LONG_ANSWER)
+    Pipeline(checker=checker, settle=False).run(source, _words(WORDS), checks=build_checks())
+    assert source.ran == 12
+    source = Growing([RIGHT, WRONG, "LONG"], [1, 2, 12])  # code without an example: not measured, not cut
+    code = build_request("def add(a, b):\n", k=3, budget_s=20.0, temperature=0.8, max_new_tokens=32, seed=1)
+    Pipeline(checker=checker).run(source, code, checks=build_checks())
     assert source.ran == 12
 
 
@@ -79,8 +111,8 @@ def _fenced(body: str) -> str:
     return "```python\ndef add(a, b):\n" + body + "```\n"
 
 
-def _words(text: str):
-    return build_request(text, k=3, budget_s=20.0, temperature=0.8, max_new_tokens=32, seed=1, mode="words")
+def _words(text: str, k: int = 3):
+    return build_request(text, k=k, budget_s=20.0, temperature=0.8, max_new_tokens=32, seed=1, mode="words")
 
 
 def test_rows_that_fail_the_examples_settle_nothing(checker):
