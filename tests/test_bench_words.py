@@ -118,3 +118,28 @@ def test_words_evidence_reorders_the_same_samples_without_the_model_tests_tier()
     line = {"passed": True, "candidates": [choice(1, True, 0.2, 3.0), choice(2, False, 0.9, 1.0)]}
     assert evidence.without(line, "stated_agreement") is True  # the model's tests' agreement puts the right one first
     assert evidence.without(line, "agreement") is False  # without them the higher score wins
+
+
+def test_eval_majority_replays_the_rows_that_ended_first_ranked_on_their_own_stated_checks(checker):
+    """Rows end in order of their length: the short wrong one alone is first; with the right one, its stated check
+    ranks it first; the long wrong row's own checks, read only once every row has ended, outvote it."""
+    from benchmarks import eval_majority
+
+    def row(code, passed, score, usage=""):
+        return {"code": code, "passed": passed, "ranked_drafts": {"score": score, "example_usage": usage}}
+
+    right = "def f(x):\n    return x + 1\n"
+    wrong = "def f(x):\n    return x\n"
+    long_wrong = "def f(x):\n    # " + "a long comment " * 20 + "\n    return x\n"
+    line = {
+        "task_id": 1,
+        "passed": False,
+        "candidates": [
+            row(right, True, 0.1, "print(f(1))  # Output: 2\n"),
+            row(wrong, False, 0.9),
+            row(long_wrong, False, 0.8, "print(f(1))  # Output: 1\nprint(f(2))  # Output: 2\n"),
+        ],
+    }
+    replayed = eval_majority.replay(line, len, checker)
+    assert replayed["passes"] == [False, True, False]
+    assert replayed["shares"][-1] == 1.0 and replayed["shares"][0] < replayed["shares"][1] < 1.0
