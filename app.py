@@ -151,9 +151,10 @@ def _evidence_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--no-settle",
         action="store_true",
-        help="let every row of a Python request with examples (code, or words with asserts) grow to its own end (by "
-        "default, once the greedy row has ended and two finished rows pass every check, the rows still growing stop: "
-        "app/settled.py; on HumanEval 25%% fewer steps, the first draft 79.3%% against 78.0%%)",
+        help="let every row of a Python request of several rows grow to its own end (by default, once the greedy row "
+        "has ended, the rows still growing stop where two finished rows pass every check the request carries, or, in "
+        "a request in words that carries none, where more than half of the rows have ended: app/settled.py; on "
+        "HumanEval 25%% fewer steps, the first draft 79.3%% against 78.0%%)",
     )
     group.add_argument(
         "--no-stated-checks",

@@ -21,7 +21,11 @@ class EvidenceKind:
 CHECKS_PASSED = EvidenceKind("checks_passed", TIER, "checks passed", in_score_line=False)  # the user's and prompt's
 AGREEMENT = EvidenceKind("agreement", TIER, "agreement on the model's tests")  # CodeT (app/model_checks.py)
 STATED_AGREEMENT = EvidenceKind("stated_agreement", TIER, "agreement on the answers' own examples")  # app/stated.py
-KINDS = (CHECKS_PASSED, AGREEMENT, STATED_AGREEMENT)  # in the order they rank: the user's examples first
+# Gathered only where the majority rule stopped the rows still growing (app/settled.py `Majority`): its premise,
+# measured, is that the answer is among the rows that ended, so they rank first (a client reads a stopped row as cut
+# short).
+ENDED = EvidenceKind("ended", TIER, "ended by itself", in_score_line=False)
+KINDS = (ENDED, CHECKS_PASSED, AGREEMENT, STATED_AGREEMENT)  # in the order they rank
 
 
 def evidence_for(gathered: dict[str, list[float] | None]) -> list[Evidence]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 import languages
 import rerank
 from app import search, stated
-from app.evidence import AGREEMENT, CHECKS_PASSED, STATED_AGREEMENT, evidence_for
+from app.evidence import AGREEMENT, CHECKS_PASSED, ENDED, STATED_AGREEMENT, evidence_for
 from app.model_checks import (
     CONTINUATION,
     ModelCheckSettings,
@@ -76,6 +76,11 @@ def _own_checks(request: GenerationRequest, checks: CheckRequest) -> list[Check]
     return Drafts.of(request, GenerationResult([], GenerationStats())).checks() + list(checks.user)
 
 
+def _ended(result: GenerationResult) -> list[float]:
+    """1 for each row that ended by itself, else 0 (the ENDED evidence)."""
+    return [1.0 if row.finish_reason == FINISH_STOP else 0.0 for row in result.candidates]
+
+
 def _either(should_stop, watch: Settled | Majority | None):
     """The engine's should_stop: the run's own, or the settled rule's."""
     if watch is None:
@@ -114,6 +119,7 @@ class _Drawn:
     rounds: int  # rounds drawn
     last_round_s: float  # the last round's seconds (reading the examples aside)
     judge_s: float  # the last round's analysis and checks
+    majority_stopped: bool = False  # the majority rule stopped the first round's growing rows (app/settled.py)
 
 
 @dataclass
@@ -158,7 +164,11 @@ class Pipeline:
         reason = self._search(engine, request, control, on_update, checks, on_round, spent, drawn, started)
         tests, agreement, own = self._answers_evidence(engine, request, control, checks, reason, spent, drawn, started)
         checked = time.perf_counter()
-        gathered = {AGREEMENT.name: agreement, STATED_AGREEMENT.name: stated.agreement(own[1]) if own else None}
+        gathered = {
+            ENDED.name: _ended(drawn.result) if drawn.majority_stopped else None,
+            AGREEMENT.name: agreement,
+            STATED_AGREEMENT.name: stated.agreement(own[1]) if own else None,
+        }
         candidates, matrix = self._rank(drawn.result, drawn.drafts, drawn.reports, drawn.outcomes, gathered, own)
         ranked = time.perf_counter()
         spent.ranking_s, spent.pipeline_s = round(ranked - checked, 4), round(ranked - started, 4)
@@ -203,9 +213,9 @@ class Pipeline:
         settled_note = watch.note(result) if watch else None
         check_notes += [settled_note] if settled_note else []
         round_s = time.perf_counter() - started - read_s
-        return _Drawn(
-            result, drafts, reports, info, outcomes, check_notes, 1, round_s, spent.analysis_s + spent.checks_s
-        )
+        majority = isinstance(watch, Majority) and settled_note is not None
+        judge_s = spent.analysis_s + spent.checks_s
+        return _Drawn(result, drafts, reports, info, outcomes, check_notes, 1, round_s, judge_s, majority)
 
     def _tailed(self, request: GenerationRequest, checks: CheckRequest) -> GenerationRequest:
         """The first round's request: its rows go on past their own code into an assert line each (the engine's

@@ -20,11 +20,13 @@ import argparse
 import json
 import math
 
+from app.evidence import KINDS
 from benchmarks.bench_words import draw, hidden_program, percent, read_tasks
 from benchmarks.mbpp_plus import read_answers
 from benchmarks.sandbox import SandboxSettings, run_many
 from checks.stated import split_usage, stated_checks
 from engine.quant.cpu import cpu_description
+from rerank import TIER
 from rerank.rank import EMPTY_KIND
 
 
@@ -41,7 +43,7 @@ def _number(value) -> float:
     return float(value) if value is not None and math.isfinite(value) else -math.inf
 
 
-TIERS = ("checks_passed", "agreement", "stated_agreement")  # the evidence's tiers, in the ranking's order
+TIERS = tuple(kind.name for kind in KINDS if kind.role == TIER)  # the evidence's tiers, in the ranking's order
 
 
 def without(line: dict, left_out: str) -> bool:

@@ -90,6 +90,7 @@ def test_generate_returns_ranked_candidates(served):
             "mean_logprob",
             "agreement",
             "stated_agreement",
+            "ended",
         }
         assert all({"kind", "line", "message", "severity"} <= set(f) for f in c["findings"])
     matrix = result["similarity"]["matrix"]

@@ -88,6 +88,9 @@ def test_answers_in_words_without_a_check_stop_once_more_than_half_of_the_rows_e
     ]
     expected = "settled: 2 of 3 rows had ended and the request carries no check, so the 1 row still growing was"
     assert any(note.startswith(expected) for note in result.notes)
+    # the rows that ended rank first (a client reads a stopped row as cut short)
+    assert [(c.finish_reason, c.score_parts["ended"]) for c in result.candidates][-1] == ("budget", 0.0)
+    assert all(c.score_parts["ended"] == 1.0 for c in result.candidates[:-1])
     source = Growing([_fenced(RIGHT), _fenced(WRONG), "LONG", "LONG"], [1, 2, 12, 12], LONG_ANSWER)
     Pipeline(checker=checker).run(source, _words(WORDS, k=4), checks=build_checks())
     assert source.ran == 12
@@ -99,8 +102,8 @@ def test_the_majority_rule_waits_for_the_greedy_row_and_leaves_code_and_the_rule
     Pipeline(checker=checker).run(source, _words(WORDS), checks=build_checks())
     assert source.ran == 12
     source = Growing(answers, [1, 2, 12], LONG_ANSWER)
-    Pipeline(checker=checker, settle=False).run(source, _words(WORDS), checks=build_checks())
-    assert source.ran == 12
+    result = Pipeline(checker=checker, settle=False).run(source, _words(WORDS), checks=build_checks())
+    assert source.ran == 12 and all(c.score_parts["ended"] is None for c in result.candidates)
     source = Growing([RIGHT, WRONG, "LONG"], [1, 2, 12])  # code without an example: not measured, not cut
     code = build_request("def add(a, b):\n", k=3, budget_s=20.0, temperature=0.8, max_new_tokens=32, seed=1)
     Pipeline(checker=checker).run(source, code, checks=build_checks())
