@@ -23,7 +23,7 @@ AGREEMENT = EvidenceKind("agreement", TIER, "agreement on the model's tests")  #
 STATED_AGREEMENT = EvidenceKind("stated_agreement", TIER, "agreement on the answers' own examples")  # app/stated.py
 # Gathered only where the majority rule stopped the rows still growing (app/settled.py `Majority`): its premise,
 # measured, is that the answer is among the rows that ended, so they rank first (a client reads a stopped row as cut
-# short).
+# short), above the static demotion too (more than half the rows ended; all of them unparsable is not seen).
 ENDED = EvidenceKind("ended", TIER, "ended by itself", in_score_line=False)
 KINDS = (ENDED, CHECKS_PASSED, AGREEMENT, STATED_AGREEMENT)  # in the order they rank
 

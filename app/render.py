@@ -18,7 +18,7 @@ from engine.types import FINISH_BUDGET, FINISH_INTERRUPTED, FINISH_LENGTH, FINIS
 REASONS = {
     FINISH_STOP: "finished",
     FINISH_LENGTH: "hit max new tokens",
-    FINISH_BUDGET: "stopped early (the time budget, or the answer settled: see the notes)",
+    FINISH_BUDGET: "stopped before its end (the time budget, a stop, or a settled answer: see the notes)",
     FINISH_INTERRUPTED: "cut: the server's stream broke off",
     None: "growing",
 }

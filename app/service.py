@@ -235,8 +235,9 @@ class Pipeline:
         if not (self.settle and python and checks.run and request.k > 1 and self._runs_language(request.language)):
             return None
         found = _own_checks(request, checks)
-        if not found:
-            return Majority(request) if request.in_words else None
+        if not found:  # the majority rule where it was measured: the answers' own checks rank them, no tails
+            measured = request.in_words and self.stated_checks and self.model_tests is None
+            return Majority(request) if measured else None
         name = tested_function(request)
         if self.example_reader is not None and name and unread_calls(request.prompt, name, found):
             return None

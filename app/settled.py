@@ -96,7 +96,8 @@ class Settled:
 class Majority:
     """Hears a request's growing rows and says when to stop them where there is no check to settle on: once the
     greedy row has ended and more than half of the rows ended by themselves (a row cut by its token limit does not
-    count). `close()` as Settled's."""
+    count). Used where it was measured: answers in words ranked on their own stated checks, without the model's
+    tests' tails (Pipeline._settled). `close()` as Settled's."""
 
     request: GenerationRequest
     ended: int = 0
@@ -108,7 +109,8 @@ class Majority:
             return
         self.ended = sum(row.finish_reason == FINISH_STOP for row in rows)
         greedy_ended = not self.request.greedy_first or (bool(rows) and rows[0].finish_reason is not None)
-        self.settled = greedy_ended and len(rows) // 2 < self.ended < len(rows)
+        growing = any(row.finish_reason is None for row in rows)
+        self.settled = greedy_ended and growing and self.ended > len(rows) // 2
 
     def should_stop(self) -> bool:
         return self.settled

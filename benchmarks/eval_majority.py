@@ -7,9 +7,12 @@ tokenizer over the answer's code and example usage: rows grow together, at least
 has ended, those j are ranked as the app ranks answers that carry no check of the request: the checks they state
 themselves are gathered from them alone and each runs, without its own test code, on all of them in the sandbox
 (app/stated.py: dual agreement), then by the score they were served with (their agreement with the other rows).
-The first answer passes where its served verdict (MBPP's asserts) passed. Two simplifications: the rows cut are
-left out (the app keeps them, cut, where static analysis mostly demotes them), and the served score is not
-recomputed over the j rows. With j = k the replay's first answer is checked against the served one.
+The first answer passes where its served verdict (MBPP's asserts) passed. A row that was cut by its token limit
+never ends by itself: where fewer than j rows did, nothing stops at j and every row is ranked. Simplifications: the
+rows stopped are left out (the app ranks them after the rows that ended), the served score is not recomputed over
+the j rows, and the rule's wait for the greedy row is not modelled (the saved answers do not say which row was
+greedy; it is usually among the shorter ones). With j = k the replay's first answer is checked against the served
+one.
 
     python -m benchmarks.eval_majority WORDS.jsonl [WORDS2.jsonl ...]
 
@@ -30,13 +33,14 @@ from engine.quant.cpu import cpu_description
 TOKENIZER = "bundled:qwen2.5-coder-1.5b"
 
 
-def answers(line: dict) -> list[tuple[str, float, bool]]:
-    """(program: code and example usage, served score, passed) of each of a ranked line's rows."""
+def answers(line: dict) -> list[tuple[str, float, bool, bool]]:
+    """(program: code and example usage, served score, passed, ended by itself) of each of a ranked line's rows."""
     rows = []
     for candidate in line["candidates"]:
         ranked = candidate.get("ranked_drafts") or {}
         program = candidate["code"].rstrip("\n") + "\n" + (ranked.get("example_usage") or "")
-        rows.append((program, float(ranked.get("score") or 0.0), bool(candidate["passed"])))
+        ended = ranked.get("finish_reason", "stop") == "stop"
+        rows.append((program, float(ranked.get("score") or 0.0), bool(candidate["passed"]), ended))
     return rows
 
 
@@ -53,14 +57,19 @@ def first_of(programs: list[str], scores: list[float], checker) -> int:
 def replay(line: dict, count, checker) -> dict:
     """Per j (rows ended), whether the first answer passes and the j-th row's share of the longest row's tokens."""
     rows = answers(line)
-    lengths = [count(program) for program, _, _ in rows]
-    order = sorted(range(len(rows)), key=lambda i: lengths[i])
+    lengths = [count(program) for program, *_ in rows]
+    order = sorted(range(len(rows)), key=lambda i: (not rows[i][3], lengths[i]))  # rows cut by their limit: last
     passes, shares = [], []
     for j in range(1, len(rows) + 1):
+        if not rows[order[j - 1]][3] and j < len(rows):  # fewer than j rows ended by themselves: nothing stops here
+            passes.append(None)
+            shares.append(1.0)
+            continue
         kept = order[:j]
         first = kept[first_of([rows[i][0] for i in kept], [rows[i][1] for i in kept], checker)]
         passes.append(rows[first][2])
         shares.append(lengths[order[j - 1]] / max(max(lengths), 1))
+    passes = [passes[-1] if p is None else p for p in passes]  # where the rule cannot stop, every row is ranked
     return {"task_id": line["task_id"], "served": bool(line["passed"]), "passes": passes, "shares": shares}
 
 

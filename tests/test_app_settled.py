@@ -40,11 +40,14 @@ class Growing:
         return self._result([f or FINISH_BUDGET for f in finish], self.ran)
 
     def _result(self, finish, step) -> GenerationResult:
-        rows = [
-            Candidate(text if f else "".join(self.long[:step]) if text == "LONG" else text[: 4 * step], [1], [-0.1], f)
-            for text, f in zip(self.texts, finish)
-        ]
+        rows = [Candidate(self._text(text, f, step), [1], [-0.1], f) for text, f in zip(self.texts, finish)]
         return GenerationResult(rows, GenerationStats(wall_s=0.1 * step))
+
+    def _text(self, text: str, finish: str | None, step: int) -> str:
+        """A row's text: whole where it ended by itself (or at its limit), else as far as it grew (stopped too)."""
+        if finish not in (None, FINISH_BUDGET):
+            return text
+        return "".join(self.long[:step]) if text == "LONG" else text[: 4 * step]
 
 
 def _request(k: int):
@@ -65,7 +68,7 @@ def test_two_passing_rows_and_the_greedy_one_ended_stop_the_row_still_growing(ch
 
 def test_answers_in_words_settle_on_the_asserts_the_request_carries(checker):
     """A request in words with its assert: the answers' code blocks are what runs; two that pass and the greedy one
-    ended stop the answer still growing. Without the assert there is nothing to settle on."""
+    ended stop the answer still growing."""
     words = "Write a Python function add(a, b) that adds two numbers.\nassert add(2, 3) == 5"
     source = Growing([_fenced(RIGHT), _fenced(ALSO_RIGHT), "LONG"], [1, 2, 12], LONG_ANSWER)
     result = Pipeline(checker=checker).run(source, _words(words), checks=build_checks())
@@ -88,12 +91,28 @@ def test_answers_in_words_without_a_check_stop_once_more_than_half_of_the_rows_e
     ]
     expected = "settled: 2 of 3 rows had ended and the request carries no check, so the 1 row still growing was"
     assert any(note.startswith(expected) for note in result.notes)
-    # the rows that ended rank first (a client reads a stopped row as cut short)
     assert [(c.finish_reason, c.score_parts["ended"]) for c in result.candidates][-1] == ("budget", 0.0)
     assert all(c.score_parts["ended"] == 1.0 for c in result.candidates[:-1])
     source = Growing([_fenced(RIGHT), _fenced(WRONG), "LONG", "LONG"], [1, 2, 12, 12], LONG_ANSWER)
     Pipeline(checker=checker).run(source, _words(WORDS, k=4), checks=build_checks())
     assert source.ran == 12
+
+
+STATING = ["```python\ndef add(a, b):\n", "    return a + b\n", "\n", "print(add(1, 2))  # Output: 3\n"]
+STATING += ["print(add(2, 2))  # Output: 4\n"] * 8 + ["```\n"]  # a right answer stating its examples, at length
+
+
+def test_where_the_majority_rule_stopped_rows_the_rows_that_ended_rank_first(checker):
+    """Two stopped copies of a right answer pass the examples they state and the ended (wrong) rows do not, so the
+    stated checks alone would rank the stopped rows first; the rows that ended rank before them (the rule's premise:
+    the answer is among them; a client reads a stopped row as cut short)."""
+    texts = [_fenced(WRONG), _fenced("    return b - a\n"), _fenced("    return a * b\n"), "LONG", "LONG"]
+    source = Growing(texts, [5, 6, 7, 12, 12], STATING)
+    result = Pipeline(checker=checker).run(source, _words(WORDS, k=5), checks=build_checks())
+    assert source.ran == 7
+    assert [c.finish_reason for c in result.candidates] == ["stop", "stop", "stop", "budget"]
+    assert [c.score_parts["ended"] for c in result.candidates] == [1.0, 1.0, 1.0, 0.0]
+    assert result.candidates[-1].score_parts["stated_agreement"] > result.candidates[0].score_parts["stated_agreement"]
 
 
 def test_the_majority_rule_waits_for_the_greedy_row_and_leaves_code_and_the_rule_off_alone(checker):

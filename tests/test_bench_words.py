@@ -143,3 +143,5 @@ def test_eval_majority_replays_the_rows_that_ended_first_ranked_on_their_own_sta
     replayed = eval_majority.replay(line, len, checker)
     assert replayed["passes"] == [False, True, False]
     assert replayed["shares"][-1] == 1.0 and replayed["shares"][0] < replayed["shares"][1] < 1.0
+    line["candidates"][1]["ranked_drafts"]["finish_reason"] = "length"  # cut by its limit: it never ends by itself
+    assert eval_majority.replay(line, len, checker)["passes"] == [True, False, False]
