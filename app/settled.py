@@ -85,11 +85,18 @@ class Settled:
 
     def note(self, result: GenerationResult) -> str | None:
         """What to say when the rule stopped rows, else None."""
-        stopped = sum(1 for row in result.candidates if row.finish_reason == FINISH_BUDGET)
-        if not self.settled or not stopped:
+        growing = _stopped_rows(result) if self.settled else None
+        if growing is None:
             return None
-        growing = "1 row still growing was" if stopped == 1 else f"{stopped} rows still growing were"
         return f"settled: {len(self.passing)} finished rows passed every check, so the {growing} stopped there"
+
+
+def _stopped_rows(result: GenerationResult) -> str | None:
+    """The rows a settled rule stopped, as its note says them ('3 rows still growing were'), or None where none was."""
+    stopped = sum(1 for row in result.candidates if row.finish_reason == FINISH_BUDGET)
+    if not stopped:
+        return None
+    return "1 row still growing was" if stopped == 1 else f"{stopped} rows still growing were"
 
 
 @dataclass
@@ -120,10 +127,9 @@ class Majority:
 
     def note(self, result: GenerationResult) -> str | None:
         """What to say when the rule stopped rows, else None."""
-        stopped = sum(1 for row in result.candidates if row.finish_reason == FINISH_BUDGET)
-        if not self.settled or not stopped:
+        growing = _stopped_rows(result) if self.settled else None
+        if growing is None:
             return None
-        growing = "1 row still growing was" if stopped == 1 else f"{stopped} rows still growing were"
         return (
             f"settled: {self.ended} of {len(result.candidates)} rows had ended and the request carries no check, so "
             f"the {growing} stopped there"
