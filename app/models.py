@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from app.compute_thread import ComputeThread, OnComputeThread
 from app.runs import in_app_terms
 from engine import (
     DEFAULT_DRAFT,
@@ -71,7 +72,8 @@ class EngineHub:
 
     The engine is not thread-safe, and two engines would share the CPU anyway, so `generation_lock`
     admits one generation at a time across all choices; a hub whose choices are all remote servers admits
-    `concurrency` at once (the server batches them).
+    `concurrency` at once (the server batches them). Local models are loaded and run on one thread, the hub's
+    ComputeThread, whichever thread asks (app/compute_thread.py: torch's OpenMP workers stay warm there).
     """
 
     def __init__(
@@ -106,6 +108,7 @@ class EngineHub:
         self._engines: dict[str, CandidateSource] = {}  # label -> its engine (local or remote)
         self._failures: dict[str, str] = {}  # label -> why its last load failed
         self._formats: dict[str, FormatChoice] = {}  # spec -> the dtype and weights it runs in, and why
+        self._compute = ComputeThread()  # where local models load and generate
 
     @property
     def labels(self) -> list[str]:
@@ -125,7 +128,9 @@ class EngineHub:
         with self._load_lock:
             if choice.label not in self._engines:
                 try:
-                    self._engines[choice.label] = self._build(choice)
+                    self._engines[choice.label] = (
+                        self._build(choice) if choice.remote is not None else self._compute.run(self._local, choice)
+                    )
                 except Exception as err:
                     self._failures[choice.label] = in_app_terms(err)
                     raise
@@ -176,7 +181,12 @@ class EngineHub:
             self._models.clear()
             self._failures.clear()
             self._formats.clear()
+        self._compute.close()
         release_freed_memory()
+
+    def _local(self, choice: ModelChoice) -> CandidateSource:
+        """A local choice's engine, built on the compute thread (this call runs there), its generations sent there."""
+        return OnComputeThread(self._build(choice), self._compute)
 
     def _build(self, choice: ModelChoice) -> CandidateSource:
         if choice.remote is not None:

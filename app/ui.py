@@ -6,6 +6,7 @@ Endpoints: `/generate` (JSON in the shape of app.results: Progress while it runs
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
@@ -49,7 +50,16 @@ class IntactCode(gr.Code):
         return "code"  # the same Svelte component in the page
 
 
+log = logging.getLogger(__name__)
+
 QUEUE_SIZE = 8  # requests that may wait for the engine; one more is refused ("queue is full, try again")
+# how often Gradio's queue looks for work, and for progress to send, while it has none: its Windows values. Its
+# defaults elsewhere (1 ms and 10 ms) wake the server's event loop about a thousand times a second, idle or not:
+# 4% of a core at idle, and about 1,200 preemptions a second of the engine's OpenMP workers during a step (2 cores,
+# AMD EPYC Zen 5), against 0.7% and about 100 with these (docs/CPU.md; no change in a step's time was measurable).
+# A page's event starts up to 50 ms later.
+QUEUE_POLL_S = 0.05
+PROGRESS_POLL_S = 0.1
 ENGINE_CONCURRENCY = "engine"  # one concurrency group for every event that uses the engine
 
 
@@ -105,7 +115,18 @@ def build_demo(service: Service, runs: RunRegistry | None = None, queue_size: in
         _page_events(page, service.hub, run, runs)
         _api(service.hub, run, runs, service.defaults)
     demo.queue(max_size=queue_size, default_concurrency_limit=1)
+    _calm(demo)
     return demo
+
+
+def _calm(demo: gr.Blocks) -> None:
+    """Gradio's queue polls at QUEUE_POLL_S and PROGRESS_POLL_S (attributes of its Queue, not options of queue())."""
+    queue = getattr(demo, "_queue", None)
+    if queue is None or not hasattr(queue, "sleep_when_free"):
+        log.warning("Gradio's queue has no polling interval to set: it polls at its own pace (a slower step)")
+        return
+    queue.sleep_when_free = QUEUE_POLL_S
+    queue.progress_update_sleep_when_free = PROGRESS_POLL_S
 
 
 @dataclass

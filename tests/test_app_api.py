@@ -251,3 +251,13 @@ def test_an_internal_failure_is_logged_and_shown_as_ours(served, caplog):
     logged = [r for r in caplog.records if error_id in r.getMessage()]
     assert logged and logged[0].exc_info is not None  # the traceback is in the log, under the id shown
     assert client.predict(prompt=PROMPT, **FAST, model="tiny pair", api_name="/generate")["status"] == "done"
+
+
+def test_the_pages_queue_polls_at_the_apps_pace_not_gradios_default():
+    from app.ui import PROGRESS_POLL_S, QUEUE_POLL_S
+
+    hub = EngineHub([ModelChoice("tiny alone", "tiny:2")])
+    demo = build_demo(Service(hub, Pipeline()))
+    queue = demo._queue  # Gradio's own 1 ms and 10 ms otherwise
+    polls = (queue.sleep_when_free, queue.progress_update_sleep_when_free)
+    assert polls == (QUEUE_POLL_S, PROGRESS_POLL_S) == (0.05, 0.1)
