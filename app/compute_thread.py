@@ -26,17 +26,20 @@ _STOP = object()  # what close() queues: the thread ends once the calls before i
 
 
 class ComputeThread:
-    """Runs calls on one daemon thread, started at the first call; `close()` ends it (a later call starts another)."""
+    """Runs calls on one daemon thread, started at the first call; `close()` ends it (a later call starts another).
+    A caller interrupted while it waits (Ctrl-C) stops waiting, not the call: a generation ends by its own deadline or
+    should_stop."""
 
     def __init__(self, name: str = "ranked-drafts-compute"):
         self.name = name
         self._calls: queue.SimpleQueue = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()  # starting and closing
+        self._here = threading.local()  # `inside` is set on the compute thread (any this object started)
 
     def run(self, function: Callable[..., Any], *args, **kwargs) -> Any:
         """function(*args, **kwargs) on the compute thread: its result, or its exception raised here."""
-        if threading.current_thread() is self._thread:
+        if getattr(self._here, "inside", False):
             return function(*args, **kwargs)
         done: Future = Future()
         with self._lock:
@@ -47,25 +50,33 @@ class ComputeThread:
             self._calls.put((done, function, args, kwargs))
         return done.result()
 
-    def close(self) -> None:
-        """End the thread once the calls queued before are done (its OpenMP team goes with it)."""
+    def close(self, timeout_s: float = 10.0) -> None:
+        """End the thread once the calls queued before are done (its OpenMP team goes with it); wait for that up to
+        timeout_s, so that what the last call held is released when this returns."""
         with self._lock:
-            if self._thread is not None:
+            thread, self._thread = self._thread, None
+            if thread is not None:
                 self._calls.put(_STOP)
-                self._thread = None
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout_s)
 
-    @staticmethod
-    def _serve(calls: queue.SimpleQueue) -> None:
+    def _serve(self, calls: queue.SimpleQueue) -> None:
+        self._here.inside = True
         while (call := calls.get()) is not _STOP:
-            done, function, args, kwargs = call
-            try:
-                done.set_result(function(*args, **kwargs))
-            except BaseException as err:  # noqa: BLE001 - handed to the caller, who raises it
-                done.set_exception(err)
+            _answer(*call)
+            del call  # nothing of the last call (its engine, its exception's frames) is held while waiting
+
+
+def _answer(done: Future, function: Callable[..., Any], args: tuple, kwargs: dict) -> None:
+    try:
+        done.set_result(function(*args, **kwargs))
+    except BaseException as err:  # noqa: BLE001 - handed to the caller, who raises it
+        done.set_exception(err)
 
 
 class OnComputeThread:
-    """A local engine whose generations run on the hub's compute thread; everything else reads through to it."""
+    """A local engine whose generations run on the hub's compute thread; its other attributes read through to it
+    (reads only: nothing sets an engine's attributes through the hub)."""
 
     def __init__(self, engine: CandidateSource, thread: ComputeThread):
         self._engine, self._thread = engine, thread
@@ -79,4 +90,6 @@ class OnComputeThread:
         return self._thread.run(self._engine.generate, request, on_update=on_update, should_stop=should_stop)
 
     def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):  # its own (before __init__ set them: a copy) and dunders are not the engine's
+            raise AttributeError(name)
         return getattr(self._engine, name)

@@ -53,11 +53,11 @@ class IntactCode(gr.Code):
 log = logging.getLogger(__name__)
 
 QUEUE_SIZE = 8  # requests that may wait for the engine; one more is refused ("queue is full, try again")
-# how often Gradio's queue looks for work, and for progress to send, while it has none: its Windows values. Its
-# defaults elsewhere (1 ms and 10 ms) wake the server's event loop about a thousand times a second, idle or not:
-# 4% of a core at idle, and about 1,200 preemptions a second of the engine's OpenMP workers during a step (2 cores,
-# AMD EPYC Zen 5), against 0.7% and about 100 with these (docs/CPU.md; no change in a step's time was measurable).
-# A page's event starts up to 50 ms later.
+# how often Gradio's queue looks for work while it has none, and for progress to send: its Windows values. Its
+# defaults elsewhere (1 ms and 10 ms) woke the server's event loop about 1,200 times a second, idle or not (4% of a
+# core at idle), and preempted the engine's two busy threads as often during a step (2 cores, AMD EPYC Zen 5); with
+# these about 60 and 100 times a second, under 1% of a core at idle (docs/CPU.md; a step's time did not change
+# measurably). A page's event starts up to 50 ms later and its progress is sent at most every 100 ms.
 QUEUE_POLL_S = 0.05
 PROGRESS_POLL_S = 0.1
 ENGINE_CONCURRENCY = "engine"  # one concurrency group for every event that uses the engine
@@ -123,7 +123,7 @@ def _calm(demo: gr.Blocks) -> None:
     """Gradio's queue polls at QUEUE_POLL_S and PROGRESS_POLL_S (attributes of its Queue, not options of queue())."""
     queue = getattr(demo, "_queue", None)
     if queue is None or not hasattr(queue, "sleep_when_free"):
-        log.warning("Gradio's queue has no polling interval to set: it polls at its own pace (a slower step)")
+        log.warning("Gradio's queue has no polling interval to set: it polls at its own pace")
         return
     queue.sleep_when_free = QUEUE_POLL_S
     queue.progress_update_sleep_when_free = PROGRESS_POLL_S

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -11,8 +12,8 @@ from app.models import EngineHub, ModelChoice
 from engine import EngineSettings, GenerationRequest, load_any
 
 
-def _in_thread(function):
-    """function() on a fresh thread of its own; its result, or its exception raised here."""
+def _in_thread(function, timeout_s: float = 60.0):
+    """function() on a fresh thread of its own; its result, or its exception raised here (a hang fails)."""
     box: dict = {}
 
     def body():
@@ -23,7 +24,8 @@ def _in_thread(function):
 
     thread = threading.Thread(target=body)
     thread.start()
-    thread.join()
+    thread.join(timeout_s)
+    assert not thread.is_alive(), f"the call did not return within {timeout_s} s"
     if "error" in box:
         raise box["error"]
     return box["result"]
@@ -34,12 +36,16 @@ def test_calls_from_any_thread_run_on_one_thread_and_raise_where_they_were_made(
     here = lambda: threading.current_thread()  # noqa: E731
     first, second = compute.run(here), _in_thread(lambda: compute.run(here))
     assert first is second and first.name == "test-compute" and first is not threading.current_thread()
-    assert compute.run(lambda: compute.run(here)) is first  # a call made on the thread runs at once (no deadlock)
+    nested = _in_thread(lambda: compute.run(lambda: compute.run(here)), timeout_s=10)  # no deadlock: it runs at once
+    assert nested is first
     with pytest.raises(ValueError, match="k=0 is out of range"):
         compute.run(lambda: (_ for _ in ()).throw(ValueError("k=0 is out of range")))
+    ran = []
+    waiting = threading.Thread(target=lambda: compute.run(lambda: ran.append(1)))
+    compute.run(lambda: (waiting.start(), time.sleep(0.2)))  # queued while the thread is busy
     compute.close()
-    first.join(timeout=5)
-    assert not first.is_alive()
+    waiting.join(timeout=5)
+    assert ran == [1] and not first.is_alive()  # the call queued before close ran; close waited for the thread
     later = compute.run(here)  # a call after close starts another
     assert later is not first and later.is_alive()
     compute.close()
@@ -49,19 +55,20 @@ def test_the_hub_loads_and_generates_on_its_compute_thread_for_every_caller():
     loaded_on, generated_on = [], []
 
     def loader(spec, cache_dir, dtype="auto"):
-        loaded_on.append(threading.current_thread().name)
+        loaded_on.append(threading.current_thread())
         return load_any(spec, cache_dir)
 
     hub = EngineHub([ModelChoice("tiny", "tiny:0")], settings=EngineSettings(drafter="none"), loader=loader)
     request = GenerationRequest("def f(x):\n", k=2, max_new_tokens=4, budget_s=30, temperature=0.8, seed=1)
 
     def generate():
-        hear = lambda partial: generated_on.append(threading.current_thread().name)  # noqa: E731
+        hear = lambda partial: generated_on.append(threading.current_thread())  # noqa: E731
         return hub.engine(None).generate(request, on_update=hear)
 
     from_main, from_other = generate(), _in_thread(generate)
-    assert loaded_on == ["ranked-drafts-compute"]
-    assert generated_on and set(generated_on) == {"ranked-drafts-compute"}
+    (compute,) = loaded_on
+    assert compute.name == "ranked-drafts-compute" and compute is not threading.current_thread()
+    assert generated_on and set(generated_on) == {compute}  # one thread, the one that loaded, for both callers
     assert [c.token_ids for c in from_main.candidates] == [c.token_ids for c in from_other.candidates]
     assert hub.engine(None).settings.drafter == "none"  # the engine's attributes read through
     hub.close()
