@@ -128,9 +128,7 @@ class EngineHub:
         with self._load_lock:
             if choice.label not in self._engines:
                 try:
-                    self._engines[choice.label] = (
-                        self._build(choice) if choice.remote is not None else self._compute.run(self._local, choice)
-                    )
+                    self._engines[choice.label] = self._build(choice)
                 except Exception as err:
                     self._failures[choice.label] = in_app_terms(err)
                     raise
@@ -184,13 +182,14 @@ class EngineHub:
         self._compute.close()
         release_freed_memory()
 
-    def _local(self, choice: ModelChoice) -> CandidateSource:
-        """A local choice's engine, built on the compute thread (this call runs there), its generations sent there."""
-        return OnComputeThread(self._build(choice), self._compute)
-
     def _build(self, choice: ModelChoice) -> CandidateSource:
+        """A remote choice's client; a local choice's engine, built on the compute thread, generating there."""
         if choice.remote is not None:
             return RemoteClient(choice.remote)
+        return OnComputeThread(self._compute.run(self._local, choice), self._compute)
+
+    def _local(self, choice: ModelChoice) -> CandidateSource:
+        """A local choice's engine (run on the compute thread: its models load there)."""
         settings = self.settings
         if settings.drafter == "model" and not choice.draft:  # --drafter model applies where there is a draft
             settings = replace(settings, drafter="auto")  # every other setting (acceptance rule...) stays
