@@ -15,7 +15,7 @@ import torch
 from engine.attention import attends_packed, key_shifter, packed_attention
 from engine.kv_cache import PACKED_ROWS, PackedRows, RaggedKVCache, UnpackedCall
 from engine.prefix_cache import PrefixCache, PromptReading, read_prompt
-from engine.sampling import PositionUniforms, inverse_cdf, token_logprobs, warp_probs
+from engine.sampling import PositionUniforms, draw, inverse_cdf, token_logprobs, warp_probs
 from engine.settings import EngineSettings
 from engine.speculation.acceptance import speculative_accept
 from engine.speculation.choices import ACCEPTANCE_CHOICES, DRAFTER_CHOICES
@@ -292,7 +292,7 @@ class Engine:
         if run.prompt.healing is not None:  # the first token finishes the typed word
             allowed = allowed.masked_fill(~run.prompt.healing.allowed, float("-inf"))
         decode = functools.partial(run.decode, self._decode)
-        first_tokens = inverse_cdf(_target_probs(run.request, allowed, rows), first_uniform)
+        first_tokens = _target_samples(run.request, allowed, rows, first_uniform)
         first_logprobs = token_logprobs(logits, first_tokens)
         for row_index, row in enumerate(run.rows):
             run.rules.extend(row, [int(first_tokens[row_index])], [float(first_logprobs[row_index])], decode)
@@ -338,8 +338,9 @@ class Engine:
 
     def _verify(self, run: _Run, draft: Draft, step: StepRecord, forced: Draft | None = None) -> _Verified:
         """[pending, draft tokens] of every row in one target forward, each row only its own tokens; then exact
-        speculative sampling, each row its own number of tokens, with distributions and samples only at the N
-        verified positions (a top-p warp and a cumulative sum over the vocabulary each). The rows `forced` reads
+        speculative sampling, each row its own number of tokens, with samples only at the N verified positions
+        (sampling.draw: the nucleus's tokens, no [N, V] distributions unless the draft brings distributions to weigh
+        them against). The rows `forced` reads
         (tails' texts) take their draft whole and the target's sample after it."""
         batch = len(run.active)
         draft_lengths = draft.lengths.to(self.device)
@@ -349,14 +350,20 @@ class Engine:
         pending = torch.tensor([run.rows[r].history[-1] for r in run.active], device=self.device)  # [B]
         verify_input = torch.cat([pending[:, None], draft_tokens], dim=1)  # [B, K+1]
         logits, packed, step.token_rows = forward_ragged(self.model, run.cache, verify_input, draft_lengths + 1)
-        target_probs = _target_probs(run.request, logits, [run.active[b] for b in packed.rows.tolist()])  # [N, V]
+        rows = [run.active[b] for b in packed.rows.tolist()]
         positions = [len(run.rows[r].history) for r in run.active]  # where each row's draft begins
         sample_uniform = run.uniforms.at(run.active, positions, width + 1)  # [B, K+1]
-        target_samples = inverse_cdf(target_probs, packed.pack(sample_uniform.to(self.device)))  # [N]
+        numbers = packed.pack(sample_uniform.to(self.device))  # [N]
+        target_probs = None  # [N, V] where the draft has distributions to weigh against them
+        if draft_probs is None:
+            target_samples = _target_samples(run.request, logits, rows, numbers)  # [N]
+        else:
+            target_probs = _target_probs(run.request, logits, rows)
+            target_samples = inverse_cdf(target_probs, numbers)
         n_accepted, next_tokens = speculative_accept(
             draft_tokens,
             draft_probs,
-            None if draft_probs is None else packed.pad(target_probs, batch, width + 1),
+            None if target_probs is None else packed.pad(target_probs, batch, width + 1),
             draft_lengths,
             run.generator,
             sample_uniform,
@@ -491,10 +498,31 @@ def _target_probs(request: GenerationRequest, logits: torch.Tensor, rows: list[i
     rows[i]: the request's temperature and top-p, and greedy for row 0 when the request asks for it
     (greedy_first)."""
     probs = warp_probs(logits, request.temperature, request.top_p)
-    if request.greedy_first and request.temperature > 0 and 0 in rows:
-        first = torch.tensor([r == 0 for r in rows], device=logits.device)
-        probs[first] = warp_probs(logits[first], 0.0, request.top_p)
+    greedy = _greedy_positions(request, rows, logits.device)
+    if greedy is not None:
+        probs[greedy] = warp_probs(logits[greedy], 0.0, request.top_p)
     return probs
+
+
+def _target_samples(
+    request: GenerationRequest, logits: torch.Tensor, rows: list[int], numbers: torch.Tensor
+) -> torch.Tensor:
+    """The target's tokens [N] drawn with `numbers` [N] from logits [N, V] (the i-th of original row rows[i]):
+    inverse_cdf(_target_probs(request, logits, rows), numbers), without the [N, V] distributions."""
+    greedy = _greedy_positions(request, rows, logits.device)
+    if greedy is None:
+        return draw(logits, request.temperature, request.top_p, numbers)
+    tokens = logits.argmax(-1)  # [N]
+    if not bool(greedy.all()):
+        tokens[~greedy] = draw(logits[~greedy], request.temperature, request.top_p, numbers[~greedy])
+    return tokens
+
+
+def _greedy_positions(request: GenerationRequest, rows: list[int], device) -> torch.Tensor | None:
+    """[N] which positions are row 0's where the request asks for it greedy among sampled rows; None if none."""
+    if not (request.greedy_first and request.temperature > 0 and 0 in rows):
+        return None
+    return torch.tensor([r == 0 for r in rows], device=device)
 
 
 def _check_settings(settings: EngineSettings, draft_model) -> None:

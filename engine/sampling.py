@@ -6,6 +6,10 @@ import hashlib
 
 import torch
 
+HEAD = 512  # the most likely tokens a top-p nucleus is looked for among before the whole vocabulary is sorted
+BLOCK = 64  # consecutive tokens whose largest logit stands for them when the head is looked for
+BLOCKS = 128  # the blocks of largest logits whose tokens are the head's candidates
+
 
 def warp_probs(logits: torch.Tensor, temperature: float, top_p: float) -> torch.Tensor:
     """Probabilities the sampler draws from, [..., V]; temperature 0 gives a one-hot argmax (greedy).
@@ -15,29 +19,97 @@ def warp_probs(logits: torch.Tensor, temperature: float, top_p: float) -> torch.
     """
     if temperature == 0:
         return torch.zeros(logits.shape, device=logits.device).scatter_(-1, logits.argmax(-1, keepdim=True), 1.0)
-    scaled = logits.float() / temperature
     if top_p >= 1.0:
-        return torch.softmax(scaled, dim=-1)
-    return _nucleus(scaled, top_p)
+        return torch.softmax(logits.float() / temperature, dim=-1)
+    flat = logits.reshape(-1, logits.shape[-1]).float()  # [N, V]
+    probs, ids, wide = _nucleus_head(flat, temperature, top_p)
+    warped = torch.zeros(flat.shape, device=flat.device).scatter_(-1, ids, probs)
+    if bool(wide.any()):
+        warped[wide] = _whole_nucleus(flat[wide], temperature, top_p)
+    return warped.reshape(logits.shape)
 
 
-def _nucleus(scaled: torch.Tensor, top_p: float, head: int = 512) -> torch.Tensor:
-    """softmax(scaled) cut to the smallest set of most likely tokens whose mass reaches top_p (the top token
-    always stays), renormalized.
+def draw(logits: torch.Tensor, temperature: float, top_p: float, uniform: torch.Tensor) -> torch.Tensor:
+    """inverse_cdf(warp_probs(logits, temperature, top_p), uniform) without the [N, V] distributions: logits
+    [N, V], uniform [N] -> tokens [N].
 
-    The nucleus almost always lies within the few hundred most likely tokens, so a top-k of `head` logits and
-    one log-normalizer replace a softmax, a full sort and a division over the vocabulary; rows whose nucleus
-    is wider fall back to the full sort.
+    Greedy is the argmax. Under top-p the cumulative sum runs over the nucleus's tokens in vocabulary order
+    (the order inverse_cdf walks the vocabulary in, whose other entries are 0), so a number picks the same
+    token as on the whole distribution. Rows whose nucleus is wider than the head, and top_p 1, take the whole
+    distribution.
     """
-    head = min(head, scaled.shape[-1])
-    head_logits, head_ids = scaled.topk(head, dim=-1)  # [..., head], sorted descending
-    head_probs = (head_logits - torch.logsumexp(scaled, dim=-1, keepdim=True)).exp()
-    if not bool((head_probs.sum(-1) >= top_p).all()):
-        head_probs, head_ids = torch.softmax(scaled, dim=-1).sort(dim=-1, descending=True)
-    mass_before = head_probs.cumsum(-1) - head_probs  # mass of strictly more likely tokens
-    head_probs = head_probs.masked_fill(mass_before >= top_p, 0.0)
-    head_probs = head_probs / head_probs.sum(-1, keepdim=True)
-    return torch.zeros(scaled.shape, device=scaled.device).scatter_(-1, head_ids, head_probs)
+    if temperature == 0:
+        return logits.argmax(-1)
+    flat = logits.float()
+    if top_p >= 1.0:
+        return inverse_cdf(torch.softmax(flat / temperature, dim=-1), uniform)
+    probs, ids, wide = _nucleus_head(flat, temperature, top_p)
+    ids, order = ids.sort(dim=-1)  # vocabulary order
+    tokens = ids.gather(-1, inverse_cdf(probs.gather(-1, order), uniform)[:, None]).squeeze(-1)  # [N]
+    if bool(wide.any()):
+        tokens[wide] = inverse_cdf(_whole_nucleus(flat[wide], temperature, top_p), uniform.to(flat.device)[wide])
+    return tokens
+
+
+def _nucleus_head(
+    logits: torch.Tensor, temperature: float, top_p: float
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The nucleus of softmax(logits / temperature) over [N, V]: the smallest set of most likely tokens whose mass
+    reaches top_p (the top token always stays), renormalized, as ([N, H] probabilities sorted descending, 0 past
+    the nucleus; [N, H] their token ids; [N] rows whose nucleus does not fit in H tokens, to be taken whole).
+
+    The nucleus almost always lies among the few hundred most likely tokens, and those lie in the few blocks of
+    consecutive tokens with the largest maxima: every token above the largest maximum of a block left out is in
+    a block taken, so the candidates above it are the vocabulary's most likely tokens. A row whose candidates
+    fall short of top_p takes the top-k of its whole row. One log-normalizer over the vocabulary, no softmax or
+    sort of it."""
+    log_normalizer = _log_normalizer(logits, temperature)  # [N, 1]
+    head_logits, head_ids = _head(logits)  # [N, H]
+    probs = (head_logits / temperature - log_normalizer).exp()
+    short = probs.sum(-1) < top_p  # [N]
+    if bool(short.any()):
+        head_logits, head_ids[short] = logits[short].topk(head_ids.shape[-1], dim=-1)
+        probs[short] = (head_logits / temperature - log_normalizer[short]).exp()
+    wide = probs.sum(-1) < top_p
+    return _cut(probs, top_p), head_ids, wide
+
+
+def _head(logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """[N, H] the largest logits of each row found among the blocks of largest maxima, descending, those not shown
+    to be among the row's largest set to -inf; [N, H] their token ids."""
+    rows, vocabulary = logits.shape
+    blocks = vocabulary // BLOCK
+    if blocks <= BLOCKS:
+        return logits.topk(min(HEAD, vocabulary), dim=-1)
+    maxima = logits[:, : blocks * BLOCK].reshape(rows, blocks, BLOCK).amax(-1)  # [N, blocks]
+    top_maxima, taken = maxima.topk(BLOCKS + 1, dim=-1)  # [N, BLOCKS + 1]
+    within = torch.arange(BLOCK, device=logits.device)
+    ids = (taken[:, :BLOCKS, None] * BLOCK + within).reshape(rows, -1)  # [N, BLOCKS * BLOCK]
+    ids = torch.cat([ids, torch.arange(blocks * BLOCK, vocabulary, device=logits.device).expand(rows, -1)], dim=-1)
+    candidates = logits.gather(-1, ids)
+    candidates = candidates.masked_fill(candidates <= top_maxima[:, BLOCKS:], float("-inf"))  # not shown largest
+    head_logits, at = candidates.topk(HEAD, dim=-1)
+    return head_logits, ids.gather(-1, at)
+
+
+def _log_normalizer(logits: torch.Tensor, temperature: float) -> torch.Tensor:
+    """[N, 1] log sum exp(logits / temperature) over each row."""
+    top = logits.amax(-1, keepdim=True)
+    shifted = torch.sub(logits, top) if temperature == 1.0 else torch.sub(logits, top).mul_(1.0 / temperature)
+    return shifted.exp_().sum(-1, keepdim=True).log_() + top / temperature
+
+
+def _whole_nucleus(logits: torch.Tensor, temperature: float, top_p: float) -> torch.Tensor:
+    """[n, V] the nucleus distribution of rows whose nucleus is wider than the head: the whole row sorted."""
+    probs, ids = torch.softmax(logits / temperature, dim=-1).sort(dim=-1, descending=True)
+    return torch.zeros(logits.shape, device=logits.device).scatter_(-1, ids, _cut(probs, top_p))
+
+
+def _cut(sorted_probs: torch.Tensor, top_p: float) -> torch.Tensor:
+    """Probabilities sorted descending [..., n] with the tokens past the nucleus set to 0, renormalized."""
+    mass_before = sorted_probs.cumsum(-1) - sorted_probs  # mass of strictly more likely tokens
+    kept = sorted_probs.masked_fill(mass_before >= top_p, 0.0)
+    return kept / kept.sum(-1, keepdim=True)
 
 
 def sample(probs: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
@@ -102,4 +174,4 @@ class PositionUniforms:
 def token_logprobs(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
     """log p(token) under the model at temperature 1: logits [..., V], tokens [...] -> [...]."""
     chosen = logits.gather(-1, tokens[..., None]).squeeze(-1).float()
-    return chosen - torch.logsumexp(logits.float(), dim=-1)
+    return chosen - _log_normalizer(logits.float(), 1.0).squeeze(-1)

@@ -13,7 +13,7 @@ import torch
 
 from engine.kv_cache import RaggedKVCache
 from engine.prefix_cache import PrefixCache, read_prompt
-from engine.sampling import PositionUniforms, inverse_cdf, sample, warp_probs
+from engine.sampling import PositionUniforms, draw, sample, warp_probs
 from engine.speculation.choices import ACCEPTANCE_CHOICES
 
 
@@ -163,11 +163,12 @@ class ModelDrafter:
         tokens, probs = [], []
         coupled = self.coupled
         while True:
-            draft_probs = warp_probs(logits, self.temperature, self.top_p)  # [B, V]
-            draft_token = self._sample(draft_probs, context, len(tokens))  # [B]
+            if coupled:  # a point mass: drawn with the target's number, its distributions are not needed
+                draft_token = draw(logits, self.temperature, self.top_p, self._numbers(context, len(tokens)))  # [B]
+            else:
+                probs.append(warp_probs(logits, self.temperature, self.top_p))  # [B, V]
+                draft_token = sample(probs[-1], self.generator)  # [B]
             tokens.append(draft_token)
-            if not coupled:  # a coupled draft is a point mass: its distributions are not needed
-                probs.append(draft_probs)
             if (
                 len(tokens) == context.max_len
                 or self._unsure(logits, draft_token)
@@ -242,12 +243,10 @@ class ModelDrafter:
                     f"{len(history)} tokens (fed {len(fed)}, agreeing {fed == history})"
                 )
 
-    def _sample(self, draft_probs: torch.Tensor, context: DraftContext, step: int) -> torch.Tensor:
-        """Draft token `step` of every active row: [B, V] -> [B]."""
-        if not self.coupled:
-            return sample(draft_probs, self.generator)
+    def _numbers(self, context: DraftContext, step: int) -> torch.Tensor:
+        """[B] the numbers the target will draw draft token `step` of every active row with."""
         positions = [len(context.generated[r]) + step for r in context.active_rows]
-        return inverse_cdf(draft_probs, self.uniforms.at(context.active_rows, positions, 1)[:, 0])
+        return self.uniforms.at(context.active_rows, positions, 1)[:, 0]
 
     def _unsure(self, logits: torch.Tensor, draft_token: torch.Tensor) -> bool:
         """Every row's newest draft token has a draft probability (at temperature >= 1, so greedy drafts are
