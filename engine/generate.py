@@ -509,6 +509,7 @@ def _target_samples(
 ) -> torch.Tensor:
     """The target's tokens [N] drawn with `numbers` [N] from logits [N, V] (the i-th of original row rows[i]):
     inverse_cdf(_target_probs(request, logits, rows), numbers), without the [N, V] distributions."""
+    numbers = numbers.to(logits.device)
     greedy = _greedy_positions(request, rows, logits.device)
     if greedy is None:
         return draw(logits, request.temperature, request.top_p, numbers)

@@ -35,8 +35,9 @@ def draw(logits: torch.Tensor, temperature: float, top_p: float, uniform: torch.
 
     Greedy is the argmax. Under top-p the cumulative sum runs over the nucleus's tokens in vocabulary order
     (the order inverse_cdf walks the vocabulary in, whose other entries are 0), so a number picks the same
-    token as on the whole distribution. Rows whose nucleus is wider than the head, and top_p 1, take the whole
-    distribution.
+    token as on the whole distribution (bit for bit on the CPU, whose cumulative sum adds in order; a GPU's
+    parallel scan may round the two sums apart at an interval's edge). Rows whose nucleus is wider than the head,
+    and top_p 1, take the whole distribution.
     """
     if temperature == 0:
         return logits.argmax(-1)
