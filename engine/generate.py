@@ -513,7 +513,8 @@ def _target_samples(
     greedy = _greedy_positions(request, rows, logits.device)
     if greedy is None:
         return draw(logits, request.temperature, request.top_p, numbers)
-    tokens = logits.argmax(-1)  # [N]
+    tokens = torch.empty(len(rows), dtype=torch.long, device=logits.device)  # [N]
+    tokens[greedy] = draw(logits[greedy], 0.0, request.top_p, numbers[greedy])
     if not bool(greedy.all()):
         tokens[~greedy] = draw(logits[~greedy], request.temperature, request.top_p, numbers[~greedy])
     return tokens

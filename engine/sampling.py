@@ -18,7 +18,9 @@ def warp_probs(logits: torch.Tensor, temperature: float, top_p: float) -> torch.
     with respect to the distribution regular sampling would use.
     """
     if temperature == 0:
-        return torch.zeros(logits.shape, device=logits.device).scatter_(-1, logits.argmax(-1, keepdim=True), 1.0)
+        flat = logits.reshape(-1, logits.shape[-1])
+        one_hot = torch.zeros(flat.shape, device=logits.device).scatter_(-1, argmax(flat)[:, None], 1.0)
+        return one_hot.reshape(logits.shape)
     if top_p >= 1.0:
         return torch.softmax(logits.float() / temperature, dim=-1)
     flat = logits.reshape(-1, logits.shape[-1]).float()  # [N, V]
@@ -40,7 +42,7 @@ def draw(logits: torch.Tensor, temperature: float, top_p: float, uniform: torch.
     and top_p 1, take the whole distribution.
     """
     if temperature == 0:
-        return logits.argmax(-1)
+        return argmax(logits)
     flat = logits.float()
     if top_p >= 1.0:
         return inverse_cdf(torch.softmax(flat / temperature, dim=-1), uniform)
@@ -50,6 +52,23 @@ def draw(logits: torch.Tensor, temperature: float, top_p: float, uniform: torch.
     if bool(wide.any()):
         tokens[wide] = inverse_cdf(_whole_nucleus(flat[wide], temperature, top_p), uniform.to(flat.device)[wide])
     return tokens
+
+
+def argmax(logits: torch.Tensor) -> torch.Tensor:
+    """logits.argmax(-1) for [N, V] (the first of equal maxima), through the blocks' maxima: torch's argmax over a
+    row is not vectorized (about 0.06 ms a row of 151,936 here) where its max is (0.005)."""
+    rows, vocabulary = logits.shape
+    blocks = vocabulary // BLOCK
+    if blocks < 2:
+        return logits.argmax(-1)
+    maxima = logits[:, : blocks * BLOCK].reshape(rows, blocks, BLOCK).amax(-1)  # [N, blocks]
+    block = maxima.argmax(-1, keepdim=True)  # [N, 1]: the first block holding the row's largest block maximum
+    ids = block * BLOCK + torch.arange(BLOCK, device=logits.device)  # [N, BLOCK]
+    best = ids.gather(-1, logits.gather(-1, ids).argmax(-1, keepdim=True)).squeeze(-1)  # [N]
+    if blocks * BLOCK == vocabulary:
+        return best
+    tail_values, tail_at = logits[:, blocks * BLOCK :].max(-1)  # the ids past the last whole block
+    return torch.where(tail_values > maxima.gather(-1, block).squeeze(-1), tail_at + blocks * BLOCK, best)
 
 
 def _nucleus_head(

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from engine.sampling import BLOCKS, _head, _nucleus_head, draw, inverse_cdf, warp_probs
+from engine.sampling import BLOCKS, _head, _nucleus_head, argmax, draw, inverse_cdf, warp_probs
 
 VOCAB = 151_936  # the bundled Qwen2.5 models' vocabulary, so the head is a small part of it
 
@@ -148,3 +148,15 @@ def test_greedy_first_takes_the_argmax_at_row_0s_positions_only():
     assert (sampled[:2] != logits[:2].argmax(-1)).any()  # else the greedy positions would not be told apart
     assert tokens[:2].tolist() == logits[:2].argmax(-1).tolist()
     assert tokens[2:].tolist() == sampled[2:].tolist()
+
+
+@pytest.mark.parametrize("vocab", [VOCAB, 151_900, 130, 64, 5])
+def test_argmax_is_torchs_first_largest_entry(vocab):
+    """Through the blocks' maxima, ties included (integers from -3 to 3: every row has many equal maxima), a largest
+    entry among the ids past the last whole block, and vocabularies of one block or less."""
+    gen = torch.Generator().manual_seed(vocab)
+    for _ in range(20):
+        logits = torch.randint(-3, 4, (7, vocab), generator=gen).float()
+        logits[0, -1] = 9.0  # the last id, past the last whole block where the vocabulary has one
+        logits[1, 0] = logits[1, -1] = 9.0  # equal maxima at both ends: the first
+        assert argmax(logits).tolist() == logits.argmax(-1).tolist()
