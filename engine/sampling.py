@@ -61,7 +61,7 @@ def argmax(logits: torch.Tensor) -> torch.Tensor:
     blocks = vocabulary // BLOCK
     if blocks < 2:
         return logits.argmax(-1)
-    maxima = logits[:, : blocks * BLOCK].reshape(rows, blocks, BLOCK).amax(-1)  # [N, blocks]
+    maxima = _block_maxima(logits)  # [N, blocks]
     block = maxima.argmax(-1, keepdim=True)  # [N, 1]: the first block holding the row's largest block maximum
     ids = block * BLOCK + torch.arange(BLOCK, device=logits.device)  # [N, BLOCK]
     best = ids.gather(-1, logits.gather(-1, ids).argmax(-1, keepdim=True)).squeeze(-1)  # [N]
@@ -101,7 +101,7 @@ def _head(logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     blocks = vocabulary // BLOCK
     if blocks <= BLOCKS:
         return logits.topk(min(HEAD, vocabulary), dim=-1)
-    maxima = logits[:, : blocks * BLOCK].reshape(rows, blocks, BLOCK).amax(-1)  # [N, blocks]
+    maxima = _block_maxima(logits)  # [N, blocks]
     top_maxima, taken = maxima.topk(BLOCKS + 1, dim=-1)  # [N, BLOCKS + 1]
     within = torch.arange(BLOCK, device=logits.device)
     ids = (taken[:, :BLOCKS, None] * BLOCK + within).reshape(rows, -1)  # [N, BLOCKS * BLOCK]
@@ -110,6 +110,14 @@ def _head(logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     candidates = candidates.masked_fill(candidates <= top_maxima[:, BLOCKS:], float("-inf"))  # not shown largest
     head_logits, at = candidates.topk(HEAD, dim=-1)
     return head_logits, ids.gather(-1, at)
+
+
+def _block_maxima(logits: torch.Tensor) -> torch.Tensor:
+    """[N, V // BLOCK] the largest logit of each whole block of BLOCK consecutive ids, for logits [N, V] (the ids
+    past the last whole block belong to none)."""
+    rows, vocabulary = logits.shape
+    blocks = vocabulary // BLOCK
+    return logits[:, : blocks * BLOCK].reshape(rows, blocks, BLOCK).amax(-1)
 
 
 def _log_normalizer(logits: torch.Tensor, temperature: float) -> torch.Tensor:
